@@ -1,0 +1,29 @@
+# Set-up and main commands. Every target installs what it needs into .venv first.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export HF_HUB_OFFLINE := 1
+export BERTLENS_DATA ?= $(abspath ../shared/data)
+
+.PHONY: install demo test bench clean
+
+$(BIN)/bertlens: pyproject.toml constraints.txt
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
+	touch $@
+
+install: $(BIN)/bertlens
+
+demo: install
+	$(BIN)/bertlens sweep --task stsb --out out/demo-stsb
+
+test: install
+	$(BIN)/python -m pytest
+
+bench: install
+	$(BIN)/python bench/embed_speed.py
+	$(BIN)/python bench/sweep_cost.py
+
+clean:
+	rm -rf $(VENV) out build src/*.egg-info

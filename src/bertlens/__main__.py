@@ -1,0 +1,5 @@
+import sys
+
+from bertlens.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Thin command-line layer: parse arguments, call the library, write output."""

@@ -1,0 +1,37 @@
+"""A rich progress bar with rate and ETA on stderr."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+STDERR = Console(stderr=True)
+
+
+@contextlib.contextmanager
+def progress_bar(label: str, unit: str = "texts", enabled: bool = True) -> Iterator[Callable[[int, int], None]]:
+    """Yields update(done, total); shows count, rate in `unit`/s, elapsed time and ETA."""
+    if not enabled:
+        yield lambda done, total: None
+        return
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=STDERR, transient=False) as progress:
+        task = progress.add_task(label, total=None, rate="")
+
+        def update(done: int, total: int) -> None:
+            speed = progress.tasks[0].speed
+            rate = f"{speed:,.0f} {unit}/s" if speed else ""
+            progress.update(task, completed=done, total=total, rate=rate)
+
+        yield update

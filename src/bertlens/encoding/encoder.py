@@ -1,0 +1,171 @@
+"""Encoder: texts -> LayerStates (all hidden states, masks, optional attentions) in one pass."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from bertlens.encoding.batching import length_batches
+from bertlens.errors import BertlensError, did_you_mean
+from bertlens.models import ModelRef, default_max_length, load_encoder, load_tokenizer, resolve_model
+
+ATTENTION_MODES = ("none", "cls", "all")
+
+
+@dataclass(frozen=True)
+class LayerStates:
+    """One batch after a forward pass. Checked when built, so a missing piece fails here.
+
+    hidden: [L+1, B, T, H] float32 (embedding output first)
+    attention_mask / special_tokens_mask: [B, T] bool
+    doc_index: [B] int64, the input row each batch row came from
+    cls_attention: [L, B, T], the [CLS] query's attention averaged over heads (when asked)
+    attentions: [L, B, heads, T, T] full attention maps (when asked; memory-heavy)
+    """
+
+    hidden: torch.Tensor
+    attention_mask: torch.Tensor
+    special_tokens_mask: torch.Tensor
+    doc_index: torch.Tensor
+    cls_attention: torch.Tensor | None = None
+    attentions: torch.Tensor | None = None
+
+    def __post_init__(self) -> None:
+        if self.hidden.dim() != 4:
+            raise ValueError(f"hidden must be [L+1, B, T, H], got shape {tuple(self.hidden.shape)}")
+        _, batch, length, _ = self.hidden.shape
+        for name in ("attention_mask", "special_tokens_mask"):
+            if tuple(getattr(self, name).shape) != (batch, length):
+                raise ValueError(f"{name} must be [B, T] = {(batch, length)}, got {tuple(getattr(self, name).shape)}")
+        if tuple(self.doc_index.shape) != (batch,):
+            raise ValueError(f"doc_index must be [B] = ({batch},), got {tuple(self.doc_index.shape)}")
+        if self.cls_attention is not None and tuple(self.cls_attention.shape[1:]) != (batch, length):
+            raise ValueError(f"cls_attention must be [L, B, T], got {tuple(self.cls_attention.shape)}")
+
+    @property
+    def num_layers(self) -> int:
+        return self.hidden.shape[0] - 1
+
+
+@dataclass(frozen=True)
+class Tokenized:
+    """Token ids per text (unpadded) and how many texts were cut at max_length."""
+
+    input_ids: list[list[int]]
+    special_tokens_mask: list[list[int]]
+    truncated: int
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.fromiter((len(ids) for ids in self.input_ids), dtype=np.int64, count=len(self.input_ids))
+
+
+class Encoder:
+    """Owns a tokenizer and a model; turns texts into LayerStates, batch by batch.
+
+    precision 'fp32' is exact; 'bf16' runs matrix products in bfloat16 under autocast
+    (layer norms and softmax stay in float32), which is several times faster on CPUs with
+    AVX512-BF16/AMX and keeps cosine >= 0.9999 to fp32 on the default model.
+    """
+
+    def __init__(
+        self,
+        model: str | ModelRef = "default",
+        *,
+        max_length: int | None = None,
+        precision: str = "fp32",
+        attentions: str = "none",
+        max_batch: int = 128,
+        max_tokens: int = 16384,
+        device: str = "cpu",
+        trust_remote_code: bool = False,
+    ):
+        if attentions not in ATTENTION_MODES:
+            raise BertlensError(f"unknown attentions mode '{attentions}': {did_you_mean(attentions, ATTENTION_MODES)}")
+        if precision not in ("fp32", "bf16"):
+            raise BertlensError(f"unknown precision '{precision}': valid: fp32, bf16")
+        self.ref = model if isinstance(model, ModelRef) else resolve_model(model)
+        self.tokenizer = load_tokenizer(self.ref, trust_remote_code)
+        self.model = load_encoder(self.ref, eager_attention=attentions != "none", trust_remote_code=trust_remote_code)
+        self.device = torch.device(device)
+        self.model.to(self.device)
+        self.precision = precision
+        self.attentions = attentions
+        self.max_batch = max_batch
+        self.max_tokens = max_tokens
+        limit = default_max_length(self.ref, self.tokenizer)
+        if max_length is not None and max_length > limit:
+            raise BertlensError(f"max_length {max_length} exceeds the model's limit of {limit} tokens; use {limit} or less")
+        self.max_length = max_length or limit
+        self._uses_token_types = "token_type_ids" in self.tokenizer.model_input_names
+        self._pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+
+    @property
+    def num_layers(self) -> int:
+        return self.ref.num_layers
+
+    @property
+    def hidden_size(self) -> int:
+        return self.ref.hidden_size
+
+    def tokenize(self, texts: Sequence[str]) -> Tokenized:
+        """Tokenize with truncation at max_length and count how many texts were cut."""
+        if not texts:
+            return Tokenized([], [], 0)
+        encoded = self.tokenizer(
+            list(texts), truncation=True, max_length=self.max_length, return_special_tokens_mask=True
+        )
+        truncated = sum(1 for enc in encoded.encodings if enc.overflowing)
+        return Tokenized(encoded["input_ids"], encoded["special_tokens_mask"], truncated)
+
+    def _pad(self, tokenized: Tokenized, rows: np.ndarray) -> dict[str, torch.Tensor]:
+        length = max(len(tokenized.input_ids[r]) for r in rows)
+        ids = np.full((len(rows), length), self._pad_id, dtype=np.int64)  # [B, T]
+        attention = np.zeros((len(rows), length), dtype=np.int64)  # [B, T]
+        special = np.zeros((len(rows), length), dtype=bool)  # [B, T]
+        for i, r in enumerate(rows):
+            n = len(tokenized.input_ids[r])
+            ids[i, :n] = tokenized.input_ids[r]
+            attention[i, :n] = 1
+            special[i, :n] = tokenized.special_tokens_mask[r]
+        batch = {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(attention)}
+        if self._uses_token_types:
+            batch["token_type_ids"] = torch.zeros_like(batch["input_ids"])
+        batch["special_tokens_mask"] = torch.from_numpy(special)
+        return batch
+
+    def _autocast(self):
+        if self.precision == "bf16":
+            return torch.autocast(self.device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def forward(self, tokenized: Tokenized, rows: np.ndarray) -> LayerStates:
+        """Run one padded batch of the given rows through the model."""
+        batch = self._pad(tokenized, rows)
+        special = batch.pop("special_tokens_mask")
+        inputs = {k: v.to(self.device) for k, v in batch.items()}
+        with torch.inference_mode(), self._autocast():
+            out = self.model(**inputs, output_hidden_states=True, output_attentions=self.attentions != "none")
+        hidden = torch.stack(out.hidden_states).float().cpu()  # [L+1, B, T, H]
+        cls_attention = attentions = None
+        if self.attentions != "none":
+            maps = torch.stack(out.attentions).float().cpu()  # [L, B, heads, T, T]
+            cls_attention = maps[:, :, :, 0, :].mean(dim=2)  # [L, B, T]
+            attentions = maps if self.attentions == "all" else None
+        return LayerStates(
+            hidden=hidden,
+            attention_mask=batch["attention_mask"].bool(),
+            special_tokens_mask=special,
+            doc_index=torch.from_numpy(np.asarray(rows, dtype=np.int64)),
+            cls_attention=cls_attention,
+            attentions=attentions,
+        )
+
+    def iter_states(self, tokenized: Tokenized) -> Iterator[LayerStates]:
+        """Length-bucketed batches; doc_index maps each row back to its input position."""
+        for rows in length_batches(tokenized.lengths, self.max_batch, self.max_tokens):
+            yield self.forward(tokenized, rows)

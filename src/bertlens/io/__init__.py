@@ -1,0 +1,1 @@
+"""Reading user files (with line-numbered errors) and writing results atomically."""

@@ -1,0 +1,156 @@
+"""Stream records from .txt, .csv, .tsv and .jsonl files, naming the line of any bad input.
+
+Every reader yields (line_number, values) where line_number is 1-based and points at the
+first physical line of the record, so every error can say where to look.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bertlens.errors import BertlensError, did_you_mean
+
+FORMATS = (".txt", ".csv", ".tsv", ".jsonl")
+Column = str | int
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """Which file, and which columns (CSV/TSV: header names or 0-based indices; JSONL: keys)."""
+
+    path: Path
+    columns: tuple[Column, ...] = ()
+    header: bool = True
+
+    @property
+    def format(self) -> str:
+        return self.path.suffix.lower()
+
+
+def parse_column(value: str) -> Column:
+    """'3' -> 3 (a 0-based index), anything else stays a header name."""
+    return int(value) if value.strip().lstrip("-").isdigit() else value
+
+
+def check_file(path: Path) -> None:
+    if not path.exists():
+        raise BertlensError(f"input file {path} does not exist")
+    if not path.is_file():
+        raise BertlensError(f"input {path} is not a file")
+    if path.stat().st_size == 0:
+        raise BertlensError(f"input file {path} is empty; give a file with at least one text")
+    if path.suffix.lower() not in FORMATS:
+        raise BertlensError(f"input file {path}: unsupported extension '{path.suffix}'; use one of {', '.join(FORMATS)}")
+
+
+def _decoded_lines(path: Path) -> Iterator[str]:
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise BertlensError(
+                    f"{path} line {number}: invalid UTF-8 at byte {exc.start} of the line; re-save the file as UTF-8"
+                ) from None
+            yield line.removeprefix("\ufeff") if number == 1 else line
+
+
+def _text_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]:
+    if spec.columns not in ((), (0,)):
+        raise BertlensError(f"{spec.path}: a .txt file has one text per line and no columns; drop --column")
+    for number, line in enumerate(_decoded_lines(spec.path), start=1):
+        yield number, (line.rstrip("\r\n"),)
+
+
+def _column_indices(spec: TableSpec, header: list[str] | None) -> list[int]:
+    indices = []
+    for column in spec.columns:
+        if isinstance(column, int):
+            indices.append(column)
+        elif header is None:
+            raise BertlensError(f"{spec.path} has no header row, so column '{column}' must be a 0-based index")
+        elif column not in header:
+            raise BertlensError(f"{spec.path}: no column '{column}' in the header: {did_you_mean(column, header)}")
+        else:
+            indices.append(header.index(column))
+    return indices
+
+
+def _delimited_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]:
+    if not spec.columns:
+        raise BertlensError(f"{spec.path}: name the text column with --column (a header name or 0-based index)")
+    delimiter = "\t" if spec.format == ".tsv" else ","
+    quoting = csv.QUOTE_NONE if spec.format == ".tsv" else csv.QUOTE_MINIMAL
+    reader = csv.reader(_decoded_lines(spec.path), delimiter=delimiter, quoting=quoting)
+    header = None
+    indices: list[int] | None = None
+    last = 0
+    try:
+        for row in reader:
+            start, last = last + 1, reader.line_num
+            if header is None and spec.header:
+                header = [name.strip() for name in row]
+                indices = _column_indices(spec, header)
+                continue
+            if indices is None:
+                indices = _column_indices(spec, None)
+            if not row:
+                raise BertlensError(f"{spec.path} line {start}: blank line; remove it")
+            missing = [spec.columns[k] for k, i in enumerate(indices) if not -len(row) <= i < len(row)]
+            if missing:
+                raise BertlensError(
+                    f"{spec.path} line {start}: column {missing[0]!r} is missing (the row has {len(row)} fields); "
+                    "fix the row or choose another column"
+                )
+            yield start, tuple(row[i] for i in indices)
+    except csv.Error as exc:
+        raise BertlensError(f"{spec.path} line {reader.line_num}: malformed {spec.format[1:].upper()} ({exc})") from None
+
+
+def _jsonl_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]:
+    if not spec.columns:
+        raise BertlensError(f"{spec.path}: name the JSON field with --field")
+    for number, line in enumerate(_decoded_lines(spec.path), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise BertlensError(f"{spec.path} line {number}: invalid JSON ({exc.msg}); one JSON object per line") from None
+        if not isinstance(record, dict):
+            raise BertlensError(f"{spec.path} line {number}: expected a JSON object, got {type(record).__name__}")
+        values = []
+        for key in spec.columns:
+            if key not in record:
+                raise BertlensError(f"{spec.path} line {number}: no field '{key}': {did_you_mean(str(key), record)}")
+            value = record[key]
+            values.append(value if isinstance(value, str) else json.dumps(value) if value is not None else "")
+        yield number, tuple(values)
+
+
+_READERS = {".txt": _text_records, ".csv": _delimited_records, ".tsv": _delimited_records, ".jsonl": _jsonl_records}
+
+
+def iter_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]:
+    """Records of the chosen columns, with the line each starts on; errors name file and line."""
+    check_file(spec.path)
+    return _READERS[spec.format](spec)
+
+
+def read_texts(path: str | Path, column: Column | None = None, header: bool = True) -> list[str]:
+    """All texts of one column (the whole line for .txt), for small files and the Python API."""
+    spec = TableSpec(Path(path), () if column is None else (column,), header)
+    return [values[0] for _, values in iter_records(spec)]
+
+
+def is_blank(text: str) -> bool:
+    return not text.strip()
+
+
+def first_lines(numbers: Sequence[int], limit: int = 5) -> str:
+    shown = ", ".join(str(n) for n in numbers[:limit])
+    return shown + (f" and {len(numbers) - limit} more" if len(numbers) > limit else "")

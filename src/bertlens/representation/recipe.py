@@ -1,0 +1,120 @@
+"""Recipe: everything needed to reproduce one representation, as a frozen, validated dataclass.
+
+The JSON form carries a schema version so that older files stay readable or fail clearly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from bertlens.errors import BertlensError, did_you_mean
+from bertlens.representation.mixers import check_mixer
+from bertlens.representation.poolers import check_pooler
+
+SCHEMA_VERSION = 1
+PRECISIONS = ("fp32", "bf16")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Model + layers + mixer + pooler + post-processing + limits.
+
+    layers: indices into the stack [embeddings, layer 1, ..., layer L]; negatives count from the top.
+    mix_weights / mix_gamma / mix_layer_norm: a ScalarMix's learned state (pre-softmax weights).
+    attention_layer: whose [CLS] attention weights the 'attention' pooler uses.
+    max_length: None means the model's own limit.
+    """
+
+    model: str = "default"
+    layers: tuple[int, ...] = (-1,)
+    mixer: str = "single"
+    pooler: str = "mean"
+    include_special: bool = True
+    attention_layer: int = -1
+    normalize: bool = False
+    max_length: int | None = None
+    precision: str = "fp32"
+    mix_weights: tuple[float, ...] | None = None
+    mix_gamma: float = 1.0
+    mix_layer_norm: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "layers", tuple(int(x) for x in self.layers))
+        if self.mix_weights is not None:
+            object.__setattr__(self, "mix_weights", tuple(float(x) for x in self.mix_weights))
+        check_pooler(self.pooler)
+        check_mixer(self.mixer)
+        if self.precision not in PRECISIONS:
+            raise BertlensError(f"unknown precision '{self.precision}': {did_you_mean(self.precision, PRECISIONS)}")
+        if self.mixer != "first_last" and not self.layers:
+            raise BertlensError(f"mixer '{self.mixer}' needs at least one layer in 'layers'")
+        if self.mixer == "single" and len(self.layers) != 1:
+            raise BertlensError(f"mixer 'single' takes exactly one layer, got {list(self.layers)}; use 'mean', 'sum' or 'concat'")
+        if self.mixer == "scalar_mix" and self.mix_weights is not None and len(self.mix_weights) != len(self.layers):
+            raise BertlensError(f"scalar_mix has {len(self.mix_weights)} weights for {len(self.layers)} layers; give one per layer")
+        if self.mix_weights is not None and not all(math.isfinite(x) for x in self.mix_weights):
+            raise BertlensError("mix_weights must be finite numbers")
+        if self.max_length is not None and not 2 <= self.max_length <= 100_000:
+            raise BertlensError(f"max_length {self.max_length} must be between 2 and the model's limit")
+
+    @property
+    def needs_attentions(self) -> bool:
+        return self.pooler == "attention"
+
+    def replace(self, **changes) -> "Recipe":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        data = dataclasses.asdict(self)
+        data["layers"] = list(self.layers)
+        data["mix_weights"] = None if self.mix_weights is None else list(self.mix_weights)
+        return {"schema_version": SCHEMA_VERSION, **data}
+
+    @classmethod
+    def from_dict(cls, data: dict, where: str = "recipe") -> "Recipe":
+        data = dict(data)
+        version = data.pop("schema_version", None)
+        if version != SCHEMA_VERSION:
+            raise BertlensError(f"{where}: schema_version {version!r} is not supported (this bertlens reads {SCHEMA_VERSION})")
+        known = {field.name for field in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise BertlensError(f"{where}: unknown field '{unknown[0]}': {did_you_mean(unknown[0], sorted(known))}")
+        try:
+            return cls(**data)
+        except TypeError as exc:
+            raise BertlensError(f"{where}: {exc}") from None
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str, where: str = "recipe") -> "Recipe":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise BertlensError(f"{where}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        if not isinstance(data, dict):
+            raise BertlensError(f"{where}: expected a JSON object")
+        return cls.from_dict(data, where)
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write atomically (temporary file, then rename)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(self.to_json())
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Recipe":
+        path = Path(path)
+        if not path.is_file():
+            raise BertlensError(f"recipe file {path} does not exist")
+        return cls.from_json(path.read_text(encoding="utf-8"), where=str(path))

@@ -1,0 +1,53 @@
+"""Shared fixtures: offline hub, the embedded default model, a tiny random BERT, shared data."""
+
+from __future__ import annotations
+
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+DATA = Path(os.environ.get("BERTLENS_DATA", SHARED / "data"))
+TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+
+
+@pytest.fixture(scope="session")
+def default_model_dir() -> Path:
+    from bertlens.models import default_model_dir as locate
+
+    return locate()
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory, default_model_dir) -> Path:
+    """A randomly initialised 2-layer BERT (width 32) with the default model's tokenizer."""
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=64, max_position_embeddings=128,
+    )
+    path = tmp_path_factory.mktemp("tiny-bert")
+    BertModel(config).eval().save_pretrained(path, safe_serialization=True)
+    for name in TOKENIZER_FILES:
+        if (default_model_dir / name).exists():
+            shutil.copy(default_model_dir / name, path / name)
+    return path
+
+
+@pytest.fixture(scope="session")
+def sts_sentences() -> list[str]:
+    import csv
+
+    with open(DATA / "stsb" / "test.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    return [row[0] for row in rows[:200]] + [row[1] for row in rows[:200]]

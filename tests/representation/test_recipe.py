@@ -1,0 +1,44 @@
+import dataclasses
+
+import pytest
+
+from bertlens.errors import BertlensError
+from bertlens.representation.recipe import SCHEMA_VERSION, Recipe
+
+
+def test_json_round_trip(tmp_path):
+    recipe = Recipe(model="m", layers=(-4, -3, -2, -1), mixer="scalar_mix", pooler="attention",
+                    mix_weights=(0.1, 0.2, 0.3, 0.4), mix_gamma=1.5, normalize=True, max_length=128, precision="bf16")
+    assert Recipe.from_json(recipe.to_json()) == recipe
+    assert Recipe.load(recipe.save(tmp_path / "r.json")) == recipe
+    assert recipe.to_dict()["schema_version"] == SCHEMA_VERSION
+
+
+def test_recipe_is_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Recipe().pooler = "cls"
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"pooler": "avg"}, "unknown pooler 'avg'"),
+        ({"mixer": "blend"}, "unknown mixer 'blend'"),
+        ({"precision": "fp16"}, "unknown precision 'fp16'"),
+        ({"layers": (1, 2)}, "'single' takes exactly one layer"),
+        ({"mixer": "scalar_mix", "layers": (1, 2), "mix_weights": (1.0,)}, "1 weights for 2 layers"),
+        ({"max_length": 1}, "max_length 1"),
+    ],
+)
+def test_invalid_recipes_are_rejected(fields, message):
+    with pytest.raises(BertlensError, match=message):
+        Recipe(**fields)
+
+
+def test_json_errors_name_the_problem():
+    with pytest.raises(BertlensError, match="schema_version 99"):
+        Recipe.from_json('{"schema_version": 99}')
+    with pytest.raises(BertlensError, match="unknown field 'poler'.*did you mean 'pooler'"):
+        Recipe.from_json(f'{{"schema_version": {SCHEMA_VERSION}, "poler": "cls"}}')
+    with pytest.raises(BertlensError, match="not valid JSON"):
+        Recipe.from_json("{")
