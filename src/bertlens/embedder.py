@@ -74,8 +74,9 @@ class Embedder:
         tokenized = self.encoder.tokenize(texts)
         self.truncated = tokenized.truncated
         out = np.empty((len(texts), self.dim), dtype=np.float32)  # [N, D]
-        for states in self.encoder.iter_states(tokenized):
-            out[states.doc_index.numpy()] = represent(self.recipe, states).numpy()
-            if on_batch is not None:
-                on_batch(len(states.doc_index))
+        with self.encoder.running():  # mixing and pooling are element-wise: safe under autocast
+            for states in self.encoder.iter_states(tokenized):
+                out[states.doc_index.numpy()] = represent(self.recipe, states).float().numpy()
+                if on_batch is not None:
+                    on_batch(len(states.doc_index))
         return out
