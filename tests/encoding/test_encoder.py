@@ -38,13 +38,22 @@ def test_hidden_states_match_hugging_face(model_fixture, request):
     assert seen == len(TEXTS)
 
 
-def test_cls_attention_is_the_head_average_of_hugging_face_attentions(tiny_bert_dir):
-    batch, ref = reference_states(tiny_bert_dir, TEXTS[:1], eager=True)
-    encoder = Encoder(str(tiny_bert_dir), attentions="all")
-    (states,) = list(encoder.iter_states(encoder.tokenize(TEXTS[:1])))
-    expected = torch.stack(ref.attentions)[:, :, :, 0, :].mean(dim=2)  # [L, B, T]
-    assert torch.allclose(states.cls_attention, expected, atol=1e-6)
-    assert states.attentions.shape == torch.stack(ref.attentions).shape
+@pytest.mark.parametrize("model_fixture", ["tiny_bert_dir", "default_model_dir"])
+@pytest.mark.parametrize("mode", ["cls", "all"])
+def test_cls_attention_is_the_head_average_of_hugging_face_attentions(model_fixture, mode, request):
+    path = request.getfixturevalue(model_fixture)
+    batch, ref = reference_states(path, TEXTS, eager=True)
+    encoder = Encoder(str(path), attentions=mode)
+    assert (encoder._recorder is not None) == (mode == "cls")  # 'cls' uses q/k hooks, not eager attention
+    maps = torch.stack(ref.attentions)  # [L, B, heads, T, T]
+    for states in encoder.iter_states(encoder.tokenize(TEXTS)):
+        for row, doc in enumerate(states.doc_index.tolist()):
+            n = int(batch["attention_mask"][doc].sum())
+            expected = maps[:, doc, :, 0, :n].mean(dim=1)  # [L, n]
+            assert torch.allclose(states.cls_attention[:, row, :n], expected, atol=1e-5)
+            assert states.cls_attention[:, row, n:].abs().sum().item() == 0  # padding gets no weight
+        if mode == "all":
+            assert states.attentions.shape[2] == maps.shape[2]
 
 
 def test_special_tokens_mask_marks_cls_and_sep(tiny_bert_dir):

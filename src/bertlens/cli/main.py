@@ -7,10 +7,10 @@ import os
 import sys
 
 from bertlens import __version__
-from bertlens.cli import embed
+from bertlens.cli import embed, sweep
 from bertlens.errors import BertlensError
 
-COMMANDS = (embed,)
+COMMANDS = (embed, sweep)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from bertlens.encoding.batching import length_batches
+from bertlens.encoding.cls_attention import ClsAttentionRecorder, attention_modules
 from bertlens.errors import BertlensError, did_you_mean
 from bertlens.models import ModelRef, default_max_length, load_encoder, load_tokenizer, resolve_model
 
@@ -90,9 +91,16 @@ class Encoder:
             raise BertlensError(f"unknown precision '{precision}': valid: fp32, bf16")
         self.ref = model if isinstance(model, ModelRef) else resolve_model(model)
         self.tokenizer = load_tokenizer(self.ref, trust_remote_code)
-        # Eager attention returns attention weights, and under bf16 autocast it measured faster than SDPA.
-        eager = attentions != "none" or precision == "bf16"
-        self.model = load_encoder(self.ref, eager_attention=eager, trust_remote_code=trust_remote_code)
+        # Under bf16 autocast eager attention measured faster than SDPA; full attention maps need it too.
+        self.model = load_encoder(self.ref, eager_attention=precision == "bf16" or attentions == "all",
+                                  trust_remote_code=trust_remote_code)
+        self._recorder = None
+        if attentions == "cls":
+            modules = attention_modules(self.model)
+            if modules is not None:
+                self._recorder = ClsAttentionRecorder(modules)  # [CLS] rows from q/k hooks: SDPA stays on
+            elif not precision == "bf16":
+                self.model = load_encoder(self.ref, eager_attention=True, trust_remote_code=trust_remote_code)
         self.device = torch.device(device)
         self.model.to(self.device)
         self.precision = precision
@@ -154,14 +162,16 @@ class Encoder:
         batch = self._pad(tokenized, rows)
         special = batch.pop("special_tokens_mask")
         inputs = {k: v.to(self.device) for k, v in batch.items()}
+        maps_needed = self.attentions == "all" or (self.attentions == "cls" and self._recorder is None)
         with torch.inference_mode(), self.running():
-            out = self.model(**inputs, output_hidden_states=True, output_attentions=self.attentions != "none")
+            out = self.model(**inputs, output_hidden_states=True, output_attentions=maps_needed)
+            cls_attention = self._recorder.weights(inputs["attention_mask"]).cpu() if self._recorder else None  # [L, B, T]
         hidden = torch.stack(out.hidden_states).float().cpu()  # [L+1, B, T, H]
-        cls_attention = attentions = None
-        if self.attentions != "none":
-            maps = torch.stack(out.attentions).float().cpu()  # [L, B, heads, T, T]
-            cls_attention = maps[:, :, :, 0, :].mean(dim=2)  # [L, B, T]
-            attentions = maps if self.attentions == "all" else None
+        attentions = None
+        if maps_needed:
+            cls_attention = torch.stack([a[:, :, 0, :].float().mean(dim=1) for a in out.attentions]).cpu()  # [L, B, T]
+            if self.attentions == "all":
+                attentions = torch.stack(out.attentions).float().cpu()  # [L, B, heads, T, T]
         return LayerStates(
             hidden=hidden,
             attention_mask=batch["attention_mask"].bool(),

@@ -25,10 +25,12 @@ class TableSpec:
     path: Path
     columns: tuple[Column, ...] = ()
     header: bool = True
+    encoding: str = "utf-8"
+    file_format: str | None = None  # overrides the extension, e.g. '.txt' for SentEval's '.all' files
 
     @property
     def format(self) -> str:
-        return self.path.suffix.lower()
+        return self.file_format or self.path.suffix.lower()
 
 
 def parse_column(value: str) -> Column:
@@ -36,25 +38,25 @@ def parse_column(value: str) -> Column:
     return int(value) if value.strip().lstrip("-").isdigit() else value
 
 
-def check_file(path: Path) -> None:
+def check_file(path: Path, file_format: str | None = None) -> None:
     if not path.exists():
         raise BertlensError(f"input file {path} does not exist")
     if not path.is_file():
         raise BertlensError(f"input {path} is not a file")
     if path.stat().st_size == 0:
         raise BertlensError(f"input file {path} is empty; give a file with at least one text")
-    if path.suffix.lower() not in FORMATS:
+    if (file_format or path.suffix.lower()) not in FORMATS:
         raise BertlensError(f"input file {path}: unsupported extension '{path.suffix}'; use one of {', '.join(FORMATS)}")
 
 
-def _decoded_lines(path: Path) -> Iterator[str]:
+def _decoded_lines(path: Path, encoding: str = "utf-8") -> Iterator[str]:
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
             try:
-                line = raw.decode("utf-8")
+                line = raw.decode(encoding)
             except UnicodeDecodeError as exc:
                 raise BertlensError(
-                    f"{path} line {number}: invalid UTF-8 at byte {exc.start} of the line; re-save the file as UTF-8"
+                    f"{path} line {number}: invalid {encoding.upper()} at byte {exc.start} of the line; re-save the file as UTF-8"
                 ) from None
             yield line.removeprefix("\ufeff") if number == 1 else line
 
@@ -62,7 +64,7 @@ def _decoded_lines(path: Path) -> Iterator[str]:
 def _text_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]:
     if spec.columns not in ((), (0,)):
         raise BertlensError(f"{spec.path}: a .txt file has one text per line and no columns; drop --column")
-    for number, line in enumerate(_decoded_lines(spec.path), start=1):
+    for number, line in enumerate(_decoded_lines(spec.path, spec.encoding), start=1):
         yield number, (line.rstrip("\r\n"),)
 
 
@@ -85,7 +87,7 @@ def _delimited_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]
         raise BertlensError(f"{spec.path}: name the text column with --column (a header name or 0-based index)")
     delimiter = "\t" if spec.format == ".tsv" else ","
     quoting = csv.QUOTE_NONE if spec.format == ".tsv" else csv.QUOTE_MINIMAL
-    reader = csv.reader(_decoded_lines(spec.path), delimiter=delimiter, quoting=quoting)
+    reader = csv.reader(_decoded_lines(spec.path, spec.encoding), delimiter=delimiter, quoting=quoting)
     header = None
     indices: list[int] | None = None
     last = 0
@@ -114,7 +116,7 @@ def _delimited_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]
 def _jsonl_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]:
     if not spec.columns:
         raise BertlensError(f"{spec.path}: name the JSON field with --field")
-    for number, line in enumerate(_decoded_lines(spec.path), start=1):
+    for number, line in enumerate(_decoded_lines(spec.path, spec.encoding), start=1):
         if not line.strip():
             continue
         try:
@@ -137,7 +139,7 @@ _READERS = {".txt": _text_records, ".csv": _delimited_records, ".tsv": _delimite
 
 def iter_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]:
     """Records of the chosen columns, with the line each starts on; errors name file and line."""
-    check_file(spec.path)
+    check_file(spec.path, spec.file_format)
     return _READERS[spec.format](spec)
 
 

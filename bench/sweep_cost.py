@@ -1,0 +1,101 @@
+"""What a full sweep costs compared with one plain embedding pass, and batched vs one-by-one probes.
+
+Usage: python bench/sweep_cost.py [--task sst2] [--sklearn-candidates N]
+
+1. Baseline: `bertlens embed` (mean pooling, default model, fp32) over the task's texts.
+   Sweep: `run_sweep` on the same texts with an empty cache: the bank (every layer x cls,
+   mean, max, attention + max-pooled mixes) and every probe, bootstrap included.
+   Target: sweep / embed <= 1.5 (re-encoding per candidate would be about (L+1) x 4 x).
+2. The batched logistic probes (all candidates x C grid in one model) vs one scikit-learn
+   LogisticRegression per candidate and C, with the same dev selection. Target >= 10x faster,
+   test accuracy within 0.5 points per candidate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+from common import DATA, timed
+from sklearn.linear_model import LogisticRegression
+
+from bertlens.bank import build_bank
+from bertlens.embed_job import run_embed
+from bertlens.embedder import Embedder
+from bertlens.encoding.encoder import Encoder
+from bertlens.io.tables import TableSpec
+from bertlens.probing.candidates import enumerate_candidates
+from bertlens.probing.sweep import SweepConfig, _examples, _probe_classification, _stack, make_folds, run_sweep
+from bertlens.representation.recipe import Recipe
+from bertlens.tasks.catalog import get_task
+from bertlens.tasks.loaders import load_catalog_task
+
+
+def sklearn_probes(bank, candidates, ex, fold, strengths) -> tuple[np.ndarray, float]:
+    """One LogisticRegression per (candidate, C) on standardised features; C chosen on dev."""
+    accuracies = np.zeros(len(candidates))
+    y_train, y_dev, y_test = (ex.targets[r] for r in (fold.train, fold.dev, fold.test))
+
+    def work():
+        for i in range(len(candidates)):
+            train, dev, test = (_stack(bank, candidates, [i], ex, r, "classification")[0].numpy() for r in (fold.train, fold.dev, fold.test))
+            mean, std = train.mean(0), np.maximum(train.std(0, ddof=1), 1e-6)
+            best = (-1.0, None)
+            for c in strengths:
+                model = LogisticRegression(C=c, max_iter=1000).fit((train - mean) / std, y_train)
+                score = (model.predict((dev - mean) / std) == y_dev).mean()
+                if score > best[0]:
+                    best = (score, model)
+            accuracies[i] = (best[1].predict((test - mean) / std) == y_test).mean()
+
+    _, seconds = timed(work)
+    return accuracies, seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--task", default="sst2")
+    parser.add_argument("--sklearn-candidates", type=int, default=0, help="compare only the first N candidates (0 = all)")
+    args = parser.parse_args()
+    task = load_catalog_task(get_task(args.task), DATA)
+    texts = task.all_texts()
+    print(f"task {args.task}: {len(texts)} distinct texts, default model (all-MiniLM-L6-v2), fp32, torch threads={torch.get_num_threads()}")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        (work / "texts.txt").write_text("\n".join(t.replace("\n", " ") for t in texts) + "\n")
+        embedder = Embedder(Recipe())
+        embedder.encode(texts[:64])
+        _, embed_seconds = timed(lambda: run_embed(TableSpec(work / "texts.txt"), work / "plain.npy", embedder))
+        encoder = Encoder("default", attentions="cls")
+        encoder.tokenize(texts[:8])
+        result, sweep_seconds = timed(lambda: run_sweep(task, encoder, Recipe(), work / "cache", SweepConfig()))
+        bank = build_bank(encoder, texts, work / "cache")  # cached now: free
+        candidates = enumerate_candidates(bank.num_layers, ("cls", "mean", "max", "attention"))
+        config = SweepConfig()
+        ex, where = _examples(task, {t: i for i, t in enumerate(texts)})
+        folds = make_folds(task, ex.targets, where, config)
+        fixed = [c for c in candidates if c.mixer != "scalar_mix"]
+        (predictions, _, _), batched_seconds = timed(lambda: _probe_classification(bank, fixed, ex, folds[:1], "classification", config))
+        batched = (predictions == ex.targets[folds[0].test]).mean(axis=1)
+        compared = fixed[: args.sklearn_candidates or len(fixed)]
+        reference, sklearn_seconds = sklearn_probes(bank, compared, ex, folds[0], config.strengths)
+        per_candidate_batched = batched_seconds / len(fixed)
+        per_candidate_sklearn = sklearn_seconds / len(compared)
+
+    print(f"plain bertlens embed pass (baseline): {embed_seconds:.1f} s")
+    print(f"full sweep ({len(result.protocols['probe'].candidates)} candidates, bank + probes + bootstrap): {sweep_seconds:.1f} s "
+          f"(bank {result.timings['bank_seconds']:.1f} s, probes {result.timings['probe_seconds']:.1f} s)")
+    print(f"sweep / embed = {sweep_seconds / embed_seconds:.2f}x   (target <= 1.5x)")
+    gap = 100 * np.abs(batched[: len(compared)] - reference)
+    print(f"batched probes: {len(fixed)} candidates x {len(config.strengths)} C in {batched_seconds:.1f} s; "
+          f"scikit-learn one by one: {len(compared)} candidates in {sklearn_seconds:.1f} s")
+    print(f"speed-up per candidate = {per_candidate_sklearn / per_candidate_batched:.1f}x   (target >= 10x)")
+    print(f"test accuracy gap vs scikit-learn: mean {gap.mean():.2f}, max {gap.max():.2f} points   (target <= 0.5)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""The [CLS] row of every layer's attention, without running eager attention everywhere.
+
+For BERT-style self-attention (softmax(q k^T / sqrt(d) + mask), absolute positions) the
+[CLS] query's weights follow exactly from the query and key projections, which forward hooks
+capture. That keeps the fast SDPA kernels for the rest of the model. Other architectures
+(relative positions, disentangled attention, ...) fall back to eager attention.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+SUPPORTED = {"BertSelfAttention", "RobertaSelfAttention", "ElectraSelfAttention", "XLMRobertaSelfAttention",
+             "CamembertSelfAttention"}
+
+
+def attention_modules(model: nn.Module) -> list[nn.Module] | None:
+    """One self-attention module per layer, in order, if all are of a supported kind; else None."""
+    config = model.config
+    if getattr(config, "position_embedding_type", "absolute") not in (None, "absolute"):
+        return None
+    found = [m for m in model.modules() if type(m).__name__ in SUPPORTED]
+    return found if found and len(found) == config.num_hidden_layers else None
+
+
+class ClsAttentionRecorder:
+    """Hooks on each layer's query and key projections; `weights(mask)` -> [L, B, T] after a forward."""
+
+    def __init__(self, modules: list[nn.Module]):
+        self.modules = modules
+        self.queries: list[torch.Tensor | None] = [None] * len(modules)
+        self.keys: list[torch.Tensor | None] = [None] * len(modules)
+        self.handles = []
+        for i, module in enumerate(modules):
+            self.handles.append(module.query.register_forward_hook(self._keep(self.queries, i, cls_only=True)))
+            self.handles.append(module.key.register_forward_hook(self._keep(self.keys, i, cls_only=False)))
+
+    @staticmethod
+    def _keep(store: list, index: int, cls_only: bool):
+        def hook(module, inputs, output):
+            store[index] = output[:, :1] if cls_only else output  # [B, 1, H] or [B, T, H]
+
+        return hook
+
+    def weights(self, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Head-averaged [CLS] attention per layer: [L, B, T]."""
+        blocked = ~attention_mask.bool()[:, None, None, :]  # [B, 1, 1, T]
+        rows = []
+        for module, q, k in zip(self.modules, self.queries, self.keys):
+            heads, size = module.num_attention_heads, module.attention_head_size
+            batch, length, _ = k.shape
+            q = q.float().view(batch, 1, heads, size).transpose(1, 2)  # [B, heads, 1, d]
+            k = k.float().view(batch, length, heads, size).transpose(1, 2)  # [B, heads, T, d]
+            scores = (q @ k.transpose(-1, -2)) * size**-0.5  # [B, heads, 1, T]
+            probs = torch.softmax(scores.masked_fill(blocked, float("-inf")), dim=-1)  # [B, heads, 1, T]
+            rows.append(probs[:, :, 0].mean(dim=1))  # [B, T]
+        return torch.stack(rows)  # [L, B, T]

@@ -1,0 +1,1 @@
+"""Metrics with bootstrap intervals, and reports (JSON, Markdown, plots)."""

@@ -1,0 +1,85 @@
+"""Paired bootstrap over test examples: 95% intervals and ties with the best candidate.
+
+All candidates share the same resamples, so differences between them are paired
+(Efron & Tibshirani 1993; Dror et al. 2018 for NLP). A resample is represented by how many
+times it draws each example (`counts` [B, n]); metrics become count-weighted sums, so no
+resampled copy of the data is ever built. Spearman on a resample is the count-weighted
+Pearson correlation of the ranks each item has within that resample (ties share the
+average rank), which equals scipy's spearmanr on the materialised resample.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import rankdata
+
+
+@dataclass(frozen=True)
+class Intervals:
+    value: np.ndarray  # [C] point estimate on the full test set
+    low: np.ndarray  # [C] 2.5th percentile
+    high: np.ndarray  # [C] 97.5th percentile
+    tied_with_best: np.ndarray  # [C] bool: the interval of (best - candidate) includes 0
+    best: int
+
+
+def accuracy(predictions: np.ndarray, gold: np.ndarray) -> np.ndarray:
+    """predictions [C, n] -> [C]."""
+    return (predictions == gold[None]).mean(axis=-1)
+
+
+def spearman(scores: np.ndarray, gold: np.ndarray) -> np.ndarray:
+    """Spearman rho of each row of scores [..., n] with gold (broadcast); NaN for a constant row."""
+    ranks = rankdata(scores, axis=-1)
+    gold_ranks = rankdata(np.broadcast_to(gold, scores.shape), axis=-1)
+    return _pearson(ranks, gold_ranks, None)
+
+
+def _pearson(x: np.ndarray, y: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+    """(Weighted) Pearson correlation along the last axis; NaN where either side is constant."""
+    w = np.ones_like(x) if weights is None else weights
+    total = w.sum(-1, keepdims=True)
+    dx = x - (w * x).sum(-1, keepdims=True) / total
+    dy = y - (w * y).sum(-1, keepdims=True) / total
+    denominator = np.sqrt((w * dx * dx).sum(-1) * (w * dy * dy).sum(-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denominator > 1e-12, (w * dx * dy).sum(-1) / np.where(denominator > 1e-12, denominator, 1), np.nan)
+
+
+def _resample_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Rank of every item [B, n] within each count-weighted resample (average rank for ties)."""
+    order = np.argsort(values, kind="stable")
+    sorted_values = values[order]
+    starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])  # first index of each tie group
+    group_of = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(values)]))  # [n] in sorted order
+    per_group = np.add.reduceat(counts[:, order], starts, axis=1)  # [B, G]
+    below = np.cumsum(per_group, axis=1) - per_group  # [B, G]
+    group_rank = below + (per_group + 1) / 2.0  # [B, G]
+    ranks = np.empty(counts.shape, dtype=np.float64)
+    ranks[:, order] = group_rank[:, group_of]
+    return ranks
+
+
+def bootstrap(outputs: np.ndarray, gold: np.ndarray, metric: str, *, resamples: int = 1000, seed: int = 0) -> Intervals:
+    """outputs [C, n]: predicted classes (accuracy) or similarity scores (spearman)."""
+    n = len(gold)
+    rng = np.random.default_rng(seed)
+    counts = np.stack([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(resamples)]).astype(np.float64)  # [B, n]
+    if metric == "accuracy":
+        value = accuracy(outputs, gold)
+        samples = (counts @ (outputs == gold[None]).T.astype(np.float64)).T / n  # [C, B]
+    else:
+        value = spearman(outputs, gold)
+        gold_ranks = _resample_ranks(gold, counts)  # [B, n]
+        samples = np.stack([_pearson(_resample_ranks(row, counts), gold_ranks, counts) for row in outputs])  # [C, B]
+    finite = np.where(np.isfinite(value), value, -np.inf)
+    best = int(np.argmax(finite))
+    diff = samples[best][None] - samples  # [C, B]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows (constant vectors) stay NaN
+        low, high = np.nanpercentile(samples, 2.5, axis=1), np.nanpercentile(samples, 97.5, axis=1)
+        tied = (np.nanpercentile(diff, 2.5, axis=1) <= 0) & np.isfinite(value)
+    return Intervals(value, low, high, tied, best)

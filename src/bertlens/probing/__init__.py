@@ -1,0 +1,1 @@
+"""Candidates, batched probes and the sweep that scores them all from one feature bank."""

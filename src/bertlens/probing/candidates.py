@@ -1,0 +1,85 @@
+"""Sweep candidates: (pooler, layer mix) pairs, their features from the bank, their Recipe.
+
+Exact from the bank: every single layer x pooler; for cls/mean/attention every linear mix
+(mix of pooled == pooled mix); concatenation for every pooler (max is per dimension, so it
+commutes with concatenation). Max-pooled mean mixes come from `bank.max_mixes`, pooled at
+encode time. A ScalarMix is learned for cls/mean/attention only: for max it would need the
+token states again (a second pass), so the sweep leaves it out and says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from bertlens.bank import Bank, named_mixes
+from bertlens.representation.mixers import resolve_layers
+from bertlens.representation.poolers import LINEAR_POOLERS
+from bertlens.representation.recipe import Recipe
+
+LIMITATIONS = (
+    "ScalarMix over max-pooled layers is not scored: max pooling does not commute with mixing, "
+    "so it would need a second encoding pass.",
+)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One representation choice. `mix` is 'L<k>' for a single layer or a named mix."""
+
+    pooler: str
+    mix: str
+    mixer: str
+    layers: tuple[int, ...]
+
+    @property
+    def name(self) -> str:
+        return f"{self.pooler}/{self.mix}"
+
+    @property
+    def single_layer(self) -> int | None:
+        return self.layers[0] if self.mixer == "single" else None
+
+    def recipe(self, base: Recipe, mix_weights: tuple[float, ...] | None = None) -> Recipe:
+        return base.replace(pooler=self.pooler, mixer=self.mixer, layers=self.layers, mix_weights=mix_weights)
+
+
+def enumerate_candidates(num_layers: int, poolers: tuple[str, ...], layers: tuple[int, ...] | None = None) -> list[Candidate]:
+    """Single layers (all, or `layers`), the named mixes, concat of the last 4, and ScalarMix."""
+    singles = resolve_layers(layers, num_layers) if layers else tuple(range(num_layers + 1))
+    last = tuple(range(max(num_layers - 3, 0), num_layers + 1))[-4:]
+    out = []
+    for pooler in poolers:
+        out += [Candidate(pooler, f"L{k}", "single", (k,)) for k in singles]
+        for name, (mixer, mix_layers) in named_mixes(num_layers).items():
+            out.append(Candidate(pooler, name, mixer, resolve_layers(mix_layers, num_layers) if mix_layers else ()))
+        out.append(Candidate(pooler, f"concat_last{len(last)}", "concat", last))
+        if pooler in LINEAR_POOLERS:
+            out.append(Candidate(pooler, "scalar_mix", "scalar_mix", tuple(range(num_layers + 1))))
+    return out
+
+
+def softmax(weights: np.ndarray) -> np.ndarray:
+    shifted = np.exp(np.asarray(weights, dtype=np.float64) - np.max(weights))
+    return (shifted / shifted.sum()).astype(np.float32)
+
+
+def candidate_features(bank: Bank, candidate: Candidate, rows: np.ndarray | None = None,
+                       mix_weights: np.ndarray | None = None) -> np.ndarray:
+    """[n, D] float32 features of one candidate for the given bank rows (ScalarMix needs its weights)."""
+    if candidate.mixer == "scalar_mix":
+        if mix_weights is None:
+            raise ValueError(f"{candidate.name} needs its learned mix weights")
+        stacked = bank.pooled(candidate.pooler, candidate.layers, rows)  # [n, K, H]
+        return np.einsum("nkh,k->nh", stacked, softmax(mix_weights))
+    if candidate.mixer == "single":
+        return bank.pooled(candidate.pooler, candidate.layers, rows)[:, 0]
+    if candidate.mixer == "concat":
+        stacked = bank.pooled(candidate.pooler, candidate.layers, rows)  # [n, K, H]
+        return stacked.reshape(stacked.shape[0], -1)
+    if candidate.pooler not in LINEAR_POOLERS:
+        return bank.max_mix(candidate.mix, rows)
+    layers = (1, bank.num_layers) if candidate.mixer == "first_last" else candidate.layers
+    stacked = bank.pooled(candidate.pooler, layers, rows)  # [n, K, H]
+    return stacked.sum(axis=1) if candidate.mixer == "sum" else stacked.mean(axis=1)

@@ -1,0 +1,83 @@
+"""Learn ScalarMix weights from per-layer pooled vectors (exact for linear poolers).
+
+Classification: softmax-mixed layers -> standardised -> logistic probe, trained jointly.
+Similarity: weights that make cos(mix(u), mix(v)) track the gold score (MSE to score / max).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+def _mix(stack: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    return torch.einsum("nkh,k->nh", stack, torch.softmax(weights, dim=0))  # [n, H]
+
+
+def fit_classification_mix(
+    train: np.ndarray, labels: np.ndarray, *, strength: float = 1.0, max_examples: int = 1500, max_iter: int = 60, seed: int = 0
+) -> np.ndarray:
+    """Learn ScalarMix weights [K] from per-layer vectors train [n, K, H] with a jointly trained probe.
+
+    Only the K weights are kept: the sweep then scores the mixed vectors with the same batched
+    probe as every other candidate (same C grid, same selection). Learning them on a seeded
+    subsample of at most `max_examples` keeps this step cheap.
+    """
+    rng = np.random.default_rng(seed)
+    if len(train) > max_examples:
+        keep = np.sort(rng.choice(len(train), max_examples, replace=False))
+        train, labels = train[keep], labels[keep]
+    x = torch.from_numpy(np.ascontiguousarray(train))  # [n, K, H]
+    y = torch.as_tensor(labels, dtype=torch.long)
+    classes = int(y.max()) + 1
+    outputs = 1 if classes == 2 else classes
+    n, layers, width = x.shape
+    mix = torch.zeros(layers, requires_grad=True)
+    weight = torch.zeros(width, outputs, requires_grad=True)
+    bias = torch.zeros(outputs, requires_grad=True)
+    optimizer = torch.optim.LBFGS([mix, weight, bias], lr=1, max_iter=max_iter, history_size=20,
+                                  tolerance_grad=1e-6, tolerance_change=1e-10, line_search_fn="strong_wolfe")
+
+    def closure() -> torch.Tensor:
+        optimizer.zero_grad()
+        mixed = _mix(x, mix)  # [n, H]
+        z = (mixed - mixed.mean(0)) / mixed.std(0).clamp(min=1e-6)  # standardised, as the probe sees it
+        logits = z @ weight + bias  # [n, K]
+        if outputs == 1:
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(logits[:, 0], y.float())
+        else:
+            loss = torch.nn.functional.cross_entropy(logits, y)
+        loss = loss + weight.pow(2).sum() / (2 * strength * n)
+        loss.backward()
+        return loss
+
+    optimizer.step(closure)
+    return mix.detach().numpy().copy()
+
+
+def fit_similarity_mix(u: np.ndarray, v: np.ndarray, scores: np.ndarray, *, steps: int = 300, seed: int = 0) -> np.ndarray:
+    """u, v [n, K, H] per-layer vectors of each pair side; returns mix weights [K].
+
+    With p = softmax(w), mix(u).mix(v) = p^T G p where G[k, l] = u_k . v_l, so three Gram
+    tensors [n, K, K] computed once make every optimisation step O(n K^2).
+    """
+    torch.manual_seed(seed)
+    a, b = torch.from_numpy(u), torch.from_numpy(v)
+    cross = torch.einsum("nkh,nlh->nkl", a, b)  # [n, K, K]
+    self_a = torch.einsum("nkh,nlh->nkl", a, a)  # [n, K, K]
+    self_b = torch.einsum("nkh,nlh->nkl", b, b)  # [n, K, K]
+    target = torch.as_tensor(scores / max(float(np.max(scores)), 1e-9), dtype=torch.float32)
+    mix = torch.zeros(a.shape[1], requires_grad=True)
+    optimizer = torch.optim.Adam([mix], lr=0.05)
+
+    def quadratic(gram: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+        return torch.einsum("k,nkl,l->n", p, gram, p)  # [n]
+
+    for _ in range(steps):
+        optimizer.zero_grad()
+        p = torch.softmax(mix, dim=0)
+        cos = quadratic(cross, p) / (quadratic(self_a, p) * quadratic(self_b, p)).clamp(min=1e-12).sqrt()  # [n]
+        loss = (cos - target).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+    return mix.detach().numpy().copy()

@@ -1,0 +1,285 @@
+"""The sweep: one feature bank, every candidate, every protocol, honest intervals, one recommendation."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
+
+from bertlens.bank import DEFAULT_POOLERS, Bank, build_bank
+from bertlens.encoding.encoder import Encoder
+from bertlens.evaluation.bootstrap import Intervals, accuracy, bootstrap, spearman
+from bertlens.probing.candidates import LIMITATIONS, Candidate, candidate_features, enumerate_candidates
+from bertlens.probing.logistic import fit_logistic
+from bertlens.probing.ridge import fit_ridge
+from bertlens.probing.scalar_mix_fit import fit_classification_mix, fit_similarity_mix
+from bertlens.representation.recipe import Recipe
+from bertlens.tasks.loaders import TaskData
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    poolers: tuple[str, ...] = DEFAULT_POOLERS
+    layers: tuple[int, ...] | None = None
+    seed: int = 0
+    strengths: tuple[float, ...] = (0.01, 0.1, 1.0, 10.0)  # logistic C grid
+    alphas: tuple[float, ...] = (1.0, 10.0, 100.0, 1000.0)  # ridge grid
+    resamples: int = 1000
+    dev_fraction: float = 0.1
+    bank_dtype: str = "float16"
+
+
+@dataclass(frozen=True)
+class ProtocolResult:
+    protocol: str
+    metric: str
+    candidates: tuple[Candidate, ...]
+    validation: np.ndarray  # [C] score used for selection (dev, inner dev, or mean over folds)
+    test: Intervals
+    n_test: int
+    mix_weights: dict[str, tuple[float, ...]]
+    description: str
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    task: str
+    kind: str
+    model: str
+    fingerprint: str
+    seed: int
+    protocols: dict[str, ProtocolResult]
+    recommended: Candidate
+    recipe: Recipe
+    basis: str
+    disagreement: str | None
+    timings: dict[str, float]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class _Fold:
+    train: np.ndarray
+    dev: np.ndarray
+    test: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Examples:
+    a: np.ndarray  # [n] bank row of the first text
+    b: np.ndarray | None  # [n] bank row of the second text
+    targets: np.ndarray  # [n]
+
+
+def _examples(task: TaskData, index: dict[str, int]) -> tuple[_Examples, dict[str, np.ndarray]]:
+    """Stack every split into one table; returns it and each split's row indices."""
+    a, b, targets, where, start = [], [], [], {}, 0
+    for name, split in task.splits.items():
+        a += [index[t] for t in split.texts_a]
+        if split.texts_b is not None:
+            b += [index[t] for t in split.texts_b]
+        targets.append(split.targets)
+        where[name] = np.arange(start, start + len(split))
+        start += len(split)
+    return _Examples(np.array(a), np.array(b) if b else None, np.concatenate(targets)), where
+
+
+def _carve_dev(rows: np.ndarray, targets: np.ndarray, fraction: float, seed: int, stratify: bool):
+    train, dev = train_test_split(rows, test_size=fraction, random_state=seed,
+                                  stratify=targets[rows] if stratify else None)
+    return np.sort(train), np.sort(dev)
+
+
+def make_folds(task: TaskData, targets: np.ndarray, where: dict[str, np.ndarray], config: SweepConfig) -> list[_Fold]:
+    """train/dev/test as given; a seeded dev carved from train when missing; k-fold CV without a test split."""
+    stratify = task.kind != "similarity"
+    if not task.uses_cv:
+        dev = where.get("dev")
+        train = where["train"]
+        if dev is None:
+            train, dev = _carve_dev(train, targets, config.dev_fraction, config.seed, stratify)
+        return [_Fold(train, dev, where["test"])]
+    rows = where["all"]
+    splitter = (StratifiedKFold if stratify else KFold)(n_splits=task.folds, shuffle=True, random_state=config.seed)
+    folds = []
+    for train, test in splitter.split(rows, targets[rows] if stratify else None):
+        inner_train, inner_dev = _carve_dev(rows[train], targets, config.dev_fraction, config.seed, stratify)
+        folds.append(_Fold(inner_train, inner_dev, rows[test]))
+    return folds
+
+
+def _groups(candidates: list[Candidate], bank: Bank) -> dict[int, list[int]]:
+    """Candidate indices grouped by feature width (so each group stacks into one tensor)."""
+    groups: dict[int, list[int]] = {}
+    for i, candidate in enumerate(candidates):
+        width = bank.vectors.shape[-1] * (len(candidate.layers) if candidate.mixer == "concat" else 1)
+        groups.setdefault(width, []).append(i)
+    return groups
+
+
+def _pair_features(bank: Bank, candidate: Candidate, ex: _Examples, rows: np.ndarray, kind: str,
+                   mix_weights: np.ndarray | None = None) -> np.ndarray:
+    u = candidate_features(bank, candidate, ex.a[rows], mix_weights)
+    if ex.b is None:
+        return u
+    v = candidate_features(bank, candidate, ex.b[rows], mix_weights)
+    if kind == "similarity":
+        return np.concatenate([np.abs(u - v), u * v], axis=1)  # SentEval's STS features
+    return np.concatenate([u, v, np.abs(u - v), u * v], axis=1)  # InferSent-style pair features
+
+
+def _stack(bank, candidates, ids, ex, rows, kind, mixes: dict | None = None) -> torch.Tensor:
+    mixes = mixes or {}
+    return torch.from_numpy(np.stack([
+        _pair_features(bank, candidates[i], ex, rows, kind, mixes.get(candidates[i].name)) for i in ids
+    ]))  # [C, n, D]
+
+
+def _probe_classification(bank, candidates, ex, folds, kind, config) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Out-of-fold test predictions [C, n_test] and validation accuracy [C] for every candidate.
+
+    ScalarMix weights are learned first (per fold, on the training rows); the mixed vectors
+    then join every other candidate in one batched probe with the same C selection.
+    """
+    predictions = np.zeros((len(candidates), sum(len(f.test) for f in folds)), dtype=np.int64)
+    validation = np.zeros(len(candidates))
+    learned: dict[str, list] = {}
+    offset = 0
+    for fold in folds:
+        y_train, y_dev = ex.targets[fold.train], ex.targets[fold.dev]
+        mixes = {
+            c.name: fit_classification_mix(bank.pooled(c.pooler, c.layers, ex.a[fold.train]), y_train, seed=config.seed)
+            for c in candidates if c.mixer == "scalar_mix"
+        }
+        for name, weights in mixes.items():
+            learned.setdefault(name, []).append(weights)
+        for ids in _groups(candidates, bank).values():
+            fit = fit_logistic(_stack(bank, candidates, ids, ex, fold.train, kind, mixes), y_train, config.strengths)
+            dev_pred = fit.predict(_stack(bank, candidates, ids, ex, fold.dev, kind, mixes)).numpy()  # [C, R, n_dev]
+            dev_acc = (dev_pred == y_dev).mean(axis=-1)  # [C, R]
+            best = dev_acc.argmax(axis=1)  # [C]
+            test_pred = fit.predict(_stack(bank, candidates, ids, ex, fold.test, kind, mixes)).numpy()  # [C, R, n_test]
+            for j, i in enumerate(ids):
+                predictions[i, offset : offset + len(fold.test)] = test_pred[j, best[j]]
+                validation[i] += dev_acc[j, best[j]] / len(folds)
+        offset += len(fold.test)
+    mix_weights = {name: tuple(float(x) for x in np.mean(ws, axis=0)) for name, ws in learned.items()}
+    return predictions, validation, mix_weights
+
+
+def _cosine(bank, candidates, ex, folds, config) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Cosine similarity per test pair [C, n_test]; dev Spearman [C]; ScalarMix learned on train pairs."""
+    test_rows = np.concatenate([f.test for f in folds])
+    scores = np.zeros((len(candidates), len(test_rows)))
+    validation = np.zeros(len(candidates))
+    mix_weights = {}
+
+    def cosine(u, v):
+        return (u * v).sum(1) / np.maximum(np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1), 1e-12)
+
+    for i, candidate in enumerate(candidates):
+        if candidate.mixer == "scalar_mix":
+            train_rows = folds[0].train
+            mix = fit_similarity_mix(bank.pooled(candidate.pooler, candidate.layers, ex.a[train_rows]),
+                                     bank.pooled(candidate.pooler, candidate.layers, ex.b[train_rows]),
+                                     ex.targets[train_rows], seed=config.seed)
+            mix_weights[candidate.name] = tuple(float(x) for x in mix)
+        feats = lambda rows, side, c=candidate: candidate_features(bank, c, side[rows], mix_weights.get(c.name))  # noqa: E731
+        scores[i] = cosine(feats(test_rows, ex.a), feats(test_rows, ex.b))
+        dev_rows = folds[0].dev  # cosine needs no training: one dev set suffices for selection
+        validation[i] = spearman(cosine(feats(dev_rows, ex.a), feats(dev_rows, ex.b)), ex.targets[dev_rows])
+    return scores, validation, mix_weights
+
+
+def _probe_similarity(bank, candidates, ex, folds, config) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Ridge on (|u-v|, u*v) -> predicted score per test pair [C, n_test]; dev Spearman [C]."""
+    outputs = np.zeros((len(candidates), sum(len(f.test) for f in folds)))
+    validation = np.zeros(len(candidates))
+    offset = 0
+    for fold in folds:
+        for ids in _groups(candidates, bank).values():
+            fit = fit_ridge(_stack(bank, candidates, ids, ex, fold.train, "similarity"),
+                            torch.from_numpy(ex.targets[fold.train]), config.alphas)
+            dev = fit.predict(_stack(bank, candidates, ids, ex, fold.dev, "similarity")).numpy()  # [C, A, n]
+            dev_rho = spearman(dev, ex.targets[fold.dev][None, None])  # [C, A]
+            best = np.nanargmax(np.nan_to_num(dev_rho, nan=-2), axis=1)
+            test = fit.predict(_stack(bank, candidates, ids, ex, fold.test, "similarity")).numpy()
+            for j, i in enumerate(ids):
+                outputs[i, offset : offset + len(fold.test)] = test[j, best[j]]
+                validation[i] += dev_rho[j, best[j]] / len(folds)
+        offset += len(fold.test)
+    return outputs, validation, {}
+
+
+def _choose(result: ProtocolResult, bank: Bank) -> int:
+    """Best validation score; ties broken by fewer dimensions, then a single layer."""
+    widths = [bank.vectors.shape[-1] * (len(c.layers) if c.mixer == "concat" else 1) for c in result.candidates]
+    valid = np.nan_to_num(result.validation, nan=-np.inf)
+    order = sorted(range(len(valid)), key=lambda i: (-round(valid[i], 6), widths[i], result.candidates[i].mixer != "single"))
+    return order[0]
+
+
+def run_sweep(
+    task: TaskData,
+    encoder: Encoder,
+    base: Recipe,
+    cache_dir: Path,
+    config: SweepConfig = SweepConfig(),
+    on_progress: Callable[[str, int, int], None] | None = None,
+) -> SweepResult:
+    """Score every candidate on `task` with one encoding pass; recommend a Recipe."""
+    torch.manual_seed(config.seed)
+    timings: dict[str, float] = {}
+    texts = task.all_texts()
+    index = {text: i for i, text in enumerate(texts)}
+    start = time.perf_counter()
+    bank = build_bank(encoder, texts, cache_dir, poolers=config.poolers, include_special=base.include_special,
+                      dtype=config.bank_dtype, on_progress=(lambda d, t: on_progress("encoding", d, t)) if on_progress else None)
+    timings["bank_seconds"] = time.perf_counter() - start
+    ex, where = _examples(task, index)
+    folds = make_folds(task, ex.targets, where, config)
+    test_gold = ex.targets[np.concatenate([f.test for f in folds])]
+    candidates = enumerate_candidates(bank.num_layers, config.poolers, config.layers)
+    without_mix = [c for c in candidates if c.mixer != "scalar_mix"]
+    plans = []
+    if task.kind == "similarity":
+        plans.append(("cosine", candidates, lambda: _cosine(bank, candidates, ex, folds, config),
+                      "cosine similarity of the two vectors vs gold score (no training); ScalarMix weights fitted on train pairs"))
+        plans.append(("probe", without_mix, lambda: _probe_similarity(bank, without_mix, ex, folds, config),
+                      "ridge regression on (|u-v|, u*v), alpha chosen on dev Spearman (SentEval-style pair features)"))
+    else:
+        pool = candidates if task.kind == "classification" else without_mix
+        plans.append(("probe", pool, lambda: _probe_classification(bank, pool, ex, folds, task.kind, config),
+                      "L2 logistic regression on standardised features, C chosen on "
+                      + ("an inner 10% dev split per fold" if task.uses_cv else "dev")))
+    protocols = {}
+    for number, (name, cands, compute, description) in enumerate(plans):
+        if on_progress:
+            on_progress(f"probing ({name})", number, len(plans))
+        start = time.perf_counter()
+        outputs, validation, mixes = compute()
+        intervals = bootstrap(outputs, test_gold, task.metric, resamples=config.resamples, seed=config.seed)
+        timings[f"{name}_seconds"] = time.perf_counter() - start
+        protocols[name] = ProtocolResult(name, task.metric, tuple(cands), validation, intervals, len(test_gold), mixes, description)
+    main = protocols["cosine" if task.kind == "similarity" else "probe"]
+    chosen = _choose(main, bank)
+    recommended = main.candidates[chosen]
+    recipe = recommended.recipe(base, main.mix_weights.get(recommended.name))
+    split_word = "mean inner-dev score over folds" if task.uses_cv else "dev score"
+    basis = (f"protocol '{main.protocol}' ({main.description}); chosen by {split_word} "
+             f"{main.validation[chosen]:.4f}, ties broken by fewer dimensions then single layers")
+    if task.kind == "similarity":
+        basis += "; cosine is how similarity embeddings are used and needs no training"
+    disagreement = None
+    if len(protocols) == 2:
+        cos, probe = protocols["cosine"], protocols["probe"]
+        best_cos, best_probe = cos.candidates[cos.test.best].name, probe.candidates[probe.test.best].name
+        if best_cos != best_probe:
+            disagreement = f"cosine and probe disagree on the best candidate: {best_cos} (cosine) vs {best_probe} (probe)"
+    return SweepResult(task.name, task.kind, encoder.ref.name, encoder.ref.fingerprint, config.seed, protocols,
+                       recommended, recipe, basis, disagreement, timings, LIMITATIONS)

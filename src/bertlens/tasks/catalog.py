@@ -1,0 +1,68 @@
+"""Named tasks: which files, which kind of task, which protocol and metric (data only)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from bertlens.errors import BertlensError, did_you_mean
+
+KINDS = ("classification", "pair_classification", "similarity")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A named task. `splits` maps split name -> file under the data directory.
+
+    With no 'test' split the task is scored by stratified k-fold cross-validation (`folds`).
+    """
+
+    name: str
+    kind: str
+    file_format: str  # 'label_prefixed' ("LABEL text" lines) or 'sts_csv' (s1,s2,score; no header)
+    splits: tuple[tuple[str, str], ...]
+    folds: int = 10
+    description: str = ""
+    encoding: str = "utf-8"  # MR, SUBJ and TREC train are Latin-1, as SentEval reads them
+
+    @property
+    def metric(self) -> str:
+        return "spearman" if self.kind == "similarity" else "accuracy"
+
+    @property
+    def uses_cv(self) -> bool:
+        return "test" not in dict(self.splits)
+
+
+CATALOG: dict[str, TaskSpec] = {
+    spec.name: spec
+    for spec in (
+        TaskSpec("sst2", "classification", "label_prefixed",
+                 (("train", "sst2/train.txt"), ("dev", "sst2/dev.txt"), ("test", "sst2/test.txt")),
+                 description="SST-2 binary sentiment (sentence level)"),
+        TaskSpec("mr", "classification", "label_prefixed", (("all", "mr/rt-polarity.all"),),
+                 description="MR movie-review polarity, 10-fold CV", encoding="latin-1"),
+        TaskSpec("subj", "classification", "label_prefixed", (("all", "subj/subj.all"),),
+                 description="SUBJ subjective vs objective, 10-fold CV", encoding="latin-1"),
+        TaskSpec("trec", "classification", "label_prefixed", (("train", "trec/train.txt"), ("test", "trec/test.txt")),
+                 description="TREC question type (6 classes); dev carved from train", encoding="latin-1"),
+        TaskSpec("stsb", "similarity", "sts_csv",
+                 (("train", "stsb/train.csv"), ("dev", "stsb/dev.csv"), ("test", "stsb/test.csv")),
+                 description="STS Benchmark sentence-pair similarity (0-5)"),
+    )
+}
+
+
+def get_task(name: str) -> TaskSpec:
+    if name not in CATALOG:
+        raise BertlensError(f"unknown task '{name}': {did_you_mean(name, CATALOG)}; or pass --data FILE with column flags")
+    return CATALOG[name]
+
+
+def data_dir(explicit: str | os.PathLike | None = None) -> Path:
+    """--data-dir, else $BERTLENS_DATA, else ../shared/data next to the current directory."""
+    candidate = Path(explicit or os.environ.get("BERTLENS_DATA") or Path.cwd().parent / "shared" / "data")
+    if not candidate.is_dir():
+        raise BertlensError(f"data directory {candidate} does not exist; set BERTLENS_DATA or pass --data-dir")
+    return candidate

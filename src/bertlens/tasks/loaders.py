@@ -1,0 +1,195 @@
+"""Turn files into TaskData: texts (one or two sides), labels or scores, and splits.
+
+Bad rows are reported with file and line; `drop_invalid` drops them instead (and counts them).
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bertlens.errors import BertlensError
+from bertlens.io.tables import TableSpec, check_file, first_lines, iter_records
+from bertlens.tasks.catalog import KINDS, TaskSpec
+
+
+@dataclass(frozen=True)
+class Split:
+    texts_a: tuple[str, ...]
+    texts_b: tuple[str, ...] | None
+    targets: np.ndarray  # [n] int64 class ids, or float64 scores
+
+    def __len__(self) -> int:
+        return len(self.texts_a)
+
+    def subset(self, rows: np.ndarray) -> "Split":
+        pick = lambda seq: tuple(seq[i] for i in rows)  # noqa: E731
+        return Split(pick(self.texts_a), None if self.texts_b is None else pick(self.texts_b), self.targets[rows])
+
+
+@dataclass(frozen=True)
+class TaskData:
+    """A loaded task. `splits` has 'train'/'dev'/'test' or just 'all' (cross-validated)."""
+
+    name: str
+    kind: str
+    splits: dict[str, Split]
+    class_names: tuple[str, ...] = ()
+    folds: int = 10
+    dropped: int = 0
+    source: str = ""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def metric(self) -> str:
+        return "spearman" if self.kind == "similarity" else "accuracy"
+
+    @property
+    def uses_cv(self) -> bool:
+        return "test" not in self.splits
+
+    def all_texts(self) -> list[str]:
+        """Every distinct text of every split, in first-seen order (what the bank encodes)."""
+        seen: dict[str, None] = {}
+        for split in self.splits.values():
+            seen.update(dict.fromkeys(split.texts_a))
+            if split.texts_b is not None:
+                seen.update(dict.fromkeys(split.texts_b))
+        return list(seen)
+
+
+def _label_prefixed(path: Path, encoding: str) -> list[tuple[int, tuple[str, ...]]]:
+    rows = []
+    for line, (raw,) in iter_records(TableSpec(path, encoding=encoding, file_format=".txt")):
+        label, _, text = raw.partition(" ")
+        rows.append((line, (text.strip(), label)))
+    return rows
+
+
+def _sts_csv(path: Path, encoding: str) -> list[tuple[int, tuple[str, ...]]]:
+    check_file(path)
+    with open(path, newline="", encoding=encoding) as handle:
+        reader = csv.reader(handle)
+        return [(reader.line_num, tuple(row[:3])) for row in reader]
+
+
+def _validate(rows, kind: str, where: str, drop_invalid: bool):
+    """Check text and target fields; returns clean rows and how many were dropped."""
+    bad, clean = [], []
+    for line, values in rows:
+        texts, target = values[:-1], values[-1].strip()
+        problem = any(not t.strip() for t in texts) or not target
+        if not problem and kind == "similarity":
+            try:
+                float(target)
+            except ValueError:
+                if not drop_invalid:
+                    raise BertlensError(
+                        f"{where} line {line}: score '{target}' is not a number; the similarity score column must be numeric"
+                    ) from None
+                problem = True
+        if problem:
+            bad.append(line)
+        else:
+            clean.append((line, values))
+    if bad and not drop_invalid:
+        raise BertlensError(
+            f"{where}: blank text or label on line {first_lines(bad)}; fix those rows or pass --drop-invalid"
+        )
+    return clean, len(bad)
+
+
+def _to_split(rows, kind: str, class_index: dict[str, int] | None) -> Split:
+    pair = kind != "classification"
+    texts_a = tuple(v[0] for _, v in rows)
+    texts_b = tuple(v[1] for _, v in rows) if pair else None
+    raw = [v[-1].strip() for _, v in rows]
+    targets = np.array([float(t) for t in raw]) if kind == "similarity" else np.array([class_index[t] for t in raw])
+    return Split(texts_a, texts_b, targets)
+
+
+def _class_index(all_rows) -> dict[str, int]:
+    labels = sorted({v[-1].strip() for rows in all_rows for _, v in rows})
+    if all(label.lstrip("-").isdigit() for label in labels):
+        labels.sort(key=int)
+    return {label: i for i, label in enumerate(labels)}
+
+
+def _check_classes(data: TaskData, where: str) -> None:
+    if data.kind == "similarity":
+        return
+    for name, split in data.splits.items():
+        if name in ("train", "all"):
+            counts = Counter(split.targets.tolist())
+            if len(counts) < 2:
+                raise BertlensError(f"{where}: only one class ({data.class_names[0]!r}) in the labels; a probe needs two or more")
+            if data.uses_cv and min(counts.values()) < data.folds:
+                rare = min(counts, key=counts.get)
+                raise BertlensError(
+                    f"{where}: class {data.class_names[rare]!r} has {counts[rare]} examples, fewer than the {data.folds} folds; "
+                    "add examples, merge classes or lower --folds"
+                )
+
+
+def build_task(name: str, kind: str, raw_splits: dict[str, list], where: str, *, drop_invalid: bool, folds: int, source: str) -> TaskData:
+    cleaned, dropped = {}, 0
+    for split, rows in raw_splits.items():
+        rows, n = _validate(rows, kind, f"{where}" if len(raw_splits) == 1 else f"{where} ({split})", drop_invalid)
+        if not rows:
+            raise BertlensError(f"{where} ({split}): no valid rows")
+        cleaned[split], dropped = rows, dropped + n
+    index = _class_index(cleaned.values()) if kind != "similarity" else None
+    splits = {split: _to_split(rows, kind, index) for split, rows in cleaned.items()}
+    data = TaskData(name, kind, splits, tuple(index) if index else (), folds, dropped, source)
+    _check_classes(data, where)
+    return data
+
+
+def load_catalog_task(spec: TaskSpec, root: Path, *, drop_invalid: bool = False, max_examples: int | None = None, seed: int = 0) -> TaskData:
+    reader = _label_prefixed if spec.file_format == "label_prefixed" else _sts_csv
+    raw = {split: reader(root / rel, spec.encoding) for split, rel in spec.splits}
+    data = build_task(spec.name, spec.kind, raw, str(root / spec.splits[0][1]), drop_invalid=drop_invalid,
+                      folds=spec.folds, source=str(root))
+    return limit_examples(data, max_examples, seed)
+
+
+def load_user_task(
+    path: Path,
+    *,
+    kind: str,
+    text_cols: tuple[str | int, ...],
+    label_col: str | int,
+    header: bool = True,
+    drop_invalid: bool = False,
+    folds: int = 10,
+    max_examples: int | None = None,
+    seed: int = 0,
+) -> TaskData:
+    """A user's CSV/TSV/JSONL: one text column (classification) or two (pairs), plus a label/score column."""
+    if kind not in KINDS:
+        raise BertlensError(f"unknown task type '{kind}': valid: {', '.join(KINDS)}")
+    needed = 1 if kind == "classification" else 2
+    if len(text_cols) != needed:
+        raise BertlensError(f"task type '{kind}' needs {needed} text column(s) (--text-col{' and --text-col2' if needed == 2 else ''})")
+    rows = list(iter_records(TableSpec(path, (*text_cols, label_col), header)))
+    data = build_task(path.stem, kind, {"all": rows}, str(path), drop_invalid=drop_invalid, folds=folds, source=str(path))
+    return limit_examples(data, max_examples, seed)
+
+
+def limit_examples(data: TaskData, max_examples: int | None, seed: int) -> TaskData:
+    """Keep at most `max_examples` rows per split (a seeded random subset, order preserved)."""
+    if not max_examples:
+        return data
+    rng = np.random.default_rng(seed)
+    splits = {}
+    for name, split in data.splits.items():
+        if len(split) > max_examples:
+            split = split.subset(np.sort(rng.choice(len(split), max_examples, replace=False)))
+        splits[name] = split
+    limited = TaskData(data.name, data.kind, splits, data.class_names, data.folds, data.dropped, data.source, data.notes)
+    _check_classes(limited, data.source)
+    return limited

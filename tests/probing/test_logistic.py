@@ -1,0 +1,52 @@
+"""The batched probe against scikit-learn's LogisticRegression."""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+
+from bertlens.probing.logistic import fit_logistic
+from bertlens.probing.ridge import fit_ridge
+
+
+@pytest.mark.parametrize("classes", [2, 4])
+def test_float32_fit_equals_scikit_learn(classes):
+    X, y = make_classification(n_samples=1500, n_features=30, n_informative=10, n_classes=classes, random_state=0)
+    train, test = slice(0, 1000), slice(1000, None)
+    mean, std = X[train].mean(0), X[train].std(0, ddof=1)
+    features = torch.tensor(np.stack([X[train], 3 * X[train] - 2]), dtype=torch.float32)  # [2, n, D]
+    fit = fit_logistic(features, y[train], (0.01, 1.0), max_iter=500, tol=1e-7, warm_start_rows=0,
+                       compute_dtype=torch.float32)
+    ours = fit.predict(torch.tensor(np.stack([X[test], 3 * X[test] - 2]), dtype=torch.float32)).numpy()  # [2, R, n]
+    for r, c in enumerate((0.01, 1.0)):
+        ref = LogisticRegression(C=c, max_iter=5000, tol=1e-10).fit((X[train] - mean) / std, y[train])
+        expected = ref.predict((X[test] - mean) / std)
+        assert (ours[0, r] == expected).mean() >= 0.995
+        assert (ours[1, r] == expected).mean() >= 0.995  # standardisation makes an affine copy equivalent
+        if classes == 2:
+            assert np.abs(fit.weight[0, :, r].numpy() - ref.coef_[0]).max() < 1e-3
+
+
+def test_default_fast_fit_is_within_half_a_point_of_scikit_learn():
+    X, y = make_classification(n_samples=8000, n_features=64, n_informative=20, random_state=1)
+    train, test = slice(0, 6000), slice(6000, None)
+    mean, std = X[train].mean(0), X[train].std(0, ddof=1)
+    fit = fit_logistic(torch.tensor(X[None, train], dtype=torch.float32), y[train], (0.1, 1.0))
+    ours = fit.predict(torch.tensor(X[None, test], dtype=torch.float32)).numpy()[0]
+    for r, c in enumerate((0.1, 1.0)):
+        ref = LogisticRegression(C=c, max_iter=2000).fit((X[train] - mean) / std, y[train])
+        assert abs((ours[r] == y[test]).mean() - (ref.predict((X[test] - mean) / std) == y[test]).mean()) <= 0.005
+
+
+def test_ridge_matches_scikit_learn():
+    from sklearn.linear_model import Ridge
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 12)) * rng.uniform(0.5, 3, 12)
+    y = X @ rng.normal(size=12) + rng.normal(size=400)
+    fit = fit_ridge(torch.tensor(X[None], dtype=torch.float32), torch.tensor(y), (1.0, 100.0))
+    ours = fit.predict(torch.tensor(X[None], dtype=torch.float32)).numpy()[0]
+    Z = (X - X.mean(0)) / X.std(0, ddof=1)
+    for a, alpha in enumerate((1.0, 100.0)):
+        assert np.allclose(ours[a], Ridge(alpha=alpha).fit(Z, y).predict(Z), atol=1e-3)

@@ -1,0 +1,79 @@
+import pytest
+
+from bertlens.errors import BertlensError
+from bertlens.tasks.catalog import get_task
+from bertlens.tasks.loaders import load_catalog_task, load_user_task
+from tests.conftest import DATA
+
+
+@pytest.mark.parametrize("name, sizes", [
+    ("sst2", {"train": 6920, "dev": 872, "test": 1821}),
+    ("stsb", {"train": 5749, "dev": 1500, "test": 1379}),
+    ("trec", {"train": 5452, "test": 500}),
+    ("mr", {"all": 10662}),
+    ("subj", {"all": 10000}),
+])
+def test_catalog_tasks_load_with_their_documented_sizes(name, sizes):
+    task = load_catalog_task(get_task(name), DATA)
+    assert {k: len(v) for k, v in task.splits.items()} == sizes
+    assert task.uses_cv == ("test" not in sizes)
+
+
+def test_stsb_scores_are_floats_and_pairs():
+    task = load_catalog_task(get_task("stsb"), DATA)
+    test = task.splits["test"]
+    assert test.texts_b is not None and test.targets.dtype.kind == "f" and 0 <= test.targets.min() <= test.targets.max() <= 5
+
+
+def test_unknown_task_suggests():
+    with pytest.raises(BertlensError, match="did you mean 'sst2'"):
+        get_task("sst-2")
+
+
+def test_max_examples_is_a_seeded_subset():
+    a = load_catalog_task(get_task("sst2"), DATA, max_examples=100, seed=1)
+    b = load_catalog_task(get_task("sst2"), DATA, max_examples=100, seed=1)
+    assert a.splits["train"].texts_a == b.splits["train"].texts_a and len(a.splits["train"]) == 100
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_user_csv_with_header_and_tsv_without(tmp_path):
+    rows = [("good film", "pos"), ("bad film", "neg")] * 10
+    csv_path = write(tmp_path, "a.csv", "text,label\n" + "".join(f"{t},{l}\n" for t, l in rows))
+    tsv_path = write(tmp_path, "a.tsv", "".join(f"{l}\t{t}\n" for t, l in rows))
+    a = load_user_task(csv_path, kind="classification", text_cols=("text",), label_col="label")
+    b = load_user_task(tsv_path, kind="classification", text_cols=(1,), label_col=0, header=False)
+    assert a.splits["all"].texts_a == b.splits["all"].texts_a
+    assert a.splits["all"].targets.tolist() == b.splits["all"].targets.tolist()
+    assert a.class_names == ("neg", "pos")
+
+
+def test_user_similarity_pairs(tmp_path):
+    path = write(tmp_path, "p.jsonl", "".join(f'{{"a": "x{i}", "b": "y{i}", "s": {i % 5}}}\n' for i in range(30)))
+    task = load_user_task(path, kind="similarity", text_cols=("a", "b"), label_col="s")
+    assert task.splits["all"].targets[:3].tolist() == [0.0, 1.0, 2.0]
+
+
+@pytest.mark.parametrize("content, kind, cols, message", [
+    ("text,label\na,1\nb,\nc,0\n,1\n", "classification", ("text",), "blank text or label on line 3, 5"),
+    ("text,label\n" + "a,1\n" * 20, "classification", ("text",), "only one class"),
+    ("a,b,s\nx,y,high\n", "similarity", ("a", "b"), "line 2: score 'high' is not a number"),
+    ("a,s\nx,1\n", "similarity", ("a", "b"), "no column 'b'"),
+    ("text,label\n" + "a,1\n" * 20 + "b,0\n" * 3, "classification", ("text",), "has 3 examples, fewer than the 10 folds"),
+])
+def test_bad_user_files_are_clear_errors(tmp_path, content, kind, cols, message):
+    path = write(tmp_path, "bad.csv", content)
+    label = "s" if kind == "similarity" else "label"
+    with pytest.raises(BertlensError, match=message):
+        load_user_task(path, kind=kind, text_cols=cols, label_col=label)
+
+
+def test_drop_invalid_drops_and_counts(tmp_path):
+    path = write(tmp_path, "a.csv", "text,label\n" + "a,1\nb,0\n" * 10 + "c,\n")
+    task = load_user_task(path, kind="classification", text_cols=("text",), label_col="label", drop_invalid=True)
+    assert task.dropped == 1 and len(task.splits["all"]) == 20
