@@ -59,21 +59,22 @@ class Bank:
     def num_layers(self) -> int:
         return self.vectors.shape[1] - 1
 
-    def _pooler_array(self, pooler: str) -> np.ndarray:
-        """[N, L+1, H] float32 for one pooler, read from disk once and kept (probes reuse it many times)."""
+    def _layer_major(self, pooler: str) -> np.ndarray:
+        """[L+1, N, H] float32 for one pooler, read from disk once and kept (probes reuse it many times)."""
         if pooler not in self._loaded:
-            self._loaded[pooler] = np.asarray(self.vectors[:, :, self.poolers.index(pooler)], dtype=np.float32)
+            p = self.poolers.index(pooler)
+            self._loaded[pooler] = np.ascontiguousarray(np.asarray(self.vectors[:, :, p], dtype=np.float32).transpose(1, 0, 2))
         return self._loaded[pooler]
+
+    def layer(self, pooler: str, layer: int, rows: np.ndarray | None = None) -> np.ndarray:
+        """[n, H] float32: one layer's pooled vectors for the given rows (all by default)."""
+        array = self._layer_major(pooler)[layer]  # [N, H], contiguous
+        return array if rows is None else array[rows]
 
     def pooled(self, pooler: str, layers: tuple[int, ...] | None = None, rows: np.ndarray | None = None) -> np.ndarray:
         """[n, K, H] float32 for one pooler, the given layers (all by default) and rows (all by default)."""
-        array = self._pooler_array(pooler)  # [N, L+1, H]
-        if layers is not None and len(layers) == 1:
-            picked = array[:, layers[0]]  # [N, H] (a view)
-            return (picked if rows is None else picked[rows])[:, None]  # [n, 1, H]
-        rows = np.arange(len(array)) if rows is None else np.asarray(rows)
-        layers = range(array.shape[1]) if layers is None else layers
-        return array[np.ix_(rows, list(layers))]  # [n, K, H], one copy
+        layers = range(self.num_layers + 1) if layers is None else layers
+        return np.stack([self.layer(pooler, k, rows) for k in layers], axis=1)
 
     def max_mix(self, mix: str, rows: np.ndarray | None = None) -> np.ndarray:
         """[n, H] float32: a named layer mix, max-pooled at encode time."""

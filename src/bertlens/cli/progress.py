@@ -13,9 +13,9 @@ STDERR = Console(stderr=True)
 
 @contextlib.contextmanager
 def progress_bar(label: str, unit: str = "texts", enabled: bool = True) -> Iterator[Callable[[int, int], None]]:
-    """Yields update(done, total); shows count, rate in `unit`/s, elapsed time and ETA."""
+    """Yields update(done, total, stage=None); shows count, rate in `unit`/s, elapsed time and ETA."""
     if not enabled:
-        yield lambda done, total: None
+        yield lambda done, total, stage=None: None
         return
     columns = (
         TextColumn("[bold]{task.description}"),
@@ -29,9 +29,11 @@ def progress_bar(label: str, unit: str = "texts", enabled: bool = True) -> Itera
     with Progress(*columns, console=STDERR, transient=False) as progress:
         task = progress.add_task(label, total=None, rate="")
 
-        def update(done: int, total: int) -> None:
+        def update(done: int, total: int, stage: str | None = None) -> None:
             speed = progress.tasks[0].speed
             rate = f"{speed:,.0f} {unit}/s" if speed else ""
+            if stage is not None and stage != progress.tasks[0].description:
+                progress.reset(task, description=stage, total=total)  # a new stage gets its own rate and ETA
             progress.update(task, completed=done, total=total, rate=rate)
 
         yield update

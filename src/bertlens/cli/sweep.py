@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> None:
         STDERR.print(f"dropped {task.dropped} invalid rows (--drop-invalid)")
     with progress_bar(f"sweep {task.name}", enabled=not args.quiet) as update:
         result = run_sweep(task, encoder, base.replace(max_length=encoder.max_length), cache, config,
-                           on_progress=lambda stage, done, total: update(done, total))
+                           on_progress=lambda stage, done, total: update(done, total, f"{task.name}: {stage}"))
     paths = write_outputs(result, args.out)
     for name, protocol in result.protocols.items():
         table = Table(title=f"{task.name}: {name} ({protocol.metric}, test, 95% CI)")

@@ -71,15 +71,14 @@ def candidate_features(bank: Bank, candidate: Candidate, rows: np.ndarray | None
     if candidate.mixer == "scalar_mix":
         if mix_weights is None:
             raise ValueError(f"{candidate.name} needs its learned mix weights")
-        stacked = bank.pooled(candidate.pooler, candidate.layers, rows)  # [n, K, H]
-        return np.einsum("nkh,k->nh", stacked, softmax(mix_weights))
+        weights = softmax(mix_weights)
+        return sum(w * bank.layer(candidate.pooler, k, rows) for w, k in zip(weights, candidate.layers))
     if candidate.mixer == "single":
-        return bank.pooled(candidate.pooler, candidate.layers, rows)[:, 0]
+        return bank.layer(candidate.pooler, candidate.layers[0], rows)
     if candidate.mixer == "concat":
-        stacked = bank.pooled(candidate.pooler, candidate.layers, rows)  # [n, K, H]
-        return stacked.reshape(stacked.shape[0], -1)
+        return np.concatenate([bank.layer(candidate.pooler, k, rows) for k in candidate.layers], axis=1)
     if candidate.pooler not in LINEAR_POOLERS:
         return bank.max_mix(candidate.mix, rows)
     layers = (1, bank.num_layers) if candidate.mixer == "first_last" else candidate.layers
-    stacked = bank.pooled(candidate.pooler, layers, rows)  # [n, K, H]
-    return stacked.sum(axis=1) if candidate.mixer == "sum" else stacked.mean(axis=1)
+    total = sum(bank.layer(candidate.pooler, k, rows) for k in layers)  # [n, H]
+    return total if candidate.mixer == "sum" else total / len(layers)

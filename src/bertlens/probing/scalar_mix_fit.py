@@ -15,18 +15,14 @@ def _mix(stack: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
 
 
 def fit_classification_mix(
-    train: np.ndarray, labels: np.ndarray, *, strength: float = 1.0, max_examples: int = 1500, max_iter: int = 60, seed: int = 0
+    train: np.ndarray, labels: np.ndarray, *, strength: float = 1.0, max_iter: int = 40
 ) -> np.ndarray:
     """Learn ScalarMix weights [K] from per-layer vectors train [n, K, H] with a jointly trained probe.
 
     Only the K weights are kept: the sweep then scores the mixed vectors with the same batched
-    probe as every other candidate (same C grid, same selection). Learning them on a seeded
-    subsample of at most `max_examples` keeps this step cheap.
+    probe as every other candidate (same C grid, same selection). The sweep passes a seeded
+    sample of the training rows, which keeps this step cheap.
     """
-    rng = np.random.default_rng(seed)
-    if len(train) > max_examples:
-        keep = np.sort(rng.choice(len(train), max_examples, replace=False))
-        train, labels = train[keep], labels[keep]
     x = torch.from_numpy(np.ascontiguousarray(train))  # [n, K, H]
     y = torch.as_tensor(labels, dtype=torch.long)
     classes = int(y.max()) + 1

@@ -22,6 +22,9 @@ from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import TaskData
 
 
+MIX_EXAMPLES = 1000  # training rows (a seeded sample) used to learn a classification ScalarMix
+
+
 @dataclass(frozen=True)
 class SweepConfig:
     poolers: tuple[str, ...] = DEFAULT_POOLERS
@@ -134,10 +137,15 @@ def _pair_features(bank: Bank, candidate: Candidate, ex: _Examples, rows: np.nda
 
 
 def _stack(bank, candidates, ids, ex, rows, kind, mixes: dict | None = None) -> torch.Tensor:
+    """Features of candidates `ids` for `rows`, filled into one preallocated tensor [C, n, D]."""
     mixes = mixes or {}
-    return torch.from_numpy(np.stack([
-        _pair_features(bank, candidates[i], ex, rows, kind, mixes.get(candidates[i].name)) for i in ids
-    ]))  # [C, n, D]
+    out = None
+    for j, i in enumerate(ids):
+        features = _pair_features(bank, candidates[i], ex, rows, kind, mixes.get(candidates[i].name))  # [n, D]
+        if out is None:
+            out = np.empty((len(ids), *features.shape), dtype=np.float32)
+        out[j] = features
+    return torch.from_numpy(out)
 
 
 def _probe_classification(bank, candidates, ex, folds, kind, config) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -150,22 +158,26 @@ def _probe_classification(bank, candidates, ex, folds, kind, config) -> tuple[np
     validation = np.zeros(len(candidates))
     learned: dict[str, list] = {}
     offset = 0
+    rng = np.random.default_rng(config.seed)
     for fold in folds:
         y_train, y_dev = ex.targets[fold.train], ex.targets[fold.dev]
+        sample = np.sort(rng.choice(len(fold.train), min(len(fold.train), MIX_EXAMPLES), replace=False))
         mixes = {
-            c.name: fit_classification_mix(bank.pooled(c.pooler, c.layers, ex.a[fold.train]), y_train, seed=config.seed)
+            c.name: fit_classification_mix(bank.pooled(c.pooler, c.layers, ex.a[fold.train[sample]]), y_train[sample])
             for c in candidates if c.mixer == "scalar_mix"
         }
         for name, weights in mixes.items():
             learned.setdefault(name, []).append(weights)
+        rows = np.concatenate([fold.train, fold.dev, fold.test])  # one gather per candidate, then views
+        n_train, n_dev = len(fold.train), len(fold.dev)
         for ids in _groups(candidates, bank).values():
-            fit = fit_logistic(_stack(bank, candidates, ids, ex, fold.train, kind, mixes), y_train, config.strengths)
-            dev_pred = fit.predict(_stack(bank, candidates, ids, ex, fold.dev, kind, mixes)).numpy()  # [C, R, n_dev]
-            dev_acc = (dev_pred == y_dev).mean(axis=-1)  # [C, R]
+            features = _stack(bank, candidates, ids, ex, rows, kind, mixes)  # [C, n_all, D]
+            fit = fit_logistic(features[:, :n_train], y_train, config.strengths)
+            held_out = fit.predict(features[:, n_train:]).numpy()  # [C, R, n_dev + n_test]
+            dev_acc = (held_out[..., :n_dev] == y_dev).mean(axis=-1)  # [C, R]
             best = dev_acc.argmax(axis=1)  # [C]
-            test_pred = fit.predict(_stack(bank, candidates, ids, ex, fold.test, kind, mixes)).numpy()  # [C, R, n_test]
             for j, i in enumerate(ids):
-                predictions[i, offset : offset + len(fold.test)] = test_pred[j, best[j]]
+                predictions[i, offset : offset + len(fold.test)] = held_out[j, best[j], n_dev:]
                 validation[i] += dev_acc[j, best[j]] / len(folds)
         offset += len(fold.test)
     mix_weights = {name: tuple(float(x) for x in np.mean(ws, axis=0)) for name, ws in learned.items()}
@@ -280,6 +292,9 @@ def run_sweep(
         cos, probe = protocols["cosine"], protocols["probe"]
         best_cos, best_probe = cos.candidates[cos.test.best].name, probe.candidates[probe.test.best].name
         if best_cos != best_probe:
-            disagreement = f"cosine and probe disagree on the best candidate: {best_cos} (cosine) vs {best_probe} (probe)"
+            in_probe = {c.name: i for i, c in enumerate(probe.candidates)}
+            tied = best_cos in in_probe and bool(probe.test.tied_with_best[in_probe[best_cos]])
+            disagreement = (f"cosine and probe disagree on the best candidate: {best_cos} (cosine) vs {best_probe} (probe); "
+                            f"under the probe, {best_cos} is {'statistically tied with' if tied else 'significantly below'} {best_probe}")
     return SweepResult(task.name, task.kind, encoder.ref.name, encoder.ref.fingerprint, config.seed, protocols,
                        recommended, recipe, basis, disagreement, timings, LIMITATIONS)
