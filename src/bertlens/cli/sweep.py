@@ -13,7 +13,7 @@ from bertlens.cli.progress import STDERR, progress_bar
 from bertlens.cli.recipe_options import recipe_from_args
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
-from bertlens.evaluation.report import leaderboard, write_outputs
+from bertlens.evaluation.report import leaderboard, recommended_score, write_outputs
 from bertlens.io.tables import parse_column
 from bertlens.probing.sweep import SweepConfig, run_sweep
 from bertlens.representation.mixers import parse_layers
@@ -92,6 +92,6 @@ def run(args: argparse.Namespace) -> None:
         STDERR.print(table)
     if result.disagreement:
         STDERR.print(f"[yellow]note:[/] {result.disagreement}")
-    STDERR.print(f"recommended [bold]{result.recommended.name}[/]: {result.basis}")
+    STDERR.print(f"recommended [bold]{result.recommended.name}[/] (test {recommended_score(result)}): {result.basis}")
     STDERR.print(f"wrote {paths['report']}, {paths['results']} and {paths['recipe']} (reproduce: bertlens embed FILE --recipe {paths['recipe']})",
                  soft_wrap=True, markup=False)

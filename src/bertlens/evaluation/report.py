@@ -49,6 +49,14 @@ def to_json(result: SweepResult) -> dict:
     }
 
 
+def recommended_score(result: SweepResult) -> str:
+    """The recommended candidate's test score and interval under the protocol it was chosen by."""
+    protocol = result.protocols["cosine" if "cosine" in result.protocols else "probe"]
+    i = next(k for k, c in enumerate(protocol.candidates) if c.name == result.recommended.name)
+    t = protocol.test
+    return f"{protocol.metric} {t.value[i]:.4f} [{t.low[i]:.4f}, {t.high[i]:.4f}]" + (", tied with the best" if t.tied_with_best[i] else "")
+
+
 def leaderboard(protocol: ProtocolResult, top: int = 10) -> list[tuple[str, str, str, str]]:
     """(rank, candidate, value [low, high], tie mark), best first."""
     t = protocol.test
@@ -72,8 +80,10 @@ def heatmap(protocol: ProtocolResult, path: Path, title: str) -> Path:
             grid[layers.index(c.single_layer), poolers.index(c.pooler)] = protocol.test.value[i]
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(poolers), 1.2 + 0.45 * len(layers)))
     image = ax.imshow(grid, cmap="viridis", aspect="auto")
+    middle = np.nanmean(grid) if np.isfinite(grid).any() else 0.0
     for (r, c), value in np.ndenumerate(grid):
-        ax.text(c, r, "n/a" if np.isnan(value) else f"{value:.3f}", ha="center", va="center", color="w", fontsize=8)
+        colour = "black" if np.isfinite(value) and value > middle else "white"  # readable on light and dark cells
+        ax.text(c, r, "n/a" if np.isnan(value) else f"{value:.3f}", ha="center", va="center", color=colour, fontsize=8)
     ax.set_xticks(range(len(poolers)), poolers)
     ax.set_yticks(range(len(layers)), [f"layer {k}" for k in layers])
     ax.set_title(title, fontsize=9)
@@ -89,7 +99,7 @@ def heatmap(protocol: ProtocolResult, path: Path, title: str) -> Path:
 def markdown(result: SweepResult, images: dict[str, str]) -> str:
     lines = [f"# bertlens sweep: {result.task}", "",
              f"Model `{result.model}` (fingerprint `{result.fingerprint}`), seed {result.seed}, bertlens {__version__}.", "",
-             f"**Recommended:** `{result.recommended.name}`, {result.basis}.", ""]
+             f"**Recommended:** `{result.recommended.name}` (test {recommended_score(result)}), {result.basis}.", ""]
     if result.disagreement:
         lines += [f"**Note:** {result.disagreement}.", ""]
     for name, protocol in result.protocols.items():

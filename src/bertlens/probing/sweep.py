@@ -293,8 +293,11 @@ def run_sweep(
         best_cos, best_probe = cos.candidates[cos.test.best].name, probe.candidates[probe.test.best].name
         if best_cos != best_probe:
             in_probe = {c.name: i for i, c in enumerate(probe.candidates)}
-            tied = best_cos in in_probe and bool(probe.test.tied_with_best[in_probe[best_cos]])
-            disagreement = (f"cosine and probe disagree on the best candidate: {best_cos} (cosine) vs {best_probe} (probe); "
-                            f"under the probe, {best_cos} is {'statistically tied with' if tied else 'significantly below'} {best_probe}")
+            disagreement = f"cosine and probe disagree on the best candidate: {best_cos} (cosine) vs {best_probe} (probe)"
+            if best_cos in in_probe:
+                tied = bool(probe.test.tied_with_best[in_probe[best_cos]])
+                disagreement += f"; under the probe, {best_cos} is {'statistically tied with' if tied else 'significantly below'} {best_probe}"
+            else:
+                disagreement += f"; the probe does not score {best_cos} (its weights are fitted for cosine)"
     return SweepResult(task.name, task.kind, encoder.ref.name, encoder.ref.fingerprint, config.seed, protocols,
                        recommended, recipe, basis, disagreement, timings, LIMITATIONS)
