@@ -1,6 +1,5 @@
 """Hidden states and attentions against Hugging Face's own outputs."""
 
-import numpy as np
 import pytest
 import torch
 from transformers import AutoModel, AutoTokenizer

@@ -13,7 +13,7 @@ from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 
 from bertlens.bank import DEFAULT_POOLERS, Bank, build_bank
 from bertlens.encoding.encoder import Encoder
-from bertlens.evaluation.bootstrap import Intervals, accuracy, bootstrap, spearman
+from bertlens.evaluation.bootstrap import Intervals, bootstrap, spearman
 from bertlens.probing.candidates import LIMITATIONS, Candidate, candidate_features, enumerate_candidates
 from bertlens.probing.logistic import fit_logistic
 from bertlens.probing.ridge import fit_ridge
