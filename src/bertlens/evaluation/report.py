@@ -81,8 +81,8 @@ def heatmap(protocol: ProtocolResult, path: Path, title: str) -> Path:
     image = ax.imshow(grid, cmap="viridis", aspect="auto")
     middle = np.nanmean(grid) if np.isfinite(grid).any() else 0.0
     for (r, c), value in np.ndenumerate(grid):
-        colour = "black" if np.isfinite(value) and value > middle else "white"  # readable on light and dark cells
-        ax.text(c, r, "n/a" if np.isnan(value) else f"{value:.3f}", ha="center", va="center", color=colour, fontsize=8)
+        colour = "white" if np.isfinite(value) and value <= middle else "black"  # readable on dark, light and empty cells
+        ax.text(c, r, "undefined" if np.isnan(value) else f"{value:.3f}", ha="center", va="center", color=colour, fontsize=8)
     ax.set_xticks(range(len(poolers)), poolers)
     ax.set_yticks(range(len(layers)), [f"layer {k}" for k in layers])
     ax.set_title(title, fontsize=9)
