@@ -81,3 +81,11 @@ def test_bad_user_data_is_one_line_and_exit_1(tmp_path, tiny_bert_dir, capsys, c
 def test_unknown_task_suggests(tmp_path, capsys):
     code, err = run(capsys, "--task", "sts-b", "--out", tmp_path / "o")
     assert code == 1 and "did you mean 'stsb'" in err
+
+
+def test_hugging_face_task_without_the_datasets_package_is_a_clear_error(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "datasets", None)  # as on a machine without `pip install datasets`
+    code, err = run(capsys, "--task", "hf:glue:sst2", "--text-col", "sentence", "--label-col", "label", "--out", tmp_path / "o")
+    assert code == 1 and "pip install datasets" in err

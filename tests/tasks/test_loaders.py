@@ -77,3 +77,42 @@ def test_drop_invalid_drops_and_counts(tmp_path):
     path = write(tmp_path, "a.csv", "text,label\n" + "a,1\nb,0\n" * 10 + "c,\n")
     task = load_user_task(path, kind="classification", text_cols=("text",), label_col="label", drop_invalid=True)
     assert task.dropped == 1 and len(task.splits["all"]) == 20
+
+
+class FakeSplit:
+    """Stands in for a `datasets.Dataset`: column names and column access."""
+
+    def __init__(self, columns: dict):
+        self.columns = columns
+        self.column_names = list(columns)
+
+    def __getitem__(self, key):
+        return self.columns[key]
+
+
+def fake_datasets(monkeypatch, splits: dict):
+    import sys
+    import types
+
+    module = types.ModuleType("datasets")
+    module.load_dataset = lambda name, config=None: {k: FakeSplit(v) for k, v in splits.items()}
+    monkeypatch.setitem(sys.modules, "datasets", module)
+
+
+def test_hf_dataset_splits_map_and_hidden_test_labels_are_dropped(monkeypatch):
+    from bertlens.tasks.loaders import load_hf_task
+
+    train = {"sentence": [f"s{i}" for i in range(40)], "label": [i % 2 for i in range(40)]}
+    fake_datasets(monkeypatch, {"train": train, "validation": {"sentence": ["a", "b"], "label": [0, 1]},
+                                "test": {"sentence": ["c", "d"], "label": [-1, -1]}})
+    task = load_hf_task("glue", config="sst2", kind="classification", text_cols=("sentence",), label_col="label")
+    assert set(task.splits) == {"train", "test"} and task.splits["test"].texts_a == ("a", "b")
+    assert task.name == "glue/sst2" and len(task.splits["train"]) == 40
+
+
+def test_hf_dataset_missing_column_is_a_clear_error(monkeypatch):
+    from bertlens.tasks.loaders import load_hf_task
+
+    fake_datasets(monkeypatch, {"train": {"text": ["x"], "label": [0]}})
+    with pytest.raises(BertlensError, match="no column 'sentence'"):
+        load_hf_task("x", kind="classification", text_cols=("sentence",), label_col="label")

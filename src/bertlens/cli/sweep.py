@@ -19,14 +19,15 @@ from bertlens.probing.sweep import SweepConfig, run_sweep
 from bertlens.representation.mixers import parse_layers
 from bertlens.representation.poolers import check_pooler
 from bertlens.tasks.catalog import CATALOG, KINDS, data_dir, get_task
-from bertlens.tasks.loaders import load_catalog_task, load_user_task
+from bertlens.tasks.loaders import load_catalog_task, load_hf_task, load_user_task
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("sweep", help="score every token/layer/pooling choice on a task in one pass",
                                    description="Encode once, score every layer x pooler and layer mix, recommend a recipe.")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--task", help=f"a catalog task: {', '.join(CATALOG)}")
+    source.add_argument("--task", help=f"a catalog task: {', '.join(CATALOG)}; or hf:NAME[:CONFIG] for a Hugging Face "
+                        "dataset (online; needs `pip install datasets` and --text-col/--label-col)")
     source.add_argument("--data", type=Path, help="your own CSV/TSV/JSONL file (with --text-col and --label-col)")
     parser.add_argument("--data-dir", help="where catalog tasks live (default $BERTLENS_DATA or ../shared/data)")
     parser.add_argument("--task-type", choices=KINDS, help="for --data: classification (default with one text column), "
@@ -54,6 +55,14 @@ def add_parser(subparsers) -> None:
 
 
 def _load_task(args):
+    if args.task and args.task.startswith("hf:"):
+        name, _, config = args.task[3:].partition(":")
+        if args.text_col is None or args.label_col is None:
+            raise BertlensError("--task hf:NAME needs --text-col and --label-col (and --text-col2 for pairs)")
+        texts = tuple(c for c in (args.text_col, args.text_col2) if c is not None)
+        kind = args.task_type or ("classification" if len(texts) == 1 else "similarity")
+        return load_hf_task(name, kind=kind, text_cols=texts, label_col=args.label_col, config=config or None,
+                            drop_invalid=args.drop_invalid, folds=args.folds, max_examples=args.max_examples, seed=args.seed)
     if args.task:
         return load_catalog_task(get_task(args.task), data_dir(args.data_dir), drop_invalid=args.drop_invalid,
                                  max_examples=args.max_examples, seed=args.seed)

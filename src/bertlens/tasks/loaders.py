@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bertlens.errors import BertlensError
+from bertlens.errors import BertlensError, did_you_mean
 from bertlens.io.tables import TableSpec, check_file, first_lines, iter_records
 from bertlens.tasks.catalog import KINDS, TaskSpec
 
@@ -193,3 +193,56 @@ def limit_examples(data: TaskData, max_examples: int | None, seed: int) -> TaskD
     limited = TaskData(data.name, data.kind, splits, data.class_names, data.folds, data.dropped, data.source, data.notes)
     _check_classes(limited, data.source)
     return limited
+
+
+HF_SPLITS = {"train": "train", "validation": "dev", "dev": "dev", "test": "test"}
+
+
+def load_hf_task(
+    name: str,
+    *,
+    kind: str,
+    text_cols: tuple[str, ...],
+    label_col: str,
+    config: str | None = None,
+    drop_invalid: bool = False,
+    folds: int = 10,
+    max_examples: int | None = None,
+    seed: int = 0,
+) -> TaskData:
+    """A Hugging Face dataset (for users who are online), e.g. name='glue', config='sst2'.
+
+    Splits named train/validation/test map to train/dev/test. A split whose labels are hidden
+    (all negative, as in GLUE's test sets) is dropped; the dev split then serves as test and a
+    seeded 10% of train becomes dev.
+    """
+    try:
+        import datasets
+    except ImportError:
+        raise BertlensError("Hugging Face datasets need the 'datasets' package: pip install datasets") from None
+    try:
+        loaded = datasets.load_dataset(name, config)
+    except Exception as exc:  # network, missing dataset or config: one user-facing line
+        raise BertlensError(f"could not load Hugging Face dataset '{name}'{f' ({config})' if config else ''}: {exc}") from None
+    raw: dict[str, list] = {}
+    for split, rows in loaded.items():
+        ours = HF_SPLITS.get(split)
+        if ours is None:
+            continue
+        missing = [c for c in (*text_cols, label_col) if c not in rows.column_names]
+        if missing:
+            raise BertlensError(f"dataset '{name}' split '{split}' has no column '{missing[0]}': {did_you_mean(missing[0], rows.column_names)}")
+        labels = [str(v) for v in rows[label_col]]
+        if kind != "similarity" and all(v.lstrip("-").isdigit() and int(v) < 0 for v in labels):
+            continue  # hidden test labels
+        columns = [rows[c] for c in text_cols]
+        raw[ours] = [(i + 1, (*(str(col[i]) for col in columns), labels[i])) for i in range(len(labels))]
+    if "train" not in raw:
+        raise BertlensError(f"dataset '{name}' has no labelled train split")
+    if "test" not in raw and "dev" in raw:
+        raw["test"] = raw.pop("dev")
+    if "test" not in raw:
+        raw = {"all": raw["train"]}
+    data = build_task(name if not config else f"{name}/{config}", kind, raw, f"hf:{name}", drop_invalid=drop_invalid,
+                      folds=folds, source=f"hf:{name}")
+    return limit_examples(data, max_examples, seed)
