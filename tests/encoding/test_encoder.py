@@ -49,10 +49,13 @@ def test_cls_attention_is_the_head_average_of_hugging_face_attentions(model_fixt
         for row, doc in enumerate(states.doc_index.tolist()):
             n = int(batch["attention_mask"][doc].sum())
             expected = maps[:, doc, :, 0, :n].mean(dim=1)  # [L, n]
-            assert torch.allclose(states.cls_attention[:, row, :n], expected, atol=1e-5)
+            assert torch.allclose(states.cls_attention[:, row, :n], expected, atol=1e-6)
             assert states.cls_attention[:, row, n:].abs().sum().item() == 0  # padding gets no weight
+            if mode == "all":
+                assert torch.allclose(states.attentions[:, row, :, :n, :n], maps[:, doc, :, :n, :n], atol=1e-6)
         if mode == "all":
-            assert states.attentions.shape[2] == maps.shape[2]
+            length = states.hidden.shape[2]
+            assert states.attentions.shape == (maps.shape[0], len(states.doc_index), maps.shape[2], length, length)
 
 
 def test_special_tokens_mask_marks_cls_and_sep(tiny_bert_dir):

@@ -10,7 +10,6 @@ from rich.table import Table
 
 from bertlens.bank import DEFAULT_POOLERS
 from bertlens.cli.progress import STDERR, progress_bar
-from bertlens.cli.recipe_options import recipe_from_args
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
 from bertlens.evaluation.report import leaderboard, recommended_score, write_outputs
@@ -18,6 +17,7 @@ from bertlens.io.tables import parse_column
 from bertlens.probing.sweep import SweepConfig, run_sweep
 from bertlens.representation.mixers import parse_layers
 from bertlens.representation.poolers import check_pooler
+from bertlens.representation.recipe import Recipe
 from bertlens.tasks.catalog import CATALOG, KINDS, data_dir, get_task
 from bertlens.tasks.loaders import load_catalog_task, load_hf_task, load_user_task
 
@@ -51,7 +51,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--out", type=Path, default=Path("out/sweep"), help="output directory")
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--trust-remote-code", action="store_true")
-    parser.set_defaults(run=run, recipe=None, mixer=None, pooler=None, normalize=None)
+    parser.set_defaults(run=run)
 
 
 def _load_task(args):
@@ -80,7 +80,9 @@ def run(args: argparse.Namespace) -> None:
         raise BertlensError("--folds must be at least 2")
     poolers = tuple(check_pooler(p.strip()) for p in args.poolers.split(",") if p.strip())
     task = _load_task(args)
-    base = recipe_from_args(argparse.Namespace(**{**vars(args), "layers": None}))
+    # the sweep chooses layers, mixer and pooler; the user fixes only what is shared by every candidate
+    base = Recipe(model=args.model or "default", max_length=args.max_length, precision=args.precision,
+                  include_special=not args.exclude_special)
     encoder = Encoder(base.model, max_length=base.max_length, precision=base.precision,
                       attentions="cls" if "attention" in poolers else "none", trust_remote_code=args.trust_remote_code)
     layers = parse_layers(args.layers, encoder.num_layers) if args.layers else None

@@ -99,7 +99,7 @@ class Encoder:
             modules = attention_modules(self.model)
             if modules is not None:
                 self._recorder = ClsAttentionRecorder(modules)  # [CLS] rows from q/k hooks: SDPA stays on
-            elif not precision == "bf16":
+            elif precision != "bf16":  # under bf16 the model is eager already
                 self.model = load_encoder(self.ref, eager_attention=True, trust_remote_code=trust_remote_code)
         self.device = torch.device(device)
         self.model.to(self.device)

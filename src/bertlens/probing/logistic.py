@@ -10,7 +10,7 @@ Speed: L-BFGS runs over whitened coefficients (Cholesky of each candidate's feat
 covariance), which turns the badly conditioned problems of anisotropic BERT features into
 nearly isotropic ones: tens of steps instead of hundreds. Every step reads all features
 twice, so the products run in bfloat16 by default (parameters, loss and optimiser stay
-float32); `compute_dtype=torch.float32` is available for exact comparisons.
+float32); `compute_dtype=torch.float64` runs everything in float64 for reference checks.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def _minimise(x: torch.Tensor, y: torch.Tensor, unwhiten: torch.Tensor, coef: to
     def closure() -> torch.Tensor:
         optimizer.zero_grad()
         weight = torch.bmm(unwhiten, coef)  # [C, D, R*K]
-        logits = torch.bmm(x, weight.to(x.dtype)).float() + bias  # [C, n, R*K]
+        logits = torch.bmm(x, weight.to(x.dtype)).to(bias.dtype) + bias  # [C, n, R*K]
         loss = _loss(logits, y, outputs) + (penalty * weight.pow(2)).sum()
         loss.backward()
         return loss
@@ -116,11 +116,13 @@ def fit_logistic(
     x = (features - mean) / scale  # [C, n, D]
     factor = _whitener(x)  # [C, D, D]
     unwhiten = torch.linalg.solve_triangular(factor.transpose(1, 2), torch.eye(dim).expand_as(factor), upper=True)  # L^-T
+    params = torch.float64 if compute_dtype == torch.float64 else torch.float32  # float64: end to end, for reference checks
+    unwhiten = unwhiten.to(params)
     width = len(strengths) * outputs
-    coef = torch.zeros(count, dim, width, requires_grad=True)  # [C, D, R*K] whitened coefficients
-    bias = torch.zeros(count, 1, width, requires_grad=True)  # [C, 1, R*K]
-    per_strength = torch.tensor([1.0 / (2.0 * c) for c in strengths])  # [R]
+    coef = torch.zeros(count, dim, width, dtype=params, requires_grad=True)  # [C, D, R*K] whitened coefficients
+    bias = torch.zeros(count, 1, width, dtype=params, requires_grad=True)  # [C, 1, R*K]
+    per_strength = torch.tensor([1.0 / (2.0 * c) for c in strengths], dtype=params)  # [R]
     _minimise(x.to(compute_dtype), y, unwhiten, coef, bias, per_strength, outputs, max_iter, tol)
     with torch.no_grad():
-        weight = torch.bmm(unwhiten, coef)  # [C, D, R*K]
-    return LogisticFit(mean, scale, weight, bias.detach(), tuple(strengths), outputs)
+        weight = torch.bmm(unwhiten, coef).float()  # [C, D, R*K]
+    return LogisticFit(mean, scale, weight, bias.detach().float(), tuple(strengths), outputs)
