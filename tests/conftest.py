@@ -51,3 +51,11 @@ def sts_sentences() -> list[str]:
     with open(DATA / "stsb" / "test.csv", newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
     return [row[0] for row in rows[:200]] + [row[1] for row in rows[:200]]
+
+
+@pytest.fixture(scope="session")
+def ud_slice():
+    """The first 400 sentences of each UD EWT split."""
+    from bertlens.probing.linguistic import load_treebank
+
+    return load_treebank(DATA / "ud-ewt", max_sentences=400)

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from bertlens.encoding.chunking import LongText
 from bertlens.encoding.encoder import Encoder
 from bertlens.representation.mixers import mix_layers
 from bertlens.representation.poolers import POOLERS, check_pooler, pool, token_mask
@@ -85,9 +86,10 @@ class Bank:
 
 
 def bank_key(fingerprint: str, texts: list[str], *, max_length: int, precision: str, include_special: bool,
-             poolers: tuple[str, ...], dtype: str) -> str:
+             poolers: tuple[str, ...], dtype: str, long_text: str | None = None) -> str:
     digest = hashlib.sha256()
-    header = json.dumps([BANK_VERSION, fingerprint, max_length, precision, include_special, list(poolers), dtype])
+    header = json.dumps([BANK_VERSION, fingerprint, max_length, precision, include_special, list(poolers), dtype]
+                        + ([long_text] if long_text else []))
     digest.update(header.encode())
     for text in texts:
         digest.update(text.encode("utf-8"))
@@ -111,45 +113,51 @@ def build_bank(
     poolers: tuple[str, ...] = DEFAULT_POOLERS,
     include_special: bool = True,
     dtype: str = "float16",
+    long_text: LongText | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> Bank:
-    """Encode once and store every layer x pooler; reuse the stored bank when the key matches."""
+    """Encode once and store every layer x pooler; reuse the stored bank when the key matches.
+
+    With `long_text`, each text is cut into pieces (see long_documents.py) and its pieces'
+    pooled vectors are aggregated per text (windows: the strategy's aggregate; one-piece
+    strategies: that piece).
+    """
     for name in poolers:
         check_pooler(name)
     if "attention" in poolers and encoder.attentions == "none":
         raise ValueError("the attention pooler needs an Encoder built with attentions='cls'")
     key = bank_key(encoder.ref.fingerprint, texts, max_length=encoder.max_length, precision=encoder.precision,
-                   include_special=include_special, poolers=poolers, dtype=dtype)
+                   include_special=include_special, poolers=poolers, dtype=dtype,
+                   long_text=long_text.name if long_text else None)
     final = cache_dir / "banks" / key
     if (final / "meta.json").exists():
         return _open(final)
     num_layers = encoder.num_layers
     mixes = named_mixes(num_layers) if "max" in poolers else {}
-    tmp = cache_dir / "banks" / f".{key}.tmp{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    tmp = staging_dir(final)
     shape = (len(texts), num_layers + 1, len(poolers), encoder.hidden_size)
     vectors = np.lib.format.open_memmap(tmp / "vectors.npy", mode="w+", dtype=dtype, shape=shape)
     max_mixes = None
     if mixes:
         max_mixes = np.lib.format.open_memmap(tmp / "max_mixes.npy", mode="w+", dtype=dtype,
                                               shape=(len(texts), len(mixes), encoder.hidden_size))
-    tokenized = encoder.tokenize(texts)
-    done = 0
-    with encoder.running():
-        for states in encoder.iter_states(tokenized):
-            rows = states.doc_index.numpy()
-            mask = token_mask(states.attention_mask, states.special_tokens_mask, include_special)  # [B, T]
-            weights = states.cls_attention[-1] if states.cls_attention is not None else None  # [B, T]
-            per_pooler = [pool(name, states.hidden, mask, weights) for name in poolers]  # P x [L+1, B, H]
-            stacked = torch.stack(per_pooler, dim=2).permute(1, 0, 2, 3)  # [B, L+1, P, H]
-            vectors[rows] = stacked.numpy().astype(dtype)
-            if max_mixes is not None:
-                pooled = [POOLERS["max"](mix_layers(states.hidden, mixer, layers), mask) for mixer, layers in mixes.values()]
-                max_mixes[rows] = torch.stack(pooled, dim=1).numpy().astype(dtype)  # [B, M, H]
-            done += len(rows)
-            if on_progress:
-                on_progress(done, len(texts))
+    if long_text is not None:
+        _fill_from_pieces(encoder, texts, long_text, poolers, include_special, mixes, vectors, max_mixes, on_progress)
+        truncated = 0
+    else:
+        tokenized = encoder.tokenize(texts)
+        truncated = tokenized.truncated
+        done = 0
+        with encoder.running():
+            for states in encoder.iter_states(tokenized):
+                rows = states.doc_index.numpy()
+                stacked, pooled_mixes = _pool_batch(states, poolers, include_special, mixes)
+                vectors[rows] = stacked.astype(dtype)
+                if max_mixes is not None:
+                    max_mixes[rows] = pooled_mixes.astype(dtype)
+                done += len(rows)
+                if on_progress:
+                    on_progress(done, len(texts))
     vectors.flush()
     if max_mixes is not None:
         max_mixes.flush()
@@ -158,11 +166,72 @@ def build_bank(
         "bank_version": BANK_VERSION, "model": encoder.ref.name, "model_fingerprint": encoder.ref.fingerprint,
         "max_length": encoder.max_length, "precision": encoder.precision, "include_special": include_special,
         "poolers": list(poolers), "mix_names": list(mixes), "texts": len(texts), "dtype": dtype,
-        "truncated": tokenized.truncated, "attention_layer": -1,
+        "truncated": truncated, "attention_layer": -1, "long_text": long_text.name if long_text else None,
     }
+    publish(tmp, final, meta)
+    return _open(final)
+
+
+def _pool_batch(states, poolers, include_special, mixes) -> tuple[np.ndarray, np.ndarray | None]:
+    """[B, L+1, P, H] pooled vectors of every layer x pooler, and [B, M, H] max-pooled named mixes (or None)."""
+    mask = token_mask(states.attention_mask, states.special_tokens_mask, include_special)  # [B, T]
+    weights = states.cls_attention[-1] if states.cls_attention is not None else None  # [B, T]
+    per_pooler = [pool(name, states.hidden, mask, weights) for name in poolers]  # P x [L+1, B, H]
+    stacked = torch.stack(per_pooler, dim=2).permute(1, 0, 2, 3).float().numpy()  # [B, L+1, P, H]
+    if not mixes:
+        return stacked, None
+    pooled = [POOLERS["max"](mix_layers(states.hidden, mixer, layers), mask) for mixer, layers in mixes.values()]
+    return stacked, torch.stack(pooled, dim=1).float().numpy()  # [B, M, H]
+
+
+def _fill_from_pieces(encoder, texts, long_text, poolers, include_special, mixes, vectors, max_mixes, on_progress) -> None:
+    """Pool every piece, then aggregate pieces per text into the bank (accumulated in float64, per group of texts)."""
+    from bertlens.long_documents import piece_tokens  # long-text support is optional for the bank
+
+    how = long_text.aggregate if long_text.kind == "windows" else "first"
+    group = 256
+    with encoder.running():
+        for first in range(0, len(texts), group):
+            pieces = piece_tokens(encoder, texts[first : first + group], long_text, first)
+            count = min(group, len(texts) - first)
+            parts = [np.zeros((count, *vectors.shape[1:]))] + ([np.zeros((count, *max_mixes.shape[1:]))] if max_mixes is not None else [])
+            if how == "max":
+                for part in parts:
+                    part.fill(-np.inf)
+            weight = np.zeros(count)
+            for states in encoder.iter_states(pieces.tokenized):
+                rows = states.doc_index.numpy()
+                owner = pieces.owner[rows] - first
+                outputs = _pool_batch(states, poolers, include_special, mixes)
+                w = np.maximum(pieces.tokens[rows], 1e-9) if how == "weighted" else np.ones(len(rows))
+                keep = pieces.order[rows] == 0 if how == "first" else np.ones(len(rows), dtype=bool)
+                for part, value in zip(parts, outputs):
+                    if how == "max":
+                        np.maximum.at(part, owner, value)
+                    else:
+                        np.add.at(part, owner[keep], value[keep] * w[keep].reshape(-1, *([1] * (value.ndim - 1))))
+                np.add.at(weight, owner[keep], w[keep])
+            if how != "max":
+                parts = [part / weight.reshape(-1, *([1] * (part.ndim - 1))) for part in parts]
+            vectors[first : first + count] = parts[0].astype(vectors.dtype)
+            if max_mixes is not None:
+                max_mixes[first : first + count] = parts[1].astype(max_mixes.dtype)
+            if on_progress:
+                on_progress(first + count, len(texts))
+
+
+def staging_dir(final: Path) -> Path:
+    """A fresh private directory next to `final` to build a cache entry in."""
+    tmp = final.with_name(f".{final.name}.tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    return tmp
+
+
+def publish(tmp: Path, final: Path, meta: dict) -> None:
+    """Write meta.json last and rename the finished directory into place (readers never see half a bank)."""
     (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
     try:
         os.replace(tmp, final)
-    except OSError:  # another process finished the same bank first
+    except OSError:  # another process finished the same entry first
         shutil.rmtree(tmp, ignore_errors=True)
-    return _open(final)

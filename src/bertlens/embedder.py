@@ -7,10 +7,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
+from bertlens.encoding.chunking import parse_long_text
 from bertlens.encoding.encoder import Encoder, LayerStates
 from bertlens.errors import BertlensError
 from bertlens.representation.mixers import mix_layers, resolve_layers
 from bertlens.representation.poolers import pool, token_mask
+from bertlens.representation.postprocess import PostProcessor
 from bertlens.representation.recipe import Recipe
 
 
@@ -61,22 +63,45 @@ class Embedder:
             trust_remote_code=trust_remote_code,
         )
         check_recipe_fits(self.recipe, self.encoder.num_layers)
+        self.postprocessor = PostProcessor.load(self.recipe.postprocess) if self.recipe.postprocess else None
+        if self.postprocessor is not None and self.postprocessor.dim != self.pooled_dim:
+            raise BertlensError(f"post-processor {self.recipe.postprocess} was fitted on {self.postprocessor.dim}-dimensional "
+                                f"vectors but this recipe makes {self.pooled_dim}; refit it for this recipe")
         self.truncated = 0
 
     @property
-    def dim(self) -> int:
+    def pooled_dim(self) -> int:
+        """Width before post-processing."""
         width = self.encoder.hidden_size
         count = len(self.recipe.layers) if self.recipe.mixer == "concat" else 1
         return width * count
 
+    @property
+    def dim(self) -> int:
+        """Width of the output vectors (whitening may keep fewer components)."""
+        return self.postprocessor.output_dim if self.postprocessor is not None else self.pooled_dim
+
     def encode(self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None) -> np.ndarray:
         """Embed texts; `on_batch(n)` is called after each batch (for progress bars)."""
+        if self.recipe.long_text is not None:
+            from bertlens.long_documents import encode_long  # long texts: pieces per strategy, aggregated
+
+            seen = [0]
+
+            def progress(done: int, total: int) -> None:
+                if on_batch is not None:
+                    on_batch(done - seen[0])
+                seen[0] = done
+
+            out = encode_long(self.encoder, self.recipe, texts, parse_long_text(self.recipe.long_text), progress)
+            self.truncated = 0
+            return self.postprocessor.transform(out) if self.postprocessor is not None else out
         tokenized = self.encoder.tokenize(texts)
         self.truncated = tokenized.truncated
-        out = np.empty((len(texts), self.dim), dtype=np.float32)  # [N, D]
+        out = np.empty((len(texts), self.pooled_dim), dtype=np.float32)  # [N, D]
         with self.encoder.running():  # mixing and pooling are element-wise: safe under autocast
             for states in self.encoder.iter_states(tokenized):
                 out[states.doc_index.numpy()] = represent(self.recipe, states).float().numpy()
                 if on_batch is not None:
                     on_batch(len(states.doc_index))
-        return out
+        return self.postprocessor.transform(out) if self.postprocessor is not None else out

@@ -47,3 +47,32 @@ def test_constant_candidate_never_wins_and_is_not_tied():
     outputs = np.stack([np.zeros(100), gold + rng.normal(size=100)])
     result = bootstrap(outputs, gold, "spearman", resamples=200)
     assert result.best == 1 and not result.tied_with_best[0] and np.isnan(result.value[0])
+
+
+def test_grouped_bootstrap_resamples_whole_groups():
+    rng = np.random.default_rng(0)
+    gold = rng.integers(0, 2, 60)
+    outputs = np.stack([gold, np.where(rng.random(60) < 0.3, 1 - gold, gold)])  # [2, n]
+    groups = np.repeat(np.arange(12), 5)
+    grouped = bootstrap(outputs, gold, "accuracy", resamples=300, seed=1, groups=groups)
+    np.testing.assert_allclose(grouped.value, [1.0, (outputs[1] == gold).mean()])
+    # the same resamples materialised: draw groups, pool their examples, score them
+    draw = np.random.default_rng(1)
+    samples = []
+    for _ in range(300):
+        picked = draw.integers(0, 12, 12)
+        counts = np.bincount(picked, minlength=12)
+        rows = np.concatenate([np.repeat(np.flatnonzero(groups == g), c) for g, c in enumerate(counts)])
+        samples.append((outputs[1, rows] == gold[rows]).mean())
+    assert grouped.low[1] == pytest.approx(np.percentile(samples, 2.5))
+    assert grouped.high[1] == pytest.approx(np.percentile(samples, 97.5))
+
+
+def test_singleton_groups_equal_the_plain_bootstrap():
+    rng = np.random.default_rng(2)
+    gold = rng.integers(0, 3, 80)
+    outputs = rng.integers(0, 3, (3, 80))
+    plain = bootstrap(outputs, gold, "accuracy", resamples=200, seed=3)
+    grouped = bootstrap(outputs, gold, "accuracy", resamples=200, seed=3, groups=np.arange(80))
+    np.testing.assert_allclose(plain.low, grouped.low)
+    np.testing.assert_allclose(plain.high, grouped.high)

@@ -7,10 +7,10 @@ import os
 import sys
 
 from bertlens import __version__
-from bertlens.cli import embed, sweep
+from bertlens.cli import compare, contrastive, embed, finetune, geometry, longdoc, postprocess, probe, sweep
 from bertlens.errors import BertlensError
 
-COMMANDS = (embed, sweep)
+COMMANDS = (embed, sweep, probe, finetune, compare, geometry, postprocess, contrastive, longdoc)
 
 
 def build_parser() -> argparse.ArgumentParser:

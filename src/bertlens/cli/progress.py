@@ -1,14 +1,28 @@
-"""A rich progress bar with rate and ETA on stderr."""
+"""Console helpers shared by commands: a rich progress bar with rate and ETA on stderr, the cache location."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 STDERR = Console(stderr=True)
+
+
+def cache_dir(explicit: Path | None) -> Path:
+    """--cache-dir, else $BERTLENS_CACHE, else ~/.cache/bertlens (feature banks live there)."""
+    return explicit or Path(os.environ.get("BERTLENS_CACHE", Path.home() / ".cache" / "bertlens"))
 
 
 @contextlib.contextmanager

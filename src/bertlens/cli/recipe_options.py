@@ -20,6 +20,9 @@ def add_recipe_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--exclude-special", action="store_true", default=None, help="pool without [CLS]/[SEP]")
     group.add_argument("--normalize", action="store_true", default=None, help="L2-normalise the vectors")
     group.add_argument("--max-length", type=int, help="truncate texts to this many tokens (default: the model's limit)")
+    group.add_argument("--long-text", help="texts over the limit: head (default truncation), tail, head_tail[:HEAD], "
+                       "windows[:STRIDE][:mean|max|first|weighted]")
+    group.add_argument("--postprocess", help="a fitted post-processor (.safetensors from `bertlens postprocess`)")
     group.add_argument("--precision", choices=PRECISIONS, help="fp32 (exact) or bf16 (fast)")
     group.add_argument("--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)")
 
@@ -35,7 +38,7 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
         changes["layers"] = parse_layers(args.layers, num_layers)
         if args.mixer is None and len(changes["layers"]) > 1 and recipe.mixer == "single":
             changes["mixer"] = "mean"
-    for flag in ("mixer", "pooler", "max_length", "precision", "normalize"):
+    for flag in ("mixer", "pooler", "max_length", "precision", "normalize", "postprocess", "long_text"):
         if getattr(args, flag) is not None:
             changes[flag] = getattr(args, flag)
     if args.exclude_special:

@@ -54,11 +54,13 @@ class LayerStates:
 
 @dataclass(frozen=True)
 class Tokenized:
-    """Token ids per text (unpadded) and how many texts were cut at max_length."""
+    """Token ids per text (unpadded), how many texts were cut at max_length, and (when asked)
+    each token's character span in its text ((0, 0) for special tokens)."""
 
     input_ids: list[list[int]]
     special_tokens_mask: list[list[int]]
     truncated: int
+    offsets: list[list[tuple[int, int]]] | None = None
 
     @property
     def lengths(self) -> np.ndarray:
@@ -122,17 +124,22 @@ class Encoder:
     def hidden_size(self) -> int:
         return self.ref.hidden_size
 
-    def tokenize(self, texts: Sequence[str]) -> Tokenized:
+    def tokenize(self, texts: Sequence[str], *, offsets: bool = False) -> Tokenized:
         """Tokenize with truncation at max_length and count how many texts were cut."""
         if not texts:
-            return Tokenized([], [], 0)
+            return Tokenized([], [], 0, [] if offsets else None)
+        if offsets and not self.tokenizer.is_fast:
+            raise BertlensError(f"model '{self.ref.name}' has no fast tokenizer, which word alignment needs (character offsets)")
         encoded = self.tokenizer(
-            list(texts), truncation=True, max_length=self.max_length, return_special_tokens_mask=True
+            list(texts), truncation=True, max_length=self.max_length, return_special_tokens_mask=True,
+            return_offsets_mapping=offsets,
         )
         truncated = sum(1 for enc in encoded.encodings if enc.overflowing)
-        return Tokenized(encoded["input_ids"], encoded["special_tokens_mask"], truncated)
+        spans = [[tuple(pair) for pair in row] for row in encoded["offset_mapping"]] if offsets else None
+        return Tokenized(encoded["input_ids"], encoded["special_tokens_mask"], truncated, spans)
 
-    def _pad(self, tokenized: Tokenized, rows: np.ndarray) -> dict[str, torch.Tensor]:
+    def pad(self, tokenized: Tokenized, rows: np.ndarray) -> dict[str, torch.Tensor]:
+        """A padded batch of the given rows: input_ids, attention_mask, token_type_ids, special_tokens_mask [B, T]."""
         length = max(len(tokenized.input_ids[r]) for r in rows)
         ids = np.full((len(rows), length), self._pad_id, dtype=np.int64)  # [B, T]
         attention = np.zeros((len(rows), length), dtype=np.int64)  # [B, T]
@@ -159,7 +166,7 @@ class Encoder:
 
     def forward(self, tokenized: Tokenized, rows: np.ndarray) -> LayerStates:
         """Run one padded batch of the given rows through the model."""
-        batch = self._pad(tokenized, rows)
+        batch = self.pad(tokenized, rows)
         special = batch.pop("special_tokens_mask")
         inputs = {k: v.to(self.device) for k, v in batch.items()}
         maps_needed = self.attentions == "all" or (self.attentions == "cls" and self._recorder is None)

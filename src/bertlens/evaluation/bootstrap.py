@@ -63,11 +63,31 @@ def _resample_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def bootstrap(outputs: np.ndarray, gold: np.ndarray, metric: str, *, resamples: int = 1000, seed: int = 0) -> Intervals:
-    """outputs [C, n]: predicted classes (accuracy) or similarity scores (spearman)."""
-    n = len(gold)
+def _draws(units: int, resamples: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    counts = np.stack([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(resamples)]).astype(np.float64)  # [B, n]
+    return np.stack([np.bincount(rng.integers(0, units, units), minlength=units) for _ in range(resamples)]).astype(np.float64)  # [B, units]
+
+
+def bootstrap(outputs: np.ndarray, gold: np.ndarray, metric: str, *, resamples: int = 1000, seed: int = 0,
+              groups: np.ndarray | None = None) -> Intervals:
+    """outputs [C, n]: predicted classes (accuracy) or similarity scores (spearman).
+
+    groups [n] (accuracy only): resample whole groups, e.g. the sentences that words come
+    from, since words of one sentence are not independent (a cluster bootstrap); accuracy on
+    a resample is then correct words / words drawn.
+    """
+    n = len(gold)
+    if groups is not None:
+        if metric != "accuracy":
+            raise ValueError("grouped resampling is implemented for accuracy only")
+        _, group = np.unique(groups, return_inverse=True)
+        counts = _draws(int(group.max()) + 1, resamples, seed)  # [B, G]
+        correct = np.stack([np.bincount(group, weights=row, minlength=counts.shape[1])
+                            for row in (outputs == gold[None]).astype(np.float64)])  # [C, G]
+        sizes = np.bincount(group, minlength=counts.shape[1]).astype(np.float64)  # [G]
+        samples = (counts @ correct.T).T / (counts @ sizes)[None]  # [C, B]
+        return _intervals(accuracy(outputs, gold), samples)
+    counts = _draws(n, resamples, seed)  # [B, n]
     if metric == "accuracy":
         value = accuracy(outputs, gold)
         samples = (counts @ (outputs == gold[None]).T.astype(np.float64)).T / n  # [C, B]
@@ -75,6 +95,11 @@ def bootstrap(outputs: np.ndarray, gold: np.ndarray, metric: str, *, resamples: 
         value = spearman(outputs, gold)
         gold_ranks = _resample_ranks(gold, counts)  # [B, n]
         samples = np.stack([_pearson(_resample_ranks(row, counts), gold_ranks, counts) for row in outputs])  # [C, B]
+    return _intervals(value, samples)
+
+
+def _intervals(value: np.ndarray, samples: np.ndarray) -> Intervals:
+    """Percentile intervals from resampled scores samples [C, B]; ties via paired differences with the best."""
     finite = np.where(np.isfinite(value), value, -np.inf)
     best = int(np.argmax(finite))
     diff = samples[best][None] - samples  # [C, B]

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import numpy as np
 
 from bertlens import __version__
-from bertlens.io.atomic import write_json
+from bertlens.evaluation.plots import annotated_grid, pyplot, save_figure
+from bertlens.io.atomic import write_json, write_text
+from bertlens.probing.candidates import POSTPROCESS_FILE
 from bertlens.probing.sweep import ProtocolResult, SweepResult
 
 
@@ -66,10 +67,7 @@ def leaderboard(protocol: ProtocolResult, top: int = 10) -> list[tuple[str, str,
 
 def heatmap(protocol: ProtocolResult, path: Path, title: str) -> Path:
     """Layer x pooler grid of test scores (single layers only)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     poolers = sorted({c.pooler for c in protocol.candidates}, key=["cls", "mean", "max", "attention"].index)
     layers = sorted({c.single_layer for c in protocol.candidates if c.single_layer is not None})
@@ -78,21 +76,13 @@ def heatmap(protocol: ProtocolResult, path: Path, title: str) -> Path:
         if c.single_layer is not None:
             grid[layers.index(c.single_layer), poolers.index(c.pooler)] = protocol.test.value[i]
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(poolers), 1.2 + 0.45 * len(layers)))
-    image = ax.imshow(grid, cmap="viridis", aspect="auto")
-    middle = np.nanmean(grid) if np.isfinite(grid).any() else 0.0
-    for (r, c), value in np.ndenumerate(grid):
-        colour = "white" if np.isfinite(value) and value <= middle else "black"  # readable on dark, light and empty cells
-        ax.text(c, r, "undefined" if np.isnan(value) else f"{value:.3f}", ha="center", va="center", color=colour, fontsize=8)
+    image = annotated_grid(ax, grid)
     ax.set_xticks(range(len(poolers)), poolers)
     ax.set_yticks(range(len(layers)), [f"layer {k}" for k in layers])
     ax.set_title(title, fontsize=9)
     fig.colorbar(image, ax=ax, label=protocol.metric)
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, path)
-    return path
+    return save_figure(fig, path)
 
 
 def markdown(result: SweepResult, images: dict[str, str]) -> str:
@@ -119,9 +109,9 @@ def write_outputs(result: SweepResult, out: Path) -> dict[str, Path]:
         file = heatmap(protocol, out / f"heatmap-{name}.png", f"{result.task}: {name} ({protocol.metric}), {result.model}")
         images[name] = file.name
     write_json(out / "results.json", to_json(result))
+    if result.postprocessor is not None:
+        result.postprocessor.save(out / POSTPROCESS_FILE)  # the recipe names it relative to itself
     result.recipe.save(out / "recipe.json")
     report = out / "report.md"
-    tmp = report.with_name(".report.md.tmp")
-    tmp.write_text(markdown(result, images))
-    os.replace(tmp, report)
+    write_text(report, markdown(result, images))
     return {"results": out / "results.json", "recipe": out / "recipe.json", "report": report}

@@ -13,6 +13,12 @@ def temporary_sibling(path: Path, suffix: str = "") -> Path:
     return path.with_name(f".{path.name}.tmp{os.getpid()}{suffix}")
 
 
+def write_text(path: Path, text: str) -> None:
+    tmp = temporary_sibling(path)
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def write_json(path: Path, data: dict) -> None:
     tmp = temporary_sibling(path)
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")

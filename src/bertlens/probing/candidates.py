@@ -18,6 +18,7 @@ from bertlens.representation.mixers import resolve_layers
 from bertlens.representation.poolers import LINEAR_POOLERS
 from bertlens.representation.recipe import Recipe
 
+POSTPROCESS_FILE = "postprocess.safetensors"  # written next to the sweep's recipe.json
 LIMITATIONS = (
     "ScalarMix over max-pooled layers is not scored: max pooling does not commute with mixing, "
     "so it would need a second encoding pass.",
@@ -32,17 +33,19 @@ class Candidate:
     mix: str
     mixer: str
     layers: tuple[int, ...]
+    post: str | None = None  # post-processing steps fitted on the training texts (e.g. 'whiten')
 
     @property
     def name(self) -> str:
-        return f"{self.pooler}/{self.mix}"
+        return f"{self.pooler}/{self.mix}" + (f"+{self.post}" if self.post else "")
 
     @property
     def single_layer(self) -> int | None:
-        return self.layers[0] if self.mixer == "single" else None
+        return self.layers[0] if self.mixer == "single" and not self.post else None
 
     def recipe(self, base: Recipe, mix_weights: tuple[float, ...] | None = None) -> Recipe:
-        return base.replace(pooler=self.pooler, mixer=self.mixer, layers=self.layers, mix_weights=mix_weights)
+        return base.replace(pooler=self.pooler, mixer=self.mixer, layers=self.layers, mix_weights=mix_weights,
+                            postprocess=POSTPROCESS_FILE if self.post else None)
 
 
 def enumerate_candidates(num_layers: int, poolers: tuple[str, ...], layers: tuple[int, ...] | None = None) -> list[Candidate]:

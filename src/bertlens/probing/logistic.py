@@ -59,19 +59,35 @@ def _loss(logits: torch.Tensor, y: torch.Tensor, outputs: int) -> torch.Tensor:
     return per.view(c, rk // outputs, n).mean(dim=-1).sum()
 
 
-def _whitener(x: torch.Tensor, jitter: float = 1e-3) -> torch.Tensor:
-    """Lower Cholesky factor L of each candidate's feature covariance (+ jitter I): [C, D, D].
+def _whitener(cov: torch.Tensor, jitter: float = 1e-3) -> torch.Tensor:
+    """Lower Cholesky factor L of each candidate's feature covariance cov [C, D, D] (+ jitter I): [C, D, D].
 
     Only a change of coordinates (a preconditioner), so the covariance may be approximate.
     """
-    n, dim = x.shape[1], x.shape[2]
-    cov = torch.bmm(x.transpose(1, 2), x) / n  # [C, D, D]
-    eye = torch.eye(dim)
+    eye = torch.eye(cov.shape[-1])
     while True:
         factor, info = torch.linalg.cholesky_ex(cov + jitter * eye)
         if not bool(info.any()):
             return factor
         jitter *= 10  # numerically singular covariance (e.g. constant features): regularise more
+
+
+def _standardise(features: torch.Tensor, dtype: torch.dtype):
+    """Per-candidate mean [C,1,D], scale [C,1,D], covariance [C,D,D] and the standardised features
+    in `dtype`, built one candidate at a time so no full float32 copy is ever held."""
+    count, n, dim = features.shape
+    mean = torch.empty(count, 1, dim)
+    scale = torch.empty(count, 1, dim)
+    cov = torch.empty(count, dim, dim)
+    x = torch.empty(count, n, dim, dtype=dtype)  # [C, n, D]
+    for c in range(count):
+        block = features[c]  # [n, D]
+        mean[c, 0] = block.mean(dim=0)
+        scale[c, 0] = block.std(dim=0).clamp(min=1e-6)
+        z = (block - mean[c]) / scale[c]  # [n, D] float32, one candidate at a time
+        cov[c] = z.T @ z / n
+        x[c] = z.to(dtype)
+    return mean, scale, cov, x
 
 
 def _minimise(x: torch.Tensor, y: torch.Tensor, unwhiten: torch.Tensor, coef: torch.Tensor, bias: torch.Tensor,
@@ -82,7 +98,7 @@ def _minimise(x: torch.Tensor, y: torch.Tensor, unwhiten: torch.Tensor, coef: to
     the feature correlations that make the plain problem ill-conditioned (and L-BFGS slow).
     """
     n = x.shape[1]
-    penalty = (per_strength / n).repeat_interleave(outputs)[None, None, :]  # [1, 1, R*K]
+    penalty = (per_strength / n).repeat_interleave(outputs, dim=-1)[:, None, :]  # [C, 1, R*K]
     optimizer = torch.optim.LBFGS([coef, bias], lr=1, max_iter=max_iter, history_size=20,
                                   tolerance_grad=tol, tolerance_change=1e-12, line_search_fn="strong_wolfe")
 
@@ -105,24 +121,32 @@ def fit_logistic(
     max_iter: int = 50,
     tol: float = 1e-4,
     compute_dtype: torch.dtype = torch.bfloat16,
+    candidate_strengths: np.ndarray | None = None,
 ) -> LogisticFit:
-    """Fit every (candidate, strength) pair. features [C, n, D] float32; labels [n] ints 0..K-1."""
+    """Fit every (candidate, strength) pair. features [C, n, D] float32; labels [n] ints 0..K-1.
+
+    candidate_strengths [C]: instead of the grid, one C per candidate (R = 1), e.g. to refit
+    each layer at the strength chosen for it elsewhere.
+    """
     y = torch.as_tensor(labels, dtype=torch.long)  # [n]
     classes = int(y.max()) + 1
     outputs = 1 if classes == 2 else classes
     count, n, dim = features.shape
-    mean = features.mean(dim=1, keepdim=True)  # [C, 1, D]
-    scale = features.std(dim=1, keepdim=True).clamp(min=1e-6)  # [C, 1, D]
-    x = (features - mean) / scale  # [C, n, D]
-    factor = _whitener(x)  # [C, D, D]
+    mean, scale, cov, x = _standardise(features, compute_dtype)  # x [C, n, D] in compute_dtype
+    factor = _whitener(cov)  # [C, D, D]
     unwhiten = torch.linalg.solve_triangular(factor.transpose(1, 2), torch.eye(dim).expand_as(factor), upper=True)  # L^-T
     params = torch.float64 if compute_dtype == torch.float64 else torch.float32  # float64: end to end, for reference checks
     unwhiten = unwhiten.to(params)
+    if candidate_strengths is not None:
+        strengths = (0.0,)  # one strength per candidate: the grid has a single, per-candidate column
     width = len(strengths) * outputs
     coef = torch.zeros(count, dim, width, dtype=params, requires_grad=True)  # [C, D, R*K] whitened coefficients
     bias = torch.zeros(count, 1, width, dtype=params, requires_grad=True)  # [C, 1, R*K]
-    per_strength = torch.tensor([1.0 / (2.0 * c) for c in strengths], dtype=params)  # [R]
-    _minimise(x.to(compute_dtype), y, unwhiten, coef, bias, per_strength, outputs, max_iter, tol)
+    if candidate_strengths is not None:
+        per_strength = torch.as_tensor(1.0 / (2.0 * np.asarray(candidate_strengths, dtype=np.float64)), dtype=params)[:, None]  # [C, 1]
+    else:
+        per_strength = torch.tensor([1.0 / (2.0 * c) for c in strengths], dtype=params)[None].expand(count, -1)  # [C, R]
+    _minimise(x, y, unwhiten, coef, bias, per_strength, outputs, max_iter, tol)
     with torch.no_grad():
         weight = torch.bmm(unwhiten, coef).float()  # [C, D, R*K]
     return LogisticFit(mean, scale, weight, bias.detach().float(), tuple(strengths), outputs)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -12,12 +12,15 @@ import torch
 from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 
 from bertlens.bank import DEFAULT_POOLERS, Bank, build_bank
+from bertlens.encoding.chunking import parse_long_text
 from bertlens.encoding.encoder import Encoder
+from bertlens.errors import BertlensError
 from bertlens.evaluation.bootstrap import Intervals, bootstrap, spearman
 from bertlens.probing.candidates import LIMITATIONS, Candidate, candidate_features, enumerate_candidates
 from bertlens.probing.logistic import fit_logistic
 from bertlens.probing.ridge import fit_ridge
 from bertlens.probing.scalar_mix_fit import fit_classification_mix, fit_similarity_mix
+from bertlens.representation.postprocess import PostProcessor, parse_steps
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import TaskData
 
@@ -35,6 +38,7 @@ class SweepConfig:
     resamples: int = 1000
     dev_fraction: float = 0.1
     bank_dtype: str = "float16"
+    postprocess: str | None = None  # similarity tasks: also score every candidate with these steps (fitted on train)
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,7 @@ class SweepResult:
     disagreement: str | None
     timings: dict[str, float]
     notes: tuple[str, ...] = field(default_factory=tuple)
+    postprocessor: PostProcessor | None = None  # fitted for the recommended candidate, when it has one
 
 
 @dataclass(frozen=True)
@@ -184,8 +189,12 @@ def _probe_classification(bank, candidates, ex, folds, kind, config) -> tuple[np
     return predictions, validation, mix_weights
 
 
-def _cosine(bank, candidates, ex, folds, config) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Cosine similarity per test pair [C, n_test]; dev Spearman [C]; ScalarMix learned on train pairs."""
+def _cosine(bank, candidates, ex, folds, config, fitted: dict | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Cosine similarity per test pair [C, n_test]; dev Spearman [C]; ScalarMix learned on train pairs.
+
+    A candidate with post-processing has it fitted on the vectors of every training text (both
+    sides of fold 1's training pairs); the fitted processors are left in `fitted` by name.
+    """
     test_rows = np.concatenate([f.test for f in folds])
     scores = np.zeros((len(candidates), len(test_rows)))
     validation = np.zeros(len(candidates))
@@ -201,7 +210,18 @@ def _cosine(bank, candidates, ex, folds, config) -> tuple[np.ndarray, np.ndarray
                                      bank.pooled(candidate.pooler, candidate.layers, ex.b[train_rows]),
                                      ex.targets[train_rows], seed=config.seed)
             mix_weights[candidate.name] = tuple(float(x) for x in mix)
-        feats = lambda rows, side, c=candidate: candidate_features(bank, c, side[rows], mix_weights.get(c.name))  # noqa: E731
+        transform = lambda x: x  # noqa: E731
+        if candidate.post:
+            train_rows = np.unique(np.concatenate([ex.a[folds[0].train], ex.b[folds[0].train]]))
+            try:
+                processor = PostProcessor.fit(parse_steps(candidate.post), candidate_features(bank, candidate, train_rows))
+            except BertlensError:  # e.g. constant vectors ([CLS] at layer 0): the candidate is undefined
+                scores[i], validation[i] = np.nan, np.nan
+                continue
+            transform = processor.transform
+            if fitted is not None:
+                fitted[candidate.name] = processor
+        feats = lambda rows, side, c=candidate, t=transform: t(candidate_features(bank, c, side[rows], mix_weights.get(c.name)))  # noqa: E731
         scores[i] = cosine(feats(test_rows, ex.a), feats(test_rows, ex.b))
         dev_rows = folds[0].dev  # cosine needs no training: one dev set suffices for selection
         validation[i] = spearman(cosine(feats(dev_rows, ex.a), feats(dev_rows, ex.b)), ex.targets[dev_rows])
@@ -251,7 +271,7 @@ def run_sweep(
     index = {text: i for i, text in enumerate(texts)}
     start = time.perf_counter()
     bank = build_bank(encoder, texts, cache_dir, poolers=config.poolers, include_special=base.include_special,
-                      dtype=config.bank_dtype, on_progress=(lambda d, t: on_progress("encoding", d, t)) if on_progress else None)
+                      dtype=config.bank_dtype, long_text=parse_long_text(base.long_text) if base.long_text else None, on_progress=(lambda d, t: on_progress("encoding", d, t)) if on_progress else None)
     timings["bank_seconds"] = time.perf_counter() - start
     ex, where = _examples(task, index)
     folds = make_folds(task, ex.targets, where, config)
@@ -259,8 +279,11 @@ def run_sweep(
     candidates = enumerate_candidates(bank.num_layers, config.poolers, config.layers)
     without_mix = [c for c in candidates if c.mixer != "scalar_mix"]
     plans = []
+    fitted: dict[str, PostProcessor] = {}
     if task.kind == "similarity":
-        plans.append(("cosine", candidates, lambda: _cosine(bank, candidates, ex, folds, config),
+        cosine_pool = candidates + ([replace(c, post=config.postprocess) for c in candidates if c.mixer != "scalar_mix"]
+                                    if config.postprocess else [])
+        plans.append(("cosine", cosine_pool, lambda: _cosine(bank, cosine_pool, ex, folds, config, fitted),
                       "cosine similarity of the two vectors vs gold score (no training); ScalarMix weights fitted on train pairs"))
         plans.append(("probe", without_mix, lambda: _probe_similarity(bank, without_mix, ex, folds, config),
                       "ridge regression on (|u-v|, u*v), alpha chosen on dev Spearman (SentEval-style pair features)"))
@@ -299,5 +322,12 @@ def run_sweep(
                 disagreement += f"; under the probe, {best_cos} is {'statistically tied with' if tied else 'significantly below'} {best_probe}"
             else:
                 disagreement += f"; the probe does not score {best_cos} (its weights are fitted for cosine)"
+    notes = LIMITATIONS
+    if base.long_text and ":max" in base.long_text:
+        notes += ("with max-aggregated windows, layer mixes are scored as the mix of per-layer maxima; the recipe "
+                  "applies the max to the mixed vectors, so mixed candidates reproduce closely, not exactly",)
+    if config.postprocess and task.kind != "similarity":
+        notes += (f"post-processing ({config.postprocess}) is scored for similarity tasks only: the linear probe "
+                  "standardises its features, so centring and whitening cannot change what it learns",)
     return SweepResult(task.name, task.kind, encoder.ref.name, encoder.ref.fingerprint, config.seed, protocols,
-                       recommended, recipe, basis, disagreement, timings, LIMITATIONS)
+                       recommended, recipe, basis, disagreement, timings, notes, fitted.get(recommended.name))

@@ -28,6 +28,8 @@ class Recipe:
     mix_weights / mix_gamma / mix_layer_norm: a ScalarMix's learned state (pre-softmax weights).
     attention_layer: whose [CLS] attention weights the 'attention' pooler uses.
     max_length: None means the model's own limit.
+    postprocess: path of a fitted post-processor (whitening, all-but-the-top, ...); in a saved
+    recipe a relative path is relative to the recipe file.
     """
 
     model: str = "default"
@@ -42,6 +44,8 @@ class Recipe:
     mix_weights: tuple[float, ...] | None = None
     mix_gamma: float = 1.0
     mix_layer_norm: bool = False
+    postprocess: str | None = None  # a fitted PostProcessor (.safetensors), applied after pooling/normalize
+    long_text: str | None = None  # None: truncate at max_length; else head, tail, head_tail[:H], windows[:STRIDE][:AGG]
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers", tuple(int(x) for x in self.layers))
@@ -59,6 +63,10 @@ class Recipe:
             raise BertlensError(f"scalar_mix has {len(self.mix_weights)} weights for {len(self.layers)} layers; give one per layer")
         if self.mix_weights is not None and not all(math.isfinite(x) for x in self.mix_weights):
             raise BertlensError("mix_weights must be finite numbers")
+        if self.long_text is not None:
+            from bertlens.encoding.chunking import parse_long_text
+
+            parse_long_text(self.long_text)  # fails here, not at encode time
         if self.max_length is not None and not 2 <= self.max_length <= 100_000:
             raise BertlensError(f"max_length {self.max_length} must be between 2 and the model's limit")
 
@@ -117,4 +125,7 @@ class Recipe:
         path = Path(path)
         if not path.is_file():
             raise BertlensError(f"recipe file {path} does not exist")
-        return cls.from_json(path.read_text(encoding="utf-8"), where=str(path))
+        recipe = cls.from_json(path.read_text(encoding="utf-8"), where=str(path))
+        if recipe.postprocess and not Path(recipe.postprocess).is_absolute():
+            recipe = recipe.replace(postprocess=str((path.parent / recipe.postprocess).resolve()))
+        return recipe

@@ -20,7 +20,7 @@ class TaskSpec:
 
     name: str
     kind: str
-    file_format: str  # 'label_prefixed' ("LABEL text" lines) or 'sts_csv' (s1,s2,score; no header)
+    file_format: str  # 'label_prefixed' ("LABEL text" lines), 'sts_csv' (s1,s2,score; no header), 'jsonl' (text, label)
     splits: tuple[tuple[str, str], ...]
     folds: int = 10
     description: str = ""
@@ -50,6 +50,8 @@ CATALOG: dict[str, TaskSpec] = {
         TaskSpec("stsb", "similarity", "sts_csv",
                  (("train", "stsb/train.csv"), ("dev", "stsb/dev.csv"), ("test", "stsb/test.csv")),
                  description="STS Benchmark sentence-pair similarity (0-5)"),
+        TaskSpec("movie_reviews", "classification", "jsonl", (("all", "movie_reviews/reviews.jsonl"),),
+                 description="long movie reviews (about 750 words, most over 512 word pieces), polarity, 10-fold CV"),
     )
 }
 

@@ -77,6 +77,13 @@ def _sts_csv(path: Path, encoding: str) -> list[tuple[int, tuple[str, ...]]]:
         return [(reader.line_num, tuple(row[:3])) for row in reader]
 
 
+def _text_label_jsonl(path: Path, encoding: str) -> list[tuple[int, tuple[str, ...]]]:
+    return list(iter_records(TableSpec(path, ("text", "label"), encoding=encoding, file_format=".jsonl")))
+
+
+READERS = {"label_prefixed": _label_prefixed, "sts_csv": _sts_csv, "jsonl": _text_label_jsonl}
+
+
 def _validate(rows, kind: str, where: str, drop_invalid: bool):
     """Check text and target fields; returns clean rows and how many were dropped."""
     bad, clean = [], []
@@ -150,7 +157,7 @@ def build_task(name: str, kind: str, raw_splits: dict[str, list], where: str, *,
 
 
 def load_catalog_task(spec: TaskSpec, root: Path, *, drop_invalid: bool = False, max_examples: int | None = None, seed: int = 0) -> TaskData:
-    reader = _label_prefixed if spec.file_format == "label_prefixed" else _sts_csv
+    reader = READERS[spec.file_format]
     raw = {split: reader(root / rel, spec.encoding) for split, rel in spec.splits}
     data = build_task(spec.name, spec.kind, raw, str(root / spec.splits[0][1]), drop_invalid=drop_invalid,
                       folds=spec.folds, source=str(root))

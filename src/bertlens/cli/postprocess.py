@@ -1,0 +1,48 @@
+"""`bertlens postprocess`: fit whitening / all-but-the-top / centring on a corpus; save it into a recipe."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bertlens.cli.progress import STDERR, progress_bar
+from bertlens.cli.recipe_options import add_recipe_options, recipe_from_args
+from bertlens.cli.text_source import add_text_source, load_texts
+from bertlens.embedder import Embedder
+from bertlens.representation.postprocess import PostProcessor, parse_steps
+
+FILE = "postprocess.safetensors"
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("postprocess", help="fit whitening / all-but-the-top on a corpus and save a recipe",
+                                   description="Fit post-processing steps on the recipe's vectors of a corpus; writes "
+                                   f"OUT/{FILE} and OUT/recipe.json (use it with `bertlens embed --recipe`).")
+    add_text_source(parser)
+    parser.add_argument("--steps", default="whiten", help="comma list: center, whiten[:K], abtt[:D], normalize")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, required=True, help="directory for postprocess.safetensors and recipe.json")
+    parser.add_argument("--quiet", action="store_true")
+    add_recipe_options(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> None:
+    steps = parse_steps(args.steps)
+    recipe = recipe_from_args(args).replace(postprocess=None)
+    texts, source, _ = load_texts(args, args.seed)
+    embedder = Embedder(recipe, trust_remote_code=args.trust_remote_code)
+    with progress_bar("embedding fitting texts", enabled=not args.quiet) as update:
+        done = [0]
+
+        def advance(n: int) -> None:
+            done[0] += n
+            update(done[0], len(texts))
+
+        vectors = embedder.encode(texts, on_batch=advance)
+    fitted = PostProcessor.fit(steps, vectors)
+    args.out.mkdir(parents=True, exist_ok=True)
+    fitted.save(args.out / FILE)
+    recipe.replace(max_length=embedder.encoder.max_length, postprocess=FILE).save(args.out / "recipe.json")
+    STDERR.print(f"fitted {fitted.name} on {len(texts)} texts from {source} ({fitted.dim} -> {fitted.output_dim} dims); "
+                 f"wrote {args.out / FILE} and {args.out / 'recipe.json'}", markup=False, soft_wrap=True)

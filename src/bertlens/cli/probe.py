@@ -1,0 +1,85 @@
+"""`bertlens probe --suite linguistic`: which layers hold syntax and which hold sentence properties."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.table import Table
+
+from bertlens.cli.progress import STDERR, cache_dir, progress_bar
+from bertlens.encoding.encoder import Encoder
+from bertlens.encoding.word_alignment import SUBWORD_POOLING
+from bertlens.errors import BertlensError
+from bertlens.evaluation.linguistic_report import summary_row, write_outputs
+from bertlens.probing.linguistic import (
+    ALL_TASKS,
+    SuiteConfig,
+    check_tasks,
+    load_treebank,
+    run_linguistic_suite,
+)
+from bertlens.representation.poolers import check_pooler
+from bertlens.tasks.catalog import data_dir
+
+SUITES = ("linguistic",)
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "probe", help="layer-wise linguistic probing (POS, dependencies, SentEval-style sentence tasks)",
+        description="Probe every layer with linear probes on UD token tasks (with control tasks) and sentence tasks.")
+    parser.add_argument("--suite", choices=SUITES, required=True, help="which probing suite to run")
+    parser.add_argument("--model", default="default", help="'default', a model directory or a hub id")
+    parser.add_argument("--treebank", type=Path, help="directory with train/dev/test .conllu files "
+                        "(default: ud-ewt under --data-dir / $BERTLENS_DATA)")
+    parser.add_argument("--data-dir", help="where the shared data lives (default $BERTLENS_DATA or ../shared/data)")
+    parser.add_argument("--tasks", default=",".join(ALL_TASKS), help=f"comma list (default all): {', '.join(ALL_TASKS)}")
+    parser.add_argument("--subword", choices=SUBWORD_POOLING, default="mean", help="word vector from its subword tokens")
+    parser.add_argument("--pooler", default="mean", help="sentence vector pooler for sentence tasks")
+    parser.add_argument("--max-sentences", type=int, help="use the first N sentences of each split (quick runs)")
+    parser.add_argument("--max-train-words", type=int, help="a seeded sample of N training words for token tasks")
+    parser.add_argument("--max-length", type=int, help="token limit (default: the model's)")
+    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
+    parser.add_argument("--cache-dir", type=Path, help="feature-bank cache (default $BERTLENS_CACHE or ~/.cache/bertlens)")
+    parser.add_argument("--out", type=Path, default=Path("out/probe"), help="output directory")
+    parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--trust-remote-code", action="store_true")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> None:
+    tasks = check_tasks(tuple(t.strip() for t in args.tasks.split(",") if t.strip()))
+    if not tasks:
+        raise BertlensError("--tasks is empty; name at least one task")
+    for flag in ("max_sentences", "max_train_words"):
+        if getattr(args, flag) is not None and getattr(args, flag) < 1:
+            raise BertlensError(f"--{flag.replace('_', '-')} must be at least 1")
+    pooler = check_pooler(args.pooler)
+    treebank = args.treebank or data_dir(args.data_dir) / "ud-ewt"
+    splits = load_treebank(treebank, args.max_sentences)
+    encoder = Encoder(args.model, max_length=args.max_length, precision=args.precision,
+                      attentions="cls" if pooler == "attention" else "none", trust_remote_code=args.trust_remote_code)
+    config = SuiteConfig(tasks=tasks, subword=args.subword, sentence_pooler=pooler, seed=args.seed,
+                         resamples=args.resamples, max_train_words=args.max_train_words)
+    with progress_bar("linguistic suite", enabled=not args.quiet) as update:
+        result = run_linguistic_suite(encoder, splits, cache_dir(args.cache_dir), config,
+                                      datasets_dir=args.out / "datasets", checkpoint_dir=args.out / "tasks",
+                                      on_progress=lambda stage, done, total: update(done, total, stage))
+    paths = write_outputs(result, args.out)
+    table = Table(title=f"linguistic probes: {result.model} (test accuracy %, best layer chosen on dev)")
+    for column in ("task", "layer 0", "best layer", "acc [95% CI]", "ScalarMix", "centre", "selectivity"):
+        table.add_column(column)
+    for outcome in result.outcomes.values():
+        s = summary_row(outcome)
+        table.add_row(outcome.name, f"{100 * s['layer0']:.1f}", str(s["best_layer"]),
+                      f"{100 * s['best']:.1f} [{100 * s['best_low']:.1f}, {100 * s['best_high']:.1f}]",
+                      f"{100 * s['mix']:.1f}", f"{s['centre_of_gravity']:.2f}",
+                      f"{100 * s['selectivity_at_best']:.1f}" if "selectivity_at_best" in s else "")
+    STDERR.print(table)
+    for note in result.notes:
+        STDERR.print(f"[yellow]note:[/] {note}")
+    STDERR.print(f"wrote {paths['report']}, {paths['results']}, {paths['heatmap']} and {paths['curves']}; "
+                 f"datasets in {args.out / 'datasets'}", soft_wrap=True, markup=False)

@@ -1,0 +1,115 @@
+"""Long texts as pure functions over token positions: truncation strategies and strided windows.
+
+Positions count content tokens only (no [CLS]/[SEP]); every piece is later wrapped in the
+model's special tokens, so `size` is the model limit minus those (e.g. 510 for 512).
+  head          the first `size` tokens (what plain truncation keeps)
+  tail          the last `size` tokens
+  head_tail     the first `head` and the last `size - head` tokens (Sun et al. 2019, "How to
+                fine-tune BERT for text classification?": 128 + 382 was best on IMDb)
+  windows       spans of `size` every `stride` tokens covering the whole text; the last window
+                is aligned to the end, so no window is short unless the text is
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bertlens.errors import BertlensError, did_you_mean
+
+KINDS = ("head", "tail", "head_tail", "windows")
+AGGREGATES = ("mean", "max", "first", "weighted")
+
+
+def windows(length: int, size: int, stride: int) -> list[tuple[int, int]]:
+    """[start, end) spans covering positions 0..length-1."""
+    if size < 1:
+        raise BertlensError(f"window size must be at least 1, got {size}")
+    if not 1 <= stride <= size:
+        raise BertlensError(f"window stride {stride} must be between 1 and the window size {size}; "
+                            "a larger stride would skip tokens")
+    if length <= size:
+        return [(0, length)]
+    spans = [(start, start + size) for start in range(0, length - size + 1, stride)]
+    if spans[-1][1] < length:
+        spans.append((length - size, length))
+    return spans
+
+
+def head(length: int, size: int) -> list[tuple[int, int]]:
+    return [(0, min(length, size))]
+
+
+def tail(length: int, size: int) -> list[tuple[int, int]]:
+    return [(max(0, length - size), length)]
+
+
+def head_tail(length: int, size: int, head_tokens: int) -> list[tuple[int, int]]:
+    """One piece made of two spans: the first `head_tokens` and the last `size - head_tokens`."""
+    if not 0 <= head_tokens <= size:
+        raise BertlensError(f"head_tail keeps {head_tokens} head tokens, which must be between 0 and {size}")
+    if length <= size:
+        return [(0, length)]
+    spans = [(0, head_tokens)] if head_tokens else []
+    if size - head_tokens:
+        spans.append((length - (size - head_tokens), length))
+    return spans
+
+
+@dataclass(frozen=True)
+class LongText:
+    """How a text longer than the model limit becomes one vector.
+
+    kind: head | tail | head_tail | windows; head_tokens: for head_tail; stride: for windows
+    (default: half the window); aggregate: how window vectors combine (mean, max, first,
+    weighted = token-count-weighted mean).
+    """
+
+    kind: str = "head"
+    head_tokens: int = 128
+    stride: int | None = None
+    aggregate: str = "mean"
+
+    @property
+    def name(self) -> str:
+        if self.kind == "head_tail":
+            return f"head_tail:{self.head_tokens}"
+        if self.kind == "windows":
+            return "windows" + (f":{self.stride}" if self.stride else "") + f":{self.aggregate}"
+        return self.kind
+
+    def pieces(self, length: int, size: int) -> list[list[tuple[int, int]]]:
+        """Model inputs as lists of spans (one span, or two for head_tail) for a text of `length` tokens."""
+        if self.kind == "head":
+            return [head(length, size)]
+        if self.kind == "tail":
+            return [tail(length, size)]
+        if self.kind == "head_tail":
+            return [head_tail(length, size, min(self.head_tokens, size))]
+        return [[span] for span in windows(length, size, self.stride or max(1, size // 2))]
+
+
+def parse_long_text(spec: str) -> LongText:
+    """'head', 'tail', 'head_tail[:HEAD]', 'windows[:STRIDE][:AGGREGATE]'."""
+    parts = spec.strip().split(":")
+    kind, args = parts[0], parts[1:]
+    if kind not in KINDS:
+        raise BertlensError(f"unknown long-text strategy '{kind}': {did_you_mean(kind, KINDS)}")
+    if kind in ("head", "tail") and args:
+        raise BertlensError(f"long-text strategy '{kind}' takes no arguments (got '{spec}')")
+    if kind == "head_tail":
+        if len(args) > 1 or (args and not args[0].isdigit()):
+            raise BertlensError(f"'{spec}': use head_tail or head_tail:HEAD_TOKENS (an integer)")
+        return LongText("head_tail", head_tokens=int(args[0]) if args else 128)
+    if kind == "windows":
+        stride, aggregate = None, "mean"
+        for arg in args:
+            if arg.isdigit():
+                stride = int(arg)
+            elif arg in AGGREGATES:
+                aggregate = arg
+            else:
+                raise BertlensError(f"'{spec}': '{arg}' is neither a stride nor an aggregate ({', '.join(AGGREGATES)})")
+        if stride is not None and stride < 1:
+            raise BertlensError(f"'{spec}': the stride must be at least 1")
+        return LongText("windows", stride=stride, aggregate=aggregate)
+    return LongText(kind)

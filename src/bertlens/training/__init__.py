@@ -1,0 +1,1 @@
+"""Fine-tuning: strategies as data over one training loop, heads, checkpoints, learning curves."""

@@ -1,0 +1,87 @@
+"""Training checkpoints without pickle: tensors in safetensors, everything else in JSON.
+
+A checkpoint directory holds model.safetensors, head.safetensors, optimizer.safetensors +
+optimizer.json (AdamW moments and step counts; group settings), rng.safetensors (torch's
+generator, for dropout) and state.json (written last). A new checkpoint is built next to the
+old one and swapped in by renames, so a kill at any moment leaves one complete checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+
+def _save_tensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
+    save_file({k: v.detach().contiguous() for k, v in tensors.items()}, str(path))
+
+
+def _optimizer_parts(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict]:
+    state = optimizer.state_dict()
+    tensors, scalars = {}, {}
+    for index, values in state["state"].items():
+        for key, value in values.items():
+            if torch.is_tensor(value):
+                tensors[f"{index}.{key}"] = value
+            else:
+                scalars[f"{index}.{key}"] = value
+    return tensors, {"param_groups": state["param_groups"], "scalars": scalars}
+
+
+def _optimizer_state(tensors: dict[str, torch.Tensor], meta: dict) -> dict:
+    state: dict[int, dict] = {}
+    for flat, value in [*tensors.items(), *meta["scalars"].items()]:
+        index, key = flat.split(".", 1)
+        state.setdefault(int(index), {})[key] = value
+    return {"state": state, "param_groups": meta["param_groups"]}
+
+
+def save_checkpoint(directory: Path, model: nn.Module, head: nn.Module, optimizer: torch.optim.Optimizer,
+                    state: dict, best: dict[str, dict[str, torch.Tensor]] | None) -> None:
+    """Write a complete checkpoint to `directory` (replacing the previous one atomically)."""
+    staging = directory.with_name(directory.name + ".new")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    _save_tensors(model.state_dict(), staging / "model.safetensors")
+    _save_tensors(head.state_dict(), staging / "head.safetensors")
+    tensors, meta = _optimizer_parts(optimizer)
+    _save_tensors(tensors, staging / "optimizer.safetensors")
+    (staging / "optimizer.json").write_text(json.dumps(meta))
+    _save_tensors({"torch": torch.get_rng_state()}, staging / "rng.safetensors")
+    if best is not None:
+        _save_tensors(best["model"], staging / "best_model.safetensors")
+        _save_tensors(best["head"], staging / "best_head.safetensors")
+    (staging / "state.json").write_text(json.dumps(state, indent=2))
+    old = directory.with_name(directory.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if directory.exists():
+        directory.rename(old)
+    staging.rename(directory)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def find_checkpoint(directory: Path) -> Path | None:
+    """The complete checkpoint: `directory`, or its predecessor if a swap was interrupted."""
+    for candidate in (directory, directory.with_name(directory.name + ".old")):
+        if (candidate / "state.json").is_file():
+            return candidate
+    return None
+
+
+def load_checkpoint(directory: Path, model: nn.Module, head: nn.Module, optimizer: torch.optim.Optimizer):
+    """Restore weights, optimizer and RNG in place; returns (state dict, best weights or None)."""
+    model.load_state_dict(load_file(str(directory / "model.safetensors")))
+    head.load_state_dict(load_file(str(directory / "head.safetensors")))
+    meta = json.loads((directory / "optimizer.json").read_text())
+    optimizer.load_state_dict(_optimizer_state(load_file(str(directory / "optimizer.safetensors")), meta))
+    torch.set_rng_state(load_file(str(directory / "rng.safetensors"))["torch"])
+    best = None
+    if (directory / "best_model.safetensors").is_file():
+        best = {"model": load_file(str(directory / "best_model.safetensors")),
+                "head": load_file(str(directory / "best_head.safetensors"))}
+    return json.loads((directory / "state.json").read_text()), best

@@ -1,0 +1,81 @@
+"""Task heads on top of a Recipe's sentence vector: single-text and pair classification, similarity.
+
+classification:       logits = W dropout(u) + b
+pair_classification:  logits = W dropout([u, v, |u-v|, u*v]) + b   (InferSent / SBERT features)
+similarity:           score = cos(u, v), trained with MSE to gold / max score (SBERT's cosine loss)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from bertlens.errors import BertlensError, did_you_mean
+from bertlens.io.atomic import temporary_sibling, write_json
+
+HEAD_KINDS = ("classification", "pair_classification", "similarity")
+
+
+@dataclass(frozen=True)
+class HeadSpec:
+    kind: str
+    dim: int
+    classes: int = 0  # classification kinds
+    score_max: float = 1.0  # similarity: gold scores are divided by this
+    dropout: float = 0.1
+
+    def __post_init__(self) -> None:
+        if self.kind not in HEAD_KINDS:
+            raise BertlensError(f"unknown head '{self.kind}': {did_you_mean(self.kind, HEAD_KINDS)}")
+
+
+class Head(nn.Module):
+    def __init__(self, spec: HeadSpec):
+        super().__init__()
+        self.spec = spec
+        self.dropout = nn.Dropout(spec.dropout)
+        self.linear = None
+        if spec.kind != "similarity":
+            width = spec.dim * (4 if spec.kind == "pair_classification" else 1)
+            self.linear = nn.Linear(width, 1 if spec.classes == 2 else spec.classes)
+
+    def forward(self, u: torch.Tensor, v: torch.Tensor | None = None) -> torch.Tensor:
+        """u, v [B, D] -> logits [B, K] (K = 1 for two classes) or cosine scores [B]."""
+        if self.spec.kind == "similarity":
+            return nn.functional.cosine_similarity(u, v, dim=-1)  # [B]
+        features = u if self.spec.kind == "classification" else torch.cat([u, v, (u - v).abs(), u * v], dim=-1)
+        return self.linear(self.dropout(features))  # [B, K]
+
+    def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        if self.spec.kind == "similarity":
+            return nn.functional.mse_loss(outputs, targets.float() / self.spec.score_max)
+        if outputs.shape[-1] == 1:
+            return nn.functional.binary_cross_entropy_with_logits(outputs[:, 0], targets.float())
+        return nn.functional.cross_entropy(outputs, targets)
+
+    def predict(self, outputs: torch.Tensor) -> torch.Tensor:
+        """Class ids [B] or similarity scores [B]."""
+        if self.spec.kind == "similarity":
+            return outputs
+        return (outputs[:, 0] > 0).long() if outputs.shape[-1] == 1 else outputs.argmax(dim=-1)
+
+    def save(self, directory: Path) -> None:
+        tmp = temporary_sibling(directory / "head.safetensors", ".safetensors")
+        save_file({k: v.contiguous() for k, v in self.state_dict().items()}, str(tmp))
+        tmp.replace(directory / "head.safetensors")
+        write_json(directory / "head.json", asdict(self.spec))
+
+    @classmethod
+    def load(cls, directory: Path) -> Head:
+        spec_file = directory / "head.json"
+        if not spec_file.is_file():
+            raise BertlensError(f"{directory}: no head.json; is this a bertlens fine-tuned model directory?")
+        head = cls(HeadSpec(**json.loads(spec_file.read_text())))
+        if head.linear is not None:
+            head.load_state_dict(load_file(str(directory / "head.safetensors")))
+        return head

@@ -1,0 +1,70 @@
+"""`bertlens finetune` and `bertlens compare` end to end on a tiny model and small SST-2 slices."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bertlens.cli.main import main
+from tests.conftest import DATA
+
+FAST = ["--epochs", "1", "--min-steps", "2", "--batch-size", "16", "--max-dev", "40", "--quiet"]
+
+
+def test_finetune_saves_a_model_every_command_accepts(tmp_path, tiny_bert_dir, capsys):
+    out = tmp_path / "tuned"
+    assert main(["finetune", "--task", "sst2", "--data-dir", str(DATA), "--model", str(tiny_bert_dir), "--size", "48",
+                 "--strategy", "partial:1", "--out", str(out), *FAST]) == 0
+    assert (out / "model.safetensors").is_file() and (out / "head" / "head.json").is_file()
+    assert not (out / "checkpoint").exists()
+    record = json.loads((out / "training.json").read_text())
+    assert record["strategy"] == "partial:1" and record["train_examples"] == 48 and 0 <= record["test"] <= 1
+    recipe = json.loads((out / "recipe.json").read_text())
+    texts = tmp_path / "texts.txt"
+    texts.write_text("a fine film\na dull film\n")
+    assert main(["embed", str(texts), "--model", str(out), "--out", str(tmp_path / "v.npy")]) == 0
+    assert np.load(tmp_path / "v.npy").shape == (2, 32)
+    assert main(["embed", str(texts), "--recipe", str(out / "recipe.json"), "--out", str(tmp_path / "w.npy")]) == 0
+    assert recipe["model"] == str(out.resolve())
+    assert main(["sweep", "--task", "sst2", "--data-dir", str(DATA), "--model", str(out), "--max-examples", "60",
+                 "--poolers", "mean", "--resamples", "50", "--out", str(tmp_path / "sweep"),
+                 "--cache-dir", str(tmp_path / "cache"), "--quiet"]) == 0
+
+
+def test_compare_writes_curves_payoff_and_drift(tmp_path, tiny_bert_dir):
+    out = tmp_path / "cmp"
+    args = ["compare", "--task", "sst2", "--data-dir", str(DATA), "--model", str(tiny_bert_dir), "--sizes", "24,48",
+            "--strategies", "frozen,full", "--frozen-sizes", "100", "--seeds", "2", "--drift-texts", "30", "--out", str(out), *FAST]
+    assert main(args) == 0
+    data = json.loads((out / "results.json").read_text())
+    assert {(r["strategy"], r["size"], r["seed"]) for r in data["runs"]} == {
+        (s, n, seed) for s in ("frozen", "full") for n in (24, 48) for seed in (0, 1)} | {("frozen", 100, 0), ("frozen", 100, 1)}
+    full = [r for r in data["runs"] if r["strategy"] == "full"]
+    assert all(len(r["cka"]) == 3 and r["drift_before"] is not None for r in full)
+    assert data["drift_task"] == "trec" and "payoff" in data and len(data["curve"]) == 5
+    assert (out / "learning_curves.png").stat().st_size > 0 and (out / "cka.png").is_file()
+    assert "n=24" in (out / "report.md").read_text()
+    marker = out / "runs" / "full-n24-s0.json"
+    saved = json.loads(marker.read_text())
+    saved["run"]["test"] = 0.987
+    marker.write_text(json.dumps(saved))
+    assert not (out / "runs" / "full-n24-s0").exists()  # checkpoints of finished runs are removed
+    assert main(args) == 0  # finished runs are reused
+    again = json.loads((out / "results.json").read_text())
+    assert any(r["test"] == 0.987 for r in again["runs"])
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--strategies", "frozen,ful"], "unknown strategy 'ful'"),
+    (["--strategies", "partial:2"], "the model has 2 layers, so partial:K needs K < 2"),
+    (["--sizes", "100000"], "more than the task's 6920 training examples"),
+    (["--sizes", "ten"], "'ten' is not a number"),
+    (["--seeds", "0"], "--seeds must be at least 1"),
+])
+def test_bad_compare_input_is_one_line(tmp_path, tiny_bert_dir, capsys, extra, message):
+    code = main(["compare", "--task", "sst2", "--data-dir", str(DATA), "--model", str(tiny_bert_dir),
+                 "--strategies", "frozen,full", "--out", str(tmp_path / "o"), "--quiet", *extra])
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and message in err and len(err.splitlines()) == 1

@@ -1,0 +1,73 @@
+"""Layer-wise probes: the right layer wins, the ScalarMix finds it, and probes agree with scikit-learn."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
+
+from bertlens.probing.layerwise import LayerFeatures, centre_of_gravity, probe_layers
+
+
+def synthetic(seed: int = 0, informative: int = 2, layers: int = 4, n: int = 900, width: int = 8):
+    """Labels (3 classes) readable linearly from one layer only; the other layers are noise."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(layers, n, width)).astype(np.float32)  # [L+1, n, H]
+    direction = rng.normal(size=(width, 3))
+    y = (x[informative] @ direction + 0.3 * rng.normal(size=(n, 3))).argmax(axis=1)
+    cut = (n * 2 // 3, n * 5 // 6)
+    feats = LayerFeatures.from_splits(x[:, : cut[0]], x[:, cut[0] : cut[1]], x[:, cut[1] :])
+    return feats, y[: cut[0]], y[cut[0] : cut[1]], y[cut[1] :]
+
+
+def test_centre_of_gravity_is_the_expected_layer():
+    assert centre_of_gravity(np.array([0.0, 0.0, 1.0])) == pytest.approx(2.0)
+    assert centre_of_gravity(np.array([0.5, 0.0, 0.5])) == pytest.approx(1.0)
+
+
+def test_informative_layer_is_found_by_probes_and_by_the_mix():
+    features, y_train, y_dev, y_test = synthetic()
+    result = probe_layers(features, y_train, y_dev, y_test, resamples=200)
+    assert result.best_layer == 2
+    assert result.accuracy[2] > 0.85 and max(result.accuracy[k] for k in (0, 1, 3)) < 0.55
+    assert int(np.argmax(result.mix_weights)) == 2 and result.mix_weights[2] > 0.8
+    assert abs(result.centre_of_gravity - 2) < 0.3
+    assert result.mix_accuracy > 0.8
+    assert all(lo <= acc <= hi for lo, acc, hi in zip(result.low, result.accuracy, result.high))
+
+
+def test_layer_probes_match_scikit_learn_at_the_chosen_strength():
+    features, y_train, y_dev, y_test = synthetic(seed=3)
+    result = probe_layers(features, y_train, y_dev, y_test, resamples=100)
+    for layer in range(4):
+        scaler = StandardScaler().fit(features.train[layer])
+        reference = LogisticRegression(C=result.strength[layer], max_iter=2000).fit(scaler.transform(features.train[layer]), y_train)
+        expected = (reference.predict(scaler.transform(features.test[layer])) == y_test).mean()
+        assert result.accuracy[layer] == pytest.approx(expected, abs=0.02), layer
+
+
+def test_control_task_and_selectivity():
+    features, y_train, y_dev, y_test = synthetic(seed=1)
+    rng = np.random.default_rng(5)
+    control = (rng.integers(0, 3, len(y_train)), rng.integers(0, 3, len(y_test)))  # labels no feature predicts
+    result = probe_layers(features, y_train, y_dev, y_test, resamples=100, control=control)
+    assert max(result.control_accuracy) < 0.5
+    assert result.selectivity[2] == pytest.approx(result.accuracy[2] - result.control_accuracy[2])
+    assert int(np.argmax(result.selectivity)) == 2
+
+
+def test_grouped_results_are_reproducible():
+    features, y_train, y_dev, y_test = synthetic(seed=2)
+    groups = np.arange(len(y_test)) // 5
+    a = probe_layers(features, y_train, y_dev, y_test, resamples=100, test_groups=groups, seed=4)
+    b = probe_layers(features, y_train, y_dev, y_test, resamples=100, test_groups=groups, seed=4)
+    assert a == b
+
+
+def test_features_keep_splits_in_order_with_a_scratch_slot():
+    train, dev, test = (np.full((3, n, 2), v, dtype=np.float32) for n, v in ((4, 1.0), (2, 2.0), (3, 3.0)))
+    features = LayerFeatures.from_splits(train, dev, test)
+    assert features.stacked.shape == (4, 9, 2) and features.num_layers == 2
+    assert np.all(features.train == 1.0) and np.all(features.test == 3.0)
+    assert np.all(features.stacked[-1] == 0.0)  # the ScalarMix slot, filled by probe_layers

@@ -1,0 +1,122 @@
+"""The training loop: what strategies freeze, when gradual unfreezing happens, learning rates, resume."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from bertlens.encoding.encoder import Encoder
+from bertlens.representation.recipe import Recipe
+from bertlens.tasks.loaders import Split
+from bertlens.training.blocks import encoder_blocks
+from bertlens.training.heads import Head, HeadSpec
+from bertlens.training.loop import Encoded, TrainConfig, fine_tune, lr_factor
+from bertlens.training.strategies import parse_strategy
+
+WORDS = ["good", "great", "fine", "bad", "awful", "poor", "movie", "plot", "actor", "really", "not", "very"]
+CONFIG = TrainConfig(epochs=3, min_steps=1, batch_size=8, patience=10, checkpoint_every=2, lr=1e-3, head_lr=1e-2)
+
+
+def split(n: int, seed: int) -> Split:
+    rng = np.random.default_rng(seed)
+    texts = tuple(" ".join(rng.choice(WORDS, 5)) for _ in range(n))
+    labels = np.array([int(sum(w in ("good", "great", "fine") for w in t.split()) >= 1) for t in texts])
+    return Split(texts, None, labels)
+
+
+@pytest.fixture
+def setup(tiny_bert_dir):
+    def make():
+        encoder = Encoder(str(tiny_bert_dir))
+        torch.manual_seed(0)
+        head = Head(HeadSpec("classification", encoder.hidden_size, 2))
+        return encoder, head, Encoded.of(encoder, split(32, 0)), Encoded.of(encoder, split(16, 1))
+    return make
+
+
+def snapshot(model) -> list[dict[str, torch.Tensor]]:
+    return [{k: v.detach().clone() for k, v in block.state_dict().items()} for block in encoder_blocks(model)]
+
+
+def changed(before: dict, after: dict) -> bool:
+    return any(not torch.equal(before[k], after[k]) for k in before)
+
+
+def test_partial_keeps_frozen_blocks_bit_identical(setup):
+    encoder, head, train, dev = setup()
+    before = snapshot(encoder.model)
+    fine_tune(encoder, Recipe(pooler="mean"), head, parse_strategy("partial:1", 2), train, dev, "classification",
+              replace(CONFIG, epochs=1))
+    after = snapshot(encoder.model)
+    assert [changed(b, a) for b, a in zip(before, after)] == [False, False, True]  # embeddings, layer 1 frozen
+
+
+def test_gradual_unfreezes_top_down_at_epoch_boundaries(setup):
+    encoder, head, train, dev = setup()
+    seen = {}
+
+    def record(step, total):
+        seen[step] = tuple(i for i, block in enumerate(encoder_blocks(encoder.model))
+                           if any(p.grad is not None for p in block.parameters()))
+
+    fine_tune(encoder, Recipe(pooler="mean"), head, parse_strategy("gradual", 2), train, dev, "classification", CONFIG,
+              on_step=record)
+    # 32 examples / batch 8 = 4 steps an epoch: epoch 0 trains layer 2, epoch 1 layers 1-2, epoch 2 everything
+    assert [seen[s] for s in (1, 4, 5, 8, 9, 12)] == [(2,), (2,), (1, 2), (1, 2), (0, 1, 2), (0, 1, 2)]
+
+
+def test_layerwise_groups_carry_their_learning_rates(setup, monkeypatch):
+    encoder, head, train, dev = setup()
+    captured = {}
+    original = torch.optim.AdamW.__init__
+
+    def spy(self, groups, **kwargs):
+        captured["groups"] = [(g["block"], g["base_lr"]) for g in groups]
+        original(self, groups, **kwargs)
+
+    monkeypatch.setattr(torch.optim.AdamW, "__init__", spy)
+    fine_tune(encoder, Recipe(pooler="mean"), head, parse_strategy("llrd:0.5", 2), train, dev, "classification",
+              replace(CONFIG, epochs=1))
+    rates = dict(captured["groups"])
+    assert rates == {0: 0.25e-3, 1: 0.5e-3, 2: 1e-3, -1: 1e-2}  # embeddings, layer 1, layer 2, head
+
+
+def test_schedule_warms_up_then_decays():
+    assert [round(lr_factor(s, 10, 2), 3) for s in range(10)] == [0.5, 1.0, 1.0, 0.875, 0.75, 0.625, 0.5, 0.375, 0.25, 0.125]
+
+
+def test_interrupted_run_resumes_to_the_same_weights(setup, tmp_path):
+    encoder, head, train, dev = setup()
+    full = fine_tune(encoder, Recipe(pooler="mean"), head, parse_strategy("full", 2), train, dev, "classification", CONFIG)
+    expected = {k: v.clone() for k, v in encoder.model.state_dict().items()}
+
+    encoder, head, train, dev = setup()
+
+    def stop(step, total):
+        if step == 7:  # mid-epoch, after the checkpoint at step 6
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        fine_tune(encoder, Recipe(pooler="mean"), head, parse_strategy("full", 2), train, dev, "classification", CONFIG,
+                  checkpoint_dir=tmp_path / "ckpt", on_step=stop)
+    encoder, head, train, dev = setup()  # a new process: fresh weights, resumed from the checkpoint
+    resumed = fine_tune(encoder, Recipe(pooler="mean"), head, parse_strategy("full", 2), train, dev, "classification", CONFIG,
+                        checkpoint_dir=tmp_path / "ckpt")
+    assert resumed.history == full.history and resumed.steps == full.steps
+    for name, value in encoder.model.state_dict().items():
+        assert torch.equal(value, expected[name]), name
+
+
+def test_checkpoint_of_another_run_is_refused(setup, tmp_path):
+    encoder, head, train, dev = setup()
+    fine_tune(encoder, Recipe(pooler="mean"), head, parse_strategy("full", 2), train, dev, "classification",
+              replace(CONFIG, epochs=1), checkpoint_dir=tmp_path / "ckpt")
+    encoder, head, train, dev = setup()
+    from bertlens.errors import BertlensError
+
+    with pytest.raises(BertlensError, match="different run"):
+        fine_tune(encoder, Recipe(pooler="cls"), head, parse_strategy("full", 2), train, dev, "classification",
+                  replace(CONFIG, epochs=1), checkpoint_dir=tmp_path / "ckpt")
