@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import DATA, REPO, sts_sentences  # noqa: F401  (offline environment)
+from common import DATA, REPO  # noqa: F401  (offline environment)
 from scipy.stats import spearmanr
 
 from bertlens.embedder import Embedder

@@ -23,6 +23,7 @@ import torch
 
 from bertlens.encoding.chunking import LongText
 from bertlens.encoding.encoder import Encoder
+from bertlens.long_documents import piece_tokens
 from bertlens.representation.mixers import mix_layers
 from bertlens.representation.poolers import POOLERS, check_pooler, pool, token_mask
 
@@ -186,8 +187,6 @@ def _pool_batch(states, poolers, include_special, mixes) -> tuple[np.ndarray, np
 
 def _fill_from_pieces(encoder, texts, long_text, poolers, include_special, mixes, vectors, max_mixes, on_progress) -> None:
     """Pool every piece, then aggregate pieces per text into the bank (accumulated in float64, per group of texts)."""
-    from bertlens.long_documents import piece_tokens  # long-text support is optional for the bank
-
     how = long_text.aggregate if long_text.kind == "windows" else "first"
     group = 256
     with encoder.running():

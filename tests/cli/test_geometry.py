@@ -48,7 +48,7 @@ def test_postprocess_on_too_few_texts_is_one_line(tmp_path, tiny_bert_dir, capsy
 def test_sweep_scores_whitened_candidates_and_saves_the_fitted_whitening(tmp_path, tiny_bert_dir):
     out = tmp_path / "sw"
     assert main(["sweep", "--task", "stsb", "--data-dir", str(DATA), "--model", str(tiny_bert_dir), "--max-examples", "300",
-                 "--poolers", "cls,mean", "--postprocess", "whiten", "--resamples", "50", "--out", str(out),
+                 "--poolers", "cls,mean", "--postprocess-steps", "whiten", "--resamples", "50", "--out", str(out),
                  "--cache-dir", str(tmp_path / "cache"), "--quiet"]) == 0
     data = json.loads((out / "results.json").read_text())
     names = {r["candidate"] for r in data["rows"] if r["protocol"] == "cosine"}

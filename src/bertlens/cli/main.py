@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 
 from bertlens import __version__
 from bertlens.cli import compare, contrastive, embed, finetune, geometry, longdoc, postprocess, probe, sweep
@@ -25,6 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     args = build_parser().parse_args(argv)
+    # a library warning (e.g. whitening dropping constant directions) reaches users as one line, not a code excerpt
+    warnings.formatwarning = lambda message, category, *rest, **kw: f"bertlens {args.command}: warning: {message}\n"
     try:
         args.run(args)
     except BertlensError as exc:

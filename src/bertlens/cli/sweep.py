@@ -32,7 +32,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     parser.add_argument("--long-text", help="texts over the limit: head (default), tail, head_tail[:HEAD], "
                         "windows[:STRIDE][:mean|max|first|weighted] (compare them with `bertlens longdoc`)")
-    parser.add_argument("--postprocess", help="similarity tasks: also score every candidate after these steps, fitted "
+    parser.add_argument("--postprocess-steps", help="similarity tasks: also score every candidate after these steps, fitted "
                         "on the training texts (e.g. whiten, or center,abtt)")
     parser.add_argument("--exclude-special", action="store_true", help="pool without [CLS]/[SEP]")
     parser.add_argument("--seed", type=int, default=0)
@@ -56,9 +56,9 @@ def run(args: argparse.Namespace) -> None:
                       attentions="cls" if "attention" in poolers else "none", trust_remote_code=args.trust_remote_code)
     layers = parse_layers(args.layers, encoder.num_layers) if args.layers else None
     cache = cache_dir(args.cache_dir)
-    if args.postprocess:
-        parse_steps(args.postprocess)
-    config = SweepConfig(poolers=poolers, layers=layers, seed=args.seed, resamples=args.resamples, postprocess=args.postprocess)
+    if args.postprocess_steps:
+        parse_steps(args.postprocess_steps)
+    config = SweepConfig(poolers=poolers, layers=layers, seed=args.seed, resamples=args.resamples, postprocess=args.postprocess_steps)
     if task.dropped:
         STDERR.print(f"dropped {task.dropped} invalid rows (--drop-invalid)")
     with progress_bar(f"sweep {task.name}", enabled=not args.quiet) as update:

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from bertlens.evaluation.bootstrap import bootstrap
+from bertlens.probing.candidates import softmax
 from bertlens.probing.logistic import fit_logistic
 from bertlens.probing.scalar_mix_fit import fit_classification_mix
 
@@ -97,11 +98,6 @@ def centre_of_gravity(weights: np.ndarray) -> float:
     return float(np.dot(np.arange(len(weights)), weights))
 
 
-def _softmax(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max())
-    return e / e.sum()
-
-
 def _fit_predict(features: LayerFeatures, y_train: np.ndarray, strengths: tuple[float, ...],
                  candidate_strengths: np.ndarray | None = None):
     """Predictions [C, R, n] for dev and test from one batched fit over every slot (layers + mix)."""
@@ -130,7 +126,7 @@ def probe_layers(
     n_train = features.n_train
     sample = np.sort(rng.choice(n_train, min(n_train, MIX_SAMPLE), replace=False))
     raw = fit_classification_mix(np.ascontiguousarray(features.train[:, sample].transpose(1, 0, 2)), y_train[sample])
-    mix = _softmax(raw)  # [L+1]
+    mix = softmax(raw).astype(np.float64)  # [L+1]
     slot = features.stacked[-1]  # [n_all, H], filled in place: sum_l s_l * layer_l
     slot[:] = 0.0
     for layer, weight in enumerate(mix):

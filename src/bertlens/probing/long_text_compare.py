@@ -88,13 +88,15 @@ def compare_long_text(
     vector_names = [s for s in strategies if not s.startswith("hier:")]
     features = {s: aggregate(passes[pass_of[s]], n, parse_long_text(s).aggregate if s.startswith("windows") else "first")
                 for s in vector_names}
+    sequences = {key: ChunkSequences.build(p.vectors, p.doc_index, p.order, n)  # padded once, reused by every fold
+                 for key, p in passes.items() if any(pass_of[s] == key for s in strategies if s.startswith("hier:"))}
+    stacked = torch.from_numpy(np.stack([features[s] for s in vector_names])) if vector_names else None  # [S, n, D]
     predictions = np.zeros((len(strategies), n), dtype=np.int64)
     splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     for fold, (train, test) in enumerate(splitter.split(np.zeros(n), labels)):
         progress("probing", fold, folds)
         inner_train, inner_dev = train_test_split(train, test_size=0.1, random_state=seed, stratify=labels[train])
         if vector_names:
-            stacked = torch.from_numpy(np.stack([features[s] for s in vector_names]))  # [S, n, D]
             fit = fit_logistic(stacked[:, inner_train], labels[inner_train], STRENGTHS)
             dev_pred = fit.predict(stacked[:, inner_dev]).numpy()  # [S, R, n_dev]
             best = (dev_pred == labels[inner_dev]).mean(axis=-1).argmax(axis=1)  # [S]
@@ -102,10 +104,8 @@ def compare_long_text(
             for k, s in enumerate(vector_names):
                 predictions[strategies.index(s), test] = test_pred[k, best[k]]
         for s in (s for s in strategies if s.startswith("hier:")):
-            pieces = passes[pass_of[s]]
-            sequences = ChunkSequences.build(pieces.vectors, pieces.doc_index, pieces.order, n)
-            model = train_chunk_classifier(s[5:], sequences, labels, inner_train, inner_dev, seed=seed + fold)
-            predictions[strategies.index(s), test] = model.predict(sequences, test)
+            model = train_chunk_classifier(s[5:], sequences[pass_of[s]], labels, inner_train, inner_dev, seed=seed + fold)
+            predictions[strategies.index(s), test] = model.predict(sequences[pass_of[s]], test)
     progress("probing", folds, folds)
     intervals = bootstrap(predictions, labels, "accuracy", resamples=resamples, seed=seed)
     windows_pass = next((p for k, p in passes.items() if k.startswith("windows")), None)

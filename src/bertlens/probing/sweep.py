@@ -130,15 +130,25 @@ def _groups(candidates: list[Candidate], bank: Bank) -> dict[int, list[int]]:
     return groups
 
 
-def _pair_features(bank: Bank, candidate: Candidate, ex: _Examples, rows: np.ndarray, kind: str,
-                   mix_weights: np.ndarray | None = None) -> np.ndarray:
-    u = candidate_features(bank, candidate, ex.a[rows], mix_weights)
-    if ex.b is None:
+def pair_features(u: np.ndarray, v: np.ndarray | None, kind: str) -> np.ndarray:
+    """Probe features of one text (u) or a pair (u, v) [n, D] -> [n, D']."""
+    if v is None:
         return u
-    v = candidate_features(bank, candidate, ex.b[rows], mix_weights)
     if kind == "similarity":
         return np.concatenate([np.abs(u - v), u * v], axis=1)  # SentEval's STS features
     return np.concatenate([u, v, np.abs(u - v), u * v], axis=1)  # InferSent-style pair features
+
+
+def row_cosine(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Cosine of each row of u with the same row of v: [n]."""
+    return (u * v).sum(1) / np.maximum(np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1), 1e-12)
+
+
+def _pair_features(bank: Bank, candidate: Candidate, ex: _Examples, rows: np.ndarray, kind: str,
+                   mix_weights: np.ndarray | None = None) -> np.ndarray:
+    u = candidate_features(bank, candidate, ex.a[rows], mix_weights)
+    v = candidate_features(bank, candidate, ex.b[rows], mix_weights) if ex.b is not None else None
+    return pair_features(u, v, kind)
 
 
 def _stack(bank, candidates, ids, ex, rows, kind, mixes: dict | None = None) -> torch.Tensor:
@@ -199,10 +209,6 @@ def _cosine(bank, candidates, ex, folds, config, fitted: dict | None = None) -> 
     scores = np.zeros((len(candidates), len(test_rows)))
     validation = np.zeros(len(candidates))
     mix_weights = {}
-
-    def cosine(u, v):
-        return (u * v).sum(1) / np.maximum(np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1), 1e-12)
-
     for i, candidate in enumerate(candidates):
         if candidate.mixer == "scalar_mix":
             train_rows = folds[0].train
@@ -222,9 +228,9 @@ def _cosine(bank, candidates, ex, folds, config, fitted: dict | None = None) -> 
             if fitted is not None:
                 fitted[candidate.name] = processor
         feats = lambda rows, side, c=candidate, t=transform: t(candidate_features(bank, c, side[rows], mix_weights.get(c.name)))  # noqa: E731
-        scores[i] = cosine(feats(test_rows, ex.a), feats(test_rows, ex.b))
+        scores[i] = row_cosine(feats(test_rows, ex.a), feats(test_rows, ex.b))
         dev_rows = folds[0].dev  # cosine needs no training: one dev set suffices for selection
-        validation[i] = spearman(cosine(feats(dev_rows, ex.a), feats(dev_rows, ex.b)), ex.targets[dev_rows])
+        validation[i] = spearman(row_cosine(feats(dev_rows, ex.a), feats(dev_rows, ex.b)), ex.targets[dev_rows])
     return scores, validation, mix_weights
 
 

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from bertlens.encoding.chunking import parse_long_text
 from bertlens.errors import BertlensError, did_you_mean
 from bertlens.representation.mixers import check_mixer
 from bertlens.representation.poolers import check_pooler
@@ -64,8 +65,6 @@ class Recipe:
         if self.mix_weights is not None and not all(math.isfinite(x) for x in self.mix_weights):
             raise BertlensError("mix_weights must be finite numbers")
         if self.long_text is not None:
-            from bertlens.encoding.chunking import parse_long_text
-
             parse_long_text(self.long_text)  # fails here, not at encode time
         if self.max_length is not None and not 2 <= self.max_length <= 100_000:
             raise BertlensError(f"max_length {self.max_length} must be between 2 and the model's limit")

@@ -29,6 +29,7 @@ from bertlens.errors import BertlensError
 from bertlens.evaluation.cka import linear_cka
 from bertlens.io.atomic import write_json
 from bertlens.probing.logistic import fit_logistic
+from bertlens.probing.sweep import pair_features, row_cosine
 from bertlens.representation.poolers import pool, token_mask
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import Split, TaskData
@@ -148,18 +149,10 @@ def _cached(path: Path, key: str, compute: Callable[[], RunResult]) -> RunResult
     return result
 
 
-def _pair_features(u: np.ndarray, v: np.ndarray | None) -> np.ndarray:
-    return u if v is None else np.concatenate([u, v, np.abs(u - v), u * v], axis=1)
-
-
 def _frozen_vectors(embedder: Embedder, split: Split) -> tuple[np.ndarray, np.ndarray | None]:
     u = embedder.encode(list(split.texts_a))
     v = embedder.encode(list(split.texts_b)) if split.texts_b is not None else None
     return u, v
-
-
-def _cosine(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    return (u * v).sum(1) / np.maximum(np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1), 1e-12)
 
 
 def linear_probe_score(train_x: np.ndarray, train_y: np.ndarray, dev_x: np.ndarray, dev_y: np.ndarray,
@@ -238,12 +231,13 @@ def run_compare(
                 training_subset(train_pool, size, seed, task.kind)  # same checks as fine-tuning
                 t0 = time.perf_counter()
                 if task.kind == "similarity":
-                    dev = float(score(_cosine(dev_u, dev_v), dev_split.targets, "similarity"))
-                    test = float(score(_cosine(test_u, test_v), test_split.targets, "similarity"))
+                    dev = float(score(row_cosine(dev_u, dev_v), dev_split.targets, "similarity"))
+                    test = float(score(row_cosine(test_u, test_v), test_split.targets, "similarity"))
                 else:
                     dev, test = linear_probe_score(
-                        _pair_features(pool_u[rows], None if pool_v is None else pool_v[rows]), train_pool.targets[needed[rows]],
-                        _pair_features(dev_u, dev_v), dev_split.targets, _pair_features(test_u, test_v), test_split.targets)
+                        pair_features(pool_u[rows], None if pool_v is None else pool_v[rows], task.kind),
+                        train_pool.targets[needed[rows]], pair_features(dev_u, dev_v, task.kind), dev_split.targets,
+                        pair_features(test_u, test_v, task.kind), test_split.targets)
                 runs.append(RunResult("frozen", size, seed, test, dev, time.perf_counter() - t0))
                 done += 1
         if task.kind == "similarity":
