@@ -22,8 +22,8 @@ import numpy as np
 import torch
 from common import REPO, sts_sentences, timed
 
-from bertlens.embed_job import run_embed
-from bertlens.embedder import Embedder
+from bertlens.embedding.job import run_embed
+from bertlens.embedding.embedder import Embedder
 from bertlens.io.tables import TableSpec
 from bertlens.representation.recipe import Recipe
 

@@ -21,7 +21,7 @@ import numpy as np
 from common import DATA, REPO  # noqa: F401  (offline environment)
 from scipy.stats import spearmanr
 
-from bertlens.embedder import Embedder
+from bertlens.embedding.embedder import Embedder
 from bertlens.encoding.encoder import Encoder
 from bertlens.representation.postprocess import PostProcessor, parse_steps
 from bertlens.representation.recipe import Recipe

@@ -22,14 +22,14 @@ import torch
 from common import DATA, timed
 from sklearn.linear_model import LogisticRegression
 
-from bertlens.bank import build_bank
-from bertlens.embed_job import run_embed
-from bertlens.embedder import Embedder
+from bertlens.features.bank import build_bank
+from bertlens.embedding.job import run_embed
+from bertlens.embedding.embedder import Embedder
 from bertlens.encoding.encoder import Encoder
 from bertlens.io.tables import TableSpec
 from bertlens.probing.candidates import enumerate_candidates
 from bertlens.probing.logistic import fit_logistic
-from bertlens.probing.sweep import SweepConfig, _examples, _groups, _stack, make_folds, run_sweep
+from bertlens.experiments.sweep import SweepConfig, _examples, _groups, _stack, make_folds, run_sweep
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.catalog import get_task
 from bertlens.tasks.loaders import load_catalog_task

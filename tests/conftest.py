@@ -56,6 +56,18 @@ def sts_sentences() -> list[str]:
 @pytest.fixture(scope="session")
 def ud_slice():
     """The first 400 sentences of each UD EWT split."""
-    from bertlens.probing.linguistic import load_treebank
+    from bertlens.experiments.linguistic import load_treebank
 
     return load_treebank(DATA / "ud-ewt", max_sentences=400)
+
+
+def edit_cached_result(path: Path, edit) -> None:
+    """Change a cached result's payload in place *and* re-sign it, as a legitimate writer would."""
+    import json
+
+    from bertlens.io.cache import payload_sha256
+
+    saved = json.loads(path.read_text())
+    edit(saved["result"])
+    saved["sha256"] = payload_sha256(saved["result"])
+    path.write_text(json.dumps(saved))

@@ -1,12 +1,47 @@
-"""bertlens: measure which representation of a BERT-family encoder fits a task, then serve it fast."""
+"""bertlens: measure which representation of a BERT-family encoder fits a task, then serve it fast.
 
-from bertlens.embedder import Embedder
-from bertlens.encoding.encoder import Encoder, LayerStates
+The public API for a notebook: embed with a recipe, run a sweep and read its result, build a
+feature bank, fit post-processing. Names load on first use, so `import bertlens` (and
+`bertlens --help`) stays quick; heavy libraries load only when something runs.
+
+    from bertlens import Embedder, Recipe, run_sweep, load_catalog_task
+"""
+
+from __future__ import annotations
+
+import importlib
+
 from bertlens.errors import BertlensError
-from bertlens.models import ModelRef, resolve_model
-from bertlens.representation.mixers import ScalarMix
-from bertlens.representation.recipe import Recipe
+from bertlens.version import __version__
 
-__version__ = "0.1.0"
+_EXPORTS = {
+    "Embedder": "bertlens.embedding.embedder",
+    "Encoder": "bertlens.encoding.encoder",
+    "LayerStates": "bertlens.encoding.encoder",
+    "ModelRef": "bertlens.models",
+    "resolve_model": "bertlens.models",
+    "Recipe": "bertlens.representation.recipe",
+    "Representation": "bertlens.representation.apply",
+    "ScalarMix": "bertlens.representation.mixers",
+    "PostProcessor": "bertlens.representation.postprocess",
+    "Bank": "bertlens.features.bank",
+    "build_bank": "bertlens.features.bank",
+    "run_sweep": "bertlens.experiments.sweep",
+    "SweepConfig": "bertlens.experiments.sweep",
+    "SweepResult": "bertlens.experiments.sweep",
+    "TaskData": "bertlens.tasks.loaders",
+    "load_catalog_task": "bertlens.tasks.loaders",
+    "load_user_task": "bertlens.tasks.loaders",
+    "data_dir": "bertlens.tasks.catalog",
+    "get_task": "bertlens.tasks.catalog",
+    "fine_tune": "bertlens.training.loop",
+    "TrainConfig": "bertlens.training.loop",
+}
 
-__all__ = ["BertlensError", "Embedder", "Encoder", "LayerStates", "ModelRef", "Recipe", "ScalarMix", "resolve_model"]
+__all__ = ["BertlensError", "__version__", *_EXPORTS]
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'bertlens' has no attribute '{name}'")

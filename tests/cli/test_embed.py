@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bertlens.cli.main import main
-from bertlens.embedder import Embedder
+from bertlens.embedding.embedder import Embedder
 from bertlens.representation.recipe import Recipe
 
 TEXTS = ["a man plays a guitar", "the cat sleeps", "rain falls on the town", "hello"]

@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 from bertlens.cli.main import main
-from bertlens.embedder import Embedder
+from bertlens.embedding.embedder import Embedder
 from bertlens.representation.recipe import Recipe
 from tests.conftest import DATA
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from bertlens.cli.main import main
-from tests.conftest import DATA
+from tests.conftest import DATA, edit_cached_result
 
 
 def run_probe(tmp_path, model, *extra):
@@ -37,14 +37,24 @@ def test_suite_writes_report_plots_json_and_datasets(tmp_path, tiny_bert_dir):
 def test_rerun_resumes_from_finished_tasks(tmp_path, tiny_bert_dir):
     assert run_probe(tmp_path, tiny_bert_dir, "--tasks", "upos,tense") == 0
     saved = tmp_path / "out" / "tasks" / "upos.json"
-    data = json.loads(saved.read_text())
-    data["outcome"]["result"]["accuracy"][0] = 0.123  # a marker: a rerun must reuse it, not recompute
-    saved.write_text(json.dumps(data))
+    edit_cached_result(saved, lambda outcome: outcome["result"]["accuracy"].__setitem__(0, 0.123))  # a valid marker
     assert run_probe(tmp_path, tiny_bert_dir, "--tasks", "upos,tense") == 0
     result = json.loads((tmp_path / "out" / "results.json").read_text())
     assert result["tasks"]["upos"]["result"]["accuracy"][0] == 0.123
     assert run_probe(tmp_path, tiny_bert_dir, "--tasks", "upos", "--seed", "1") == 0  # other settings: recomputed
-    assert json.loads(saved.read_text())["outcome"]["result"]["accuracy"][0] != 0.123
+    assert json.loads(saved.read_text())["result"]["result"]["accuracy"][0] != 0.123
+
+
+def test_a_tampered_task_checkpoint_is_recomputed_not_trusted(tmp_path, tiny_bert_dir):
+    assert run_probe(tmp_path, tiny_bert_dir, "--tasks", "tense") == 0
+    saved = tmp_path / "out" / "tasks" / "tense.json"
+    data = json.loads(saved.read_text())
+    truth = data["result"]["result"]["accuracy"][0]
+    data["result"]["result"]["accuracy"][0] = 0.123  # changed without its checksum
+    saved.write_text(json.dumps(data))
+    with pytest.warns(UserWarning, match="tense.json failed its checksum; recomputing it"):
+        assert run_probe(tmp_path, tiny_bert_dir, "--tasks", "tense") == 0
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["tasks"]["tense"]["result"]["accuracy"][0] == truth
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -52,7 +52,7 @@ def test_recommended_recipe_reproduces_the_sweep_vectors(tmp_path, labelled, tin
     texts.write_text("\n".join(POSITIVE + NEGATIVE) + "\n")
     assert main(["embed", str(texts), "--recipe", str(tmp_path / "s" / "recipe.json"), "--out", str(tmp_path / "v.npy"), "--quiet"]) == 0
     recipe = json.loads((tmp_path / "s" / "recipe.json").read_text())
-    from bertlens.embedder import Embedder
+    from bertlens.embedding.embedder import Embedder
     from bertlens.representation.recipe import Recipe
 
     expected = Embedder(Recipe.from_dict(recipe)).encode(POSITIVE + NEGATIVE)

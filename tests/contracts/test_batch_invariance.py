@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bertlens.embedder import Embedder
+from bertlens.embedding.embedder import Embedder
 from bertlens.encoding.encoder import Encoder
 from bertlens.representation.recipe import Recipe
 

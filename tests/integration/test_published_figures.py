@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from bertlens.embedder import Embedder
-from bertlens.evaluation.bootstrap import spearman
+from bertlens.embedding.embedder import Embedder
+from bertlens.metrics.bootstrap import spearman
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.catalog import get_task
 from bertlens.tasks.loaders import load_catalog_task

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from bertlens.bank import build_bank
-from bertlens.embedder import Embedder
+from bertlens.features.bank import build_bank
+from bertlens.embedding.embedder import Embedder
 from bertlens.encoding.encoder import Encoder
 from bertlens.probing.candidates import candidate_features, enumerate_candidates
 from bertlens.representation.recipe import Recipe

@@ -30,13 +30,13 @@ def test_mixers_hand_computed(mixer, layers, expected):
 
 def test_scalar_mix_with_one_hot_weights_equals_the_selected_layer():
     # softmax of (0, 0, 60, 0) is one-hot to float precision
-    out = mix_layers(STACK, "scalar_mix", (0, 1, 2, 3), weights=(0.0, 0.0, 60.0, 0.0))
+    out = mix_layers(STACK, "scalar_mix", (0, 1, 2, 3), ScalarMix(4, (0.0, 0.0, 60.0, 0.0)))
     assert torch.allclose(out, STACK[2])
 
 
 def test_scalar_mix_formula_with_gamma():
     weights = (0.0, math.log(3.0))  # softmax -> (0.25, 0.75)
-    out = mix_layers(STACK, "scalar_mix", (1, 2), weights=weights, gamma=2.0)
+    out = mix_layers(STACK, "scalar_mix", (1, 2), ScalarMix(2, weights, gamma=2.0))
     assert torch.allclose(out, 2.0 * (0.25 * STACK[1] + 0.75 * STACK[2]))
 
 
@@ -46,11 +46,24 @@ def test_scalar_mix_layer_norm_is_per_token():
     assert torch.allclose(out, torch.tensor([[[-1.0, 1.0], [-1.0, 1.0]]]), atol=1e-4)
 
 
-def test_scalar_mix_is_trainable():
+def test_scalar_mix_is_trainable_and_passes_gradients_to_its_input():
     mix = ScalarMix(3)
-    loss = mix(STACK[:3]).sum()
-    loss.backward()
+    states = STACK[:3].clone().requires_grad_(True)
+    mix_layers(states, "scalar_mix", (0, 1, 2), mix).sum().backward()
     assert mix.scalar_weights.grad is not None and mix.gamma.grad is not None
+    assert states.grad is not None and states.grad.abs().sum() > 0  # the encoder below it gets gradients too
+
+
+def test_frozen_scalar_mix_has_no_trainable_weights_but_passes_gradients():
+    mix = ScalarMix(3, (0.1, 0.2, 0.3), trainable=False)
+    states = STACK[:3].clone().requires_grad_(True)
+    mix(states).sum().backward()
+    assert not any(p.requires_grad for p in mix.parameters()) and states.grad is not None
+
+
+def test_scalar_mix_without_its_module_is_a_programming_error():
+    with pytest.raises(ValueError, match="needs its ScalarMix"):
+        mix_layers(STACK, "scalar_mix", (0, 1))
 
 
 def test_scalar_mix_wrong_sizes_are_clear_errors():

@@ -9,11 +9,13 @@ import pytest
 import torch
 
 from bertlens.encoding.encoder import Encoder
+from bertlens.representation.apply import Representation
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import Split
 from bertlens.training.blocks import encoder_blocks
 from bertlens.training.heads import Head, HeadSpec
-from bertlens.training.loop import Encoded, TrainConfig, fine_tune, lr_factor
+from bertlens.training.loop import TrainConfig, fine_tune, lr_factor
+from bertlens.training.objectives import Encoded, Supervised
 from bertlens.training.strategies import parse_strategy
 
 WORDS = ["good", "great", "fine", "bad", "awful", "poor", "movie", "plot", "actor", "really", "not", "very"]
@@ -37,6 +39,13 @@ def setup(tiny_bert_dir):
     return make
 
 
+def train(setup_tuple, recipe, strategy, config, **kwargs):
+    """fine_tune with the supervised objective on the recipe (its ScalarMix trainable)."""
+    encoder, head, train_data, dev = setup_tuple
+    objective = Supervised(encoder, Representation(recipe, trainable=True), head, train_data, dev, "classification")
+    return fine_tune(encoder, objective, parse_strategy(strategy, 2), config, **kwargs), objective
+
+
 def snapshot(model) -> list[dict[str, torch.Tensor]]:
     return [{k: v.detach().clone() for k, v in block.state_dict().items()} for block in encoder_blocks(model)]
 
@@ -46,30 +55,28 @@ def changed(before: dict, after: dict) -> bool:
 
 
 def test_partial_keeps_frozen_blocks_bit_identical(setup):
-    encoder, head, train, dev = setup()
+    encoder, head, train_data, dev = setup()
     before = snapshot(encoder.model)
-    fine_tune(encoder, Recipe(pooler="mean"), head, parse_strategy("partial:1", 2), train, dev, "classification",
-              replace(CONFIG, epochs=1))
+    train((encoder, head, train_data, dev), Recipe(pooler="mean"), "partial:1", replace(CONFIG, epochs=1))[0]
     after = snapshot(encoder.model)
     assert [changed(b, a) for b, a in zip(before, after)] == [False, False, True]  # embeddings, layer 1 frozen
 
 
 def test_gradual_unfreezes_top_down_at_epoch_boundaries(setup):
-    encoder, head, train, dev = setup()
+    encoder, head, train_data, dev = setup()
     seen = {}
 
-    def record(step, total):
+    def record(stage, step, total):
         seen[step] = tuple(i for i, block in enumerate(encoder_blocks(encoder.model))
                            if any(p.grad is not None for p in block.parameters()))
 
-    fine_tune(encoder, Recipe(pooler="mean"), head, parse_strategy("gradual", 2), train, dev, "classification", CONFIG,
-              on_step=record)
+    train((encoder, head, train_data, dev), Recipe(pooler="mean"), "gradual", CONFIG, progress=record)
     # 32 examples / batch 8 = 4 steps an epoch: epoch 0 trains layer 2, epoch 1 layers 1-2, epoch 2 everything
     assert [seen[s] for s in (1, 4, 5, 8, 9, 12)] == [(2,), (2,), (1, 2), (1, 2), (0, 1, 2), (0, 1, 2)]
 
 
 def test_layerwise_groups_carry_their_learning_rates(setup, monkeypatch):
-    encoder, head, train, dev = setup()
+    encoder, head, train_data, dev = setup()
     captured = {}
     original = torch.optim.AdamW.__init__
 
@@ -78,8 +85,7 @@ def test_layerwise_groups_carry_their_learning_rates(setup, monkeypatch):
         original(self, groups, **kwargs)
 
     monkeypatch.setattr(torch.optim.AdamW, "__init__", spy)
-    fine_tune(encoder, Recipe(pooler="mean"), head, parse_strategy("llrd:0.5", 2), train, dev, "classification",
-              replace(CONFIG, epochs=1))
+    train((encoder, head, train_data, dev), Recipe(pooler="mean"), "llrd:0.5", replace(CONFIG, epochs=1))[0]
     rates = dict(captured["groups"])
     assert rates == {0: 0.25e-3, 1: 0.5e-3, 2: 1e-3, -1: 1e-2}  # embeddings, layer 1, layer 2, head
 
@@ -89,34 +95,63 @@ def test_schedule_warms_up_then_decays():
 
 
 def test_interrupted_run_resumes_to_the_same_weights(setup, tmp_path):
-    encoder, head, train, dev = setup()
-    full = fine_tune(encoder, Recipe(pooler="mean"), head, parse_strategy("full", 2), train, dev, "classification", CONFIG)
+    encoder, head, train_data, dev = setup()
+    full = train((encoder, head, train_data, dev), Recipe(pooler="mean"), "full", CONFIG)[0]
     expected = {k: v.clone() for k, v in encoder.model.state_dict().items()}
 
-    encoder, head, train, dev = setup()
+    encoder, head, train_data, dev = setup()
 
-    def stop(step, total):
+    def stop(stage, step, total):
         if step == 7:  # mid-epoch, after the checkpoint at step 6
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        fine_tune(encoder, Recipe(pooler="mean"), head, parse_strategy("full", 2), train, dev, "classification", CONFIG,
-                  checkpoint_dir=tmp_path / "ckpt", on_step=stop)
-    encoder, head, train, dev = setup()  # a new process: fresh weights, resumed from the checkpoint
-    resumed = fine_tune(encoder, Recipe(pooler="mean"), head, parse_strategy("full", 2), train, dev, "classification", CONFIG,
-                        checkpoint_dir=tmp_path / "ckpt")
+        train((encoder, head, train_data, dev), Recipe(pooler="mean"), "full", CONFIG, checkpoint_dir=tmp_path / "ckpt",
+              progress=stop)
+    encoder, head, train_data, dev = setup()  # a new process: fresh weights, resumed from the checkpoint
+    resumed = train((encoder, head, train_data, dev), Recipe(pooler="mean"), "full", CONFIG,
+                    checkpoint_dir=tmp_path / "ckpt")[0]
     assert resumed.history == full.history and resumed.steps == full.steps
     for name, value in encoder.model.state_dict().items():
         assert torch.equal(value, expected[name]), name
 
 
 def test_checkpoint_of_another_run_is_refused(setup, tmp_path):
-    encoder, head, train, dev = setup()
-    fine_tune(encoder, Recipe(pooler="mean"), head, parse_strategy("full", 2), train, dev, "classification",
-              replace(CONFIG, epochs=1), checkpoint_dir=tmp_path / "ckpt")
-    encoder, head, train, dev = setup()
+    encoder, head, train_data, dev = setup()
+    train((encoder, head, train_data, dev), Recipe(pooler="mean"), "full", replace(CONFIG, epochs=1), checkpoint_dir=tmp_path / "ckpt")[0]
+    encoder, head, train_data, dev = setup()
     from bertlens.errors import BertlensError
 
     with pytest.raises(BertlensError, match="different run"):
-        fine_tune(encoder, Recipe(pooler="cls"), head, parse_strategy("full", 2), train, dev, "classification",
-                  replace(CONFIG, epochs=1), checkpoint_dir=tmp_path / "ckpt")
+        train((encoder, head, train_data, dev), Recipe(pooler="cls"), "full", replace(CONFIG, epochs=1), checkpoint_dir=tmp_path / "ckpt")[0]
+
+
+def test_fine_tuning_a_scalar_mix_recipe_trains_the_encoder_and_the_mix(setup):
+    """The ScalarMix used to run under no_grad: only the head trained. Now both the mix and the encoder do."""
+    encoder, head, train_data, dev = setup()
+    recipe = Recipe(pooler="mean", mixer="scalar_mix", layers=(0, 1, 2))
+    before = snapshot(encoder.model)
+    _, objective = train((encoder, head, train_data, dev), recipe, "full", replace(CONFIG, epochs=1))
+    after = snapshot(encoder.model)
+    assert all(changed(b, a) for b, a in zip(before, after))  # embeddings and both layers moved
+    weights, gamma = objective.representation.scalar_mix.fitted()
+    assert weights != (0.0, 0.0, 0.0) and gamma != 1.0
+
+
+def test_serving_a_fitted_scalar_mix_recipe_reproduces_the_trained_vectors(setup, tmp_path):
+    from bertlens.embedding.embedder import Embedder
+
+    encoder, head, train_data, dev = setup()
+    recipe = Recipe(model=encoder.ref.name, pooler="mean", mixer="scalar_mix", layers=(0, 1, 2))
+    _, objective = train((encoder, head, train_data, dev), recipe, "full", replace(CONFIG, epochs=1))
+    fitted = objective.representation.fitted_recipe()
+    loaded = Recipe.load(fitted.save(tmp_path / "recipe.json"))
+    assert loaded.mix_weights == fitted.mix_weights and loaded.mix_gamma == fitted.mix_gamma
+    texts = ["good movie", "awful plot really", "the actor was fine"]
+    served = Embedder(loaded, encoder=encoder).encode(texts)  # a frozen ScalarMix built from the saved recipe
+    with torch.no_grad():
+        from bertlens.training.objectives import sentence_vectors
+
+        tokenized = encoder.tokenize(texts)
+        trained = sentence_vectors(encoder, objective.representation, tokenized, np.arange(len(texts))).numpy()
+    np.testing.assert_array_equal(served, trained)

@@ -5,22 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
-from rich.table import Table
-
-from bertlens.cli.finetune_options import add_training_options, training_config
-from bertlens.cli.progress import STDERR, progress_bar
-from bertlens.cli.recipe_options import add_recipe_options, recipe_from_args
-from bertlens.cli.task_options import add_task_options, load_task
+from bertlens.cli.console import print_table, progress_bar, say
+from bertlens.cli.options import add_recipe_options, add_run_options, add_training_options, recipe_from_args, training_config
+from bertlens.cli.sources import add_task_options, load_task
 from bertlens.errors import BertlensError
-from bertlens.evaluation.compare_report import markdown_table, write_outputs
+from bertlens.experiments.compare import CompareConfig, drift_probe, payoff, resolve_sizes, run_compare, task_splits
 from bertlens.models import resolve_model
-from bertlens.tasks.catalog import CATALOG, data_dir, get_task
-from bertlens.tasks.loaders import load_catalog_task
-from bertlens.training.compare import CompareConfig, DriftProbe, payoff, resolve_sizes, run_compare, task_splits
+from bertlens.reports.compare import table_rows, write_outputs
+from bertlens.tasks.catalog import data_dir
 from bertlens.training.strategies import parse_strategies
-
-DRIFT_TRAIN, DRIFT_TEST = 1000, 500
 
 
 def add_parser(subparsers) -> None:
@@ -39,28 +32,9 @@ def add_parser(subparsers) -> None:
                         "(default: trec, or sst2 when tuning on trec; 'none' to skip)")
     parser.add_argument("--drift-texts", type=int, default=500, help="held-out test texts for per-layer CKA")
     parser.add_argument("--max-dev", type=int, help="at most this many dev examples (scored every epoch)")
-    parser.add_argument("--seed", type=int, default=0, help="seed for loading/sampling the task")
     add_training_options(parser)
-    parser.add_argument("--out", type=Path, default=Path("out/compare"), help="output directory (finished runs are reused)")
-    parser.add_argument("--quiet", action="store_true")
-    parser.set_defaults(run=run, max_examples=None)
-
-
-def _drift_probe(args, task_name: str, seed: int) -> DriftProbe | None:
-    name = args.drift_task or ("sst2" if task_name == "trec" else "trec")
-    if name == "none":
-        return None
-    if name not in CATALOG or CATALOG[name].uses_cv or CATALOG[name].kind != "classification":
-        raise BertlensError(f"--drift-task '{name}' must be a catalog classification task with a test split "
-                            "(sst2 or trec), or 'none'")
-    try:
-        data = load_catalog_task(get_task(name), data_dir(args.data_dir))
-    except BertlensError as exc:
-        raise BertlensError(f"{exc} (needed for --drift-task {name}; pass --drift-task none to skip)") from None
-    rng = np.random.default_rng(seed)
-    train, test = data.splits["train"], data.splits["test"]
-    pick = lambda split, n: split.subset(np.sort(rng.choice(len(split), min(n, len(split)), replace=False)))  # noqa: E731
-    return DriftProbe(name, pick(train, DRIFT_TRAIN), pick(test, DRIFT_TEST))
+    add_run_options(parser, Path("out/compare"), "output directory (finished runs are reused)")
+    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> None:
@@ -68,24 +42,19 @@ def run(args: argparse.Namespace) -> None:
         raise BertlensError("--seeds must be at least 1")
     task = load_task(args)
     recipe = recipe_from_args(args)
-    num_layers = resolve_model(recipe.model).num_layers
-    strategies = parse_strategies(args.strategies, num_layers)
-    train, _, _ = task_splits(task, args.max_dev)
+    strategies = parse_strategies(args.strategies, resolve_model(recipe.model).num_layers)
+    train, _, _ = task_splits(task, args.max_dev, args.seed)
     sizes = resolve_sizes(args.sizes, len(train))
-    frozen_sizes = resolve_sizes(args.frozen_sizes, len(train)) if args.frozen_sizes.strip() else ()
+    frozen_sizes = resolve_sizes(args.frozen_sizes, len(train), "--frozen-sizes") if args.frozen_sizes.strip() else ()
     config = CompareConfig(sizes=sizes, strategies=strategies, frozen_sizes=frozen_sizes, seeds=tuple(range(args.seeds)),
                            train=training_config(args, 0), drift_texts=args.drift_texts, max_dev=args.max_dev)
-    drift = _drift_probe(args, task.name, args.seed) if any(s.fine_tunes for s in strategies) else None
+    drift = drift_probe(args.drift_task, task.name, data_dir(args.data_dir), args.seed) \
+        if any(s.fine_tunes for s in strategies) else None
     with progress_bar(f"compare {task.name}", unit="runs", enabled=not args.quiet) as update:
-        result = run_compare(task, recipe.model, recipe, config, args.out / "runs", drift=drift,
-                             on_progress=lambda stage, done, total: update(done, total, stage))
+        result = run_compare(task, recipe.model, recipe, config, args.out / "runs", drift=drift, seed=args.seed,
+                             progress=update)
     paths = write_outputs(result, args.out)
-    table = Table(title=f"{task.name}: test {task.metric} (%), mean [95% CI over {args.seeds} seeds]")
-    header, _, *rows = markdown_table(result)
-    for column in header.strip("|").split("|"):
-        table.add_column(column.strip())
-    for row in rows:
-        table.add_row(*[cell.strip() for cell in row.strip("|").split("|")])
-    STDERR.print(table)
-    STDERR.print(payoff(result))
-    STDERR.print(f"wrote {paths['report']}, {paths['results']} and {paths['curves']}", soft_wrap=True, markup=False)
+    header, rows = table_rows(result)
+    print_table(f"{task.name}: test {task.metric} (%), mean [95% CI over {args.seeds} seeds]", header, rows)
+    say(payoff(result))
+    say(f"wrote {paths['report']}, {paths['results']} and {paths['curves']}")

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from bertlens.cli.progress import progress_bar
-from bertlens.cli.recipe_options import add_recipe_options, recipe_from_args
-from bertlens.embed_job import EMPTY_POLICIES, run_embed
-from bertlens.embedder import Embedder
+from bertlens.cli.console import progress_bar, say
+from bertlens.cli.options import add_recipe_options, recipe_from_args
+from bertlens.embedding.embedder import Embedder
+from bertlens.embedding.job import EMPTY_POLICIES, run_embed
 from bertlens.io.tables import TableSpec, parse_column
 
 
@@ -35,12 +34,10 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> None:
     column = args.field if args.field is not None else args.column
     spec = TableSpec(args.input, () if column is None else (parse_column(column),), header=not args.no_header)
-    recipe = recipe_from_args(args)
-    embedder = Embedder(recipe, trust_remote_code=args.trust_remote_code)
-    with progress_bar("embedding", enabled=not args.quiet) as update:
-        summary = run_embed(
-            spec, args.out, embedder, empty=args.empty, shard_size=args.shard_size, restart=args.restart, on_progress=update
-        )
+    embedder = Embedder(recipe_from_args(args), trust_remote_code=args.trust_remote_code)
+    with progress_bar("embed", enabled=not args.quiet) as update:
+        summary = run_embed(spec, args.out, embedder, empty=args.empty, shard_size=args.shard_size, restart=args.restart,
+                            progress=update)
     notes = []
     if summary.truncated:
         notes.append(f"{summary.truncated} texts were longer than {embedder.encoder.max_length} tokens and were truncated")
@@ -48,4 +45,4 @@ def run(args: argparse.Namespace) -> None:
         notes.append(f"{summary.skipped_empty} empty texts skipped")
     if summary.resumed_shards:
         notes.append(f"resumed after {summary.resumed_shards} finished shards")
-    print(f"wrote {summary.rows} x {summary.dim} vectors to {summary.out}" + "".join(f"; {n}" for n in notes), file=sys.stderr)
+    say(f"wrote {summary.rows} x {summary.dim} vectors to {summary.out}" + "".join(f"; {n}" for n in notes))

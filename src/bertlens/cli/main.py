@@ -1,4 +1,9 @@
-"""The `bertlens` command: one subcommand per module; user errors become one line and exit 1."""
+"""The `bertlens` command: one subcommand per module; every failure becomes one line and exit 1.
+
+A BertlensError is the user's to fix and is printed as it is. Any other exception (a file
+system error, a library's ValueError) is still one line naming the command and the error;
+`--debug` (or BERTLENS_DEBUG=1) shows the traceback for a bug report.
+"""
 
 from __future__ import annotations
 
@@ -7,25 +12,39 @@ import os
 import sys
 import warnings
 
-from bertlens import __version__
 from bertlens.cli import compare, contrastive, embed, finetune, geometry, longdoc, postprocess, probe, sweep
 from bertlens.errors import BertlensError
+from bertlens.version import __version__
 
 COMMANDS = (embed, sweep, probe, finetune, compare, geometry, postprocess, contrastive, longdoc)
+NEGATIVE_VALUE_OPTIONS = ("--layers",)  # take values such as '-4:' that argparse would read as flags
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bertlens", description="Find and serve the right BERT representation for a task.")
     parser.add_argument("--version", action="version", version=f"bertlens {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an unexpected error")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.add_parser(subparsers)
     return parser
 
 
+def join_negative_values(argv: list[str]) -> list[str]:
+    """'--layers -4:' -> '--layers=-4:', so the documented form works (argparse takes '-4:' for an option)."""
+    out: list[str] = []
+    for token in argv:
+        if out and out[-1] in NEGATIVE_VALUE_OPTIONS and token.startswith("-") and not token.startswith("--"):
+            out[-1] = f"{out[-1]}={token}"
+        else:
+            out.append(token)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(join_negative_values(sys.argv[1:] if argv is None else list(argv)))
+    debug = args.debug or os.environ.get("BERTLENS_DEBUG") == "1"
     # a library warning (e.g. whitening dropping constant directions) reaches users as one line, not a code excerpt
     warnings.formatwarning = lambda message, category, *rest, **kw: f"bertlens {args.command}: warning: {message}\n"
     try:
@@ -36,6 +55,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"bertlens {args.command}: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, never a traceback by default
+        if debug:
+            raise
+        detail = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"bertlens {args.command}: unexpected error: {type(exc).__name__}: {detail} "
+              "(rerun with --debug for the traceback)", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from bertlens.cli.progress import STDERR, progress_bar
-from bertlens.cli.recipe_options import add_recipe_options, recipe_from_args
-from bertlens.cli.text_source import add_text_source, load_texts
-from bertlens.embedder import Embedder
+from bertlens.cli.console import progress_bar, say
+from bertlens.cli.options import add_recipe_options, add_run_options, recipe_from_args
+from bertlens.cli.sources import add_text_source, load_texts
+from bertlens.embedding.embedder import Embedder
 from bertlens.representation.postprocess import PostProcessor, parse_steps
 
 FILE = "postprocess.safetensors"
@@ -20,9 +19,7 @@ def add_parser(subparsers) -> None:
                                    f"OUT/{FILE} and OUT/recipe.json (use it with `bertlens embed --recipe`).")
     add_text_source(parser)
     parser.add_argument("--steps", default="whiten", help="comma list: center, whiten[:K], abtt[:D], normalize")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, required=True, help="directory for postprocess.safetensors and recipe.json")
-    parser.add_argument("--quiet", action="store_true")
+    add_run_options(parser, None, "directory for postprocess.safetensors and recipe.json")
     add_recipe_options(parser)
     parser.set_defaults(run=run)
 
@@ -32,17 +29,11 @@ def run(args: argparse.Namespace) -> None:
     recipe = recipe_from_args(args).replace(postprocess=None)
     texts, source, _ = load_texts(args, args.seed)
     embedder = Embedder(recipe, trust_remote_code=args.trust_remote_code)
-    with progress_bar("embedding fitting texts", enabled=not args.quiet) as update:
-        done = [0]
-
-        def advance(n: int) -> None:
-            done[0] += n
-            update(done[0], len(texts))
-
-        vectors = embedder.encode(texts, on_batch=advance)
+    with progress_bar("postprocess", enabled=not args.quiet) as update:
+        vectors = embedder.encode(texts, update)
     fitted = PostProcessor.fit(steps, vectors)
     args.out.mkdir(parents=True, exist_ok=True)
     fitted.save(args.out / FILE)
     recipe.replace(max_length=embedder.encoder.max_length, postprocess=FILE).save(args.out / "recipe.json")
-    STDERR.print(f"fitted {fitted.name} on {len(texts)} texts from {source} ({fitted.dim} -> {fitted.output_dim} dims); "
-                 f"wrote {args.out / FILE} and {args.out / 'recipe.json'}", markup=False, soft_wrap=True)
+    say(f"fitted {fitted.name} on {len(texts)} texts from {source} ({fitted.dim} -> {fitted.output_dim} dims); "
+        f"wrote {args.out / FILE} and {args.out / 'recipe.json'}")

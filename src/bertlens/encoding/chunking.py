@@ -77,6 +77,11 @@ class LongText:
             return "windows" + (f":{self.stride}" if self.stride else "") + f":{self.aggregate}"
         return self.kind
 
+    @property
+    def piece_aggregate(self) -> str:
+        """How pieces combine into one vector: windows by their aggregate; one-piece strategies keep it."""
+        return self.aggregate if self.kind == "windows" else "first"
+
     def pieces(self, length: int, size: int) -> list[list[tuple[int, int]]]:
         """Model inputs as lists of spans (one span, or two for head_tail) for a text of `length` tokens."""
         if self.kind == "head":

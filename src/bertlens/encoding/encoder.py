@@ -13,6 +13,7 @@ from bertlens.encoding.batching import length_batches
 from bertlens.encoding.cls_attention import ClsAttentionRecorder, attention_modules
 from bertlens.errors import BertlensError, did_you_mean
 from bertlens.models import ModelRef, default_max_length, load_encoder, load_tokenizer, resolve_model
+from bertlens.progress import Progress, silent
 
 ATTENTION_MODES = ("none", "cls", "all")
 
@@ -192,3 +193,18 @@ class Encoder:
         """Length-bucketed batches; doc_index maps each row back to its input position."""
         for rows in length_batches(tokenized.lengths, self.max_batch, self.max_tokens):
             yield self.forward(tokenized, rows)
+
+    def stream(self, tokenized: Tokenized, progress: Progress = silent, stage: str = "encoding",
+               done: int = 0, total: int | None = None) -> Iterator[LayerStates]:
+        """The one encode loop: batches under `running()`, progress reported after each batch is consumed.
+
+        `done`/`total` let a caller that streams several parts (groups of texts) report one count.
+        Pooling inside the loop runs under autocast too, which is safe: poolers and mixers are
+        element-wise or reductions (no matrix products).
+        """
+        total = len(tokenized.input_ids) if total is None else total
+        with self.running():
+            for states in self.iter_states(tokenized):
+                yield states
+                done += len(states.doc_index)
+                progress(stage, done, total)

@@ -1,31 +1,46 @@
-"""Write-then-rename helpers: a reader never sees a half-written file."""
+"""Write-then-rename: a reader never sees a half-written file, and a failed write leaves nothing behind.
+
+Every file bertlens writes goes through `atomic_path` (or a helper built on it): the content
+goes to a temporary sibling, which is renamed over the target only when writing succeeded.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 
 def temporary_sibling(path: Path, suffix: str = "") -> Path:
+    """A hidden name next to `path`, private to this process (`suffix` keeps writers that add extensions happy)."""
     return path.with_name(f".{path.name}.tmp{os.getpid()}{suffix}")
 
 
+@contextlib.contextmanager
+def atomic_path(path: Path, suffix: str = "") -> Iterator[Path]:
+    """Yields a temporary path to write; renamed to `path` on success, removed on any failure."""
+    path = Path(path)
+    tmp = temporary_sibling(path, suffix or path.suffix)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def write_text(path: Path, text: str) -> None:
-    tmp = temporary_sibling(path)
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
 
 
 def write_json(path: Path, data: dict) -> None:
-    tmp = temporary_sibling(path)
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def write_npz(path: Path, **arrays: np.ndarray) -> None:
-    tmp = temporary_sibling(path, ".npz")
-    np.savez(tmp, **arrays)
-    os.replace(tmp, path)
+    with atomic_path(path, ".npz") as tmp:
+        np.savez(tmp, **arrays)

@@ -1,1 +1,1 @@
-"""Candidates, batched probes and the sweep that scores them all from one feature bank."""
+"""Batched probes (logistic, ridge), dev splits and C selection, sweep candidates, layer-wise probing."""

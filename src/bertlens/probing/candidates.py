@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bertlens.bank import Bank, named_mixes
-from bertlens.representation.mixers import resolve_layers
+from bertlens.features.bank import Bank, named_mixes
+from bertlens.representation.mixers import mix_pooled, resolve_layers
 from bertlens.representation.poolers import LINEAR_POOLERS
 from bertlens.representation.recipe import Recipe
 
@@ -38,6 +38,10 @@ class Candidate:
     @property
     def name(self) -> str:
         return f"{self.pooler}/{self.mix}" + (f"+{self.post}" if self.post else "")
+
+    def width(self, hidden_size: int) -> int:
+        """Feature width from the bank (before pair features)."""
+        return hidden_size * (len(self.layers) if self.mixer == "concat" else 1)
 
     @property
     def single_layer(self) -> int | None:
@@ -63,25 +67,19 @@ def enumerate_candidates(num_layers: int, poolers: tuple[str, ...], layers: tupl
     return out
 
 
-def softmax(weights: np.ndarray) -> np.ndarray:
-    shifted = np.exp(np.asarray(weights, dtype=np.float64) - np.max(weights))
-    return (shifted / shifted.sum()).astype(np.float32)
-
-
 def candidate_features(bank: Bank, candidate: Candidate, rows: np.ndarray | None = None,
                        mix_weights: np.ndarray | None = None) -> np.ndarray:
     """[n, D] float32 features of one candidate for the given bank rows (ScalarMix needs its weights)."""
     if candidate.mixer == "scalar_mix":
         if mix_weights is None:
             raise ValueError(f"{candidate.name} needs its learned mix weights")
-        weights = softmax(mix_weights)
-        return sum(w * bank.layer(candidate.pooler, k, rows) for w, k in zip(weights, candidate.layers))
+        return mix_pooled((bank.layer(candidate.pooler, k, rows) for k in candidate.layers), mix_weights)
     if candidate.mixer == "single":
         return bank.layer(candidate.pooler, candidate.layers[0], rows)
     if candidate.mixer == "concat":
         return np.concatenate([bank.layer(candidate.pooler, k, rows) for k in candidate.layers], axis=1)
     if candidate.pooler not in LINEAR_POOLERS:
-        return bank.max_mix(candidate.mix, rows)
+        return bank.pooled_mix(candidate.pooler, candidate.mix, rows)
     layers = (1, bank.num_layers) if candidate.mixer == "first_last" else candidate.layers
     total = sum(bank.layer(candidate.pooler, k, rows) for k in layers)  # [n, H]
     return total if candidate.mixer == "sum" else total / len(layers)

@@ -18,10 +18,12 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from bertlens.evaluation.bootstrap import bootstrap
-from bertlens.probing.candidates import softmax
-from bertlens.probing.logistic import fit_logistic
+from bertlens.metrics.bootstrap import bootstrap
 from bertlens.probing.scalar_mix_fit import fit_classification_mix
+from bertlens.probing.selection import C_GRID, logistic_on_dev
+from bertlens.representation.mixers import mix_pooled, softmax
+
+DEFAULT_STRENGTHS = C_GRID[1:]  # C = 0.01 left out: the published linguistic figures used this grid (a third less time)
 
 MIX_SAMPLE = 20000  # training rows used to learn the ScalarMix weights
 
@@ -98,23 +100,13 @@ def centre_of_gravity(weights: np.ndarray) -> float:
     return float(np.dot(np.arange(len(weights)), weights))
 
 
-def _fit_predict(features: LayerFeatures, y_train: np.ndarray, strengths: tuple[float, ...],
-                 candidate_strengths: np.ndarray | None = None):
-    """Predictions [C, R, n] for dev and test from one batched fit over every slot (layers + mix)."""
-    candidates = torch.from_numpy(features.stacked)  # [L+2, n_all, H], no copy
-    n_train = features.n_train
-    fit = fit_logistic(candidates[:, :n_train], y_train, strengths, candidate_strengths=candidate_strengths)
-    held_out = fit.predict(candidates[:, n_train:]).numpy()  # [L+2, R, n_dev + n_test]
-    return held_out[..., : features.n_dev], held_out[..., features.n_dev :]
-
-
 def probe_layers(
     features: LayerFeatures,
     y_train: np.ndarray,
     y_dev: np.ndarray,
     y_test: np.ndarray,
     *,
-    strengths: tuple[float, ...] = (0.1, 1.0, 10.0),
+    strengths: tuple[float, ...] = DEFAULT_STRENGTHS,
     seed: int = 0,
     resamples: int = 1000,
     test_groups: np.ndarray | None = None,
@@ -127,27 +119,24 @@ def probe_layers(
     sample = np.sort(rng.choice(n_train, min(n_train, MIX_SAMPLE), replace=False))
     raw = fit_classification_mix(np.ascontiguousarray(features.train[:, sample].transpose(1, 0, 2)), y_train[sample])
     mix = softmax(raw).astype(np.float64)  # [L+1]
-    slot = features.stacked[-1]  # [n_all, H], filled in place: sum_l s_l * layer_l
-    slot[:] = 0.0
-    for layer, weight in enumerate(mix):
-        slot += np.float32(weight) * features.stacked[layer]
-    dev_pred, test_pred = _fit_predict(features, y_train, strengths)  # [L+2, R, n]
-    dev_acc = (dev_pred == y_dev).mean(axis=-1)  # [L+2, R]
-    chosen = dev_acc.argmax(axis=1)  # [L+2]
-    picks = np.arange(len(chosen))
-    outputs = test_pred[picks, chosen]  # [L+2, n_test]
+    mix_pooled(features.stacked[:-1], raw, out=features.stacked[-1])  # the scratch slot: sum_l s_l * layer_l, in place
+    candidates = torch.from_numpy(features.stacked)  # [L+2, n_all, H], no copy
+    selected = logistic_on_dev(candidates, features.n_train, features.n_dev, y_train, y_dev, strengths)
+    chosen = selected.chosen  # [L+2]
+    outputs = selected.predictions  # [L+2, n_test]
     intervals = bootstrap(outputs[:-1], y_test, "accuracy", resamples=resamples, seed=seed, groups=test_groups)
     mixed = bootstrap(outputs[-1:], y_test, "accuracy", resamples=resamples, seed=seed, groups=test_groups)
     control_acc = selectivity = None
     if control is not None:
         chosen_c = np.array([strengths[i] for i in chosen])  # [L+2]: the C each slot chose on the real task
-        _, control_test = _fit_predict(features, control[0], strengths, candidate_strengths=chosen_c)  # [L+2, 1, n]
-        control_acc = (control_test[:-1, 0] == control[1]).mean(axis=-1)  # [L+1] at the task's chosen C
+        control_fit = logistic_on_dev(candidates, features.n_train, features.n_dev, control[0], y_dev, strengths,
+                                      candidate_strengths=chosen_c)  # one strength per slot: nothing to choose
+        control_acc = (control_fit.predictions[:-1] == control[1]).mean(axis=-1)  # [L+1] at the task's chosen C
         selectivity = intervals.value - control_acc
     return LayerwiseResult(
         accuracy=intervals.value.tolist(), low=intervals.low.tolist(), high=intervals.high.tolist(),
-        tied_with_best=intervals.tied_with_best.tolist(), dev_accuracy=dev_acc[picks, chosen][:-1].tolist(),
-        strength=[strengths[i] for i in chosen], best_layer=int(np.argmax(dev_acc[picks, chosen][:-1])), mix_weights=mix.tolist(),
+        tied_with_best=intervals.tied_with_best.tolist(), dev_accuracy=selected.dev_accuracy[:-1].tolist(),
+        strength=[strengths[i] for i in chosen], best_layer=int(np.argmax(selected.dev_accuracy[:-1])), mix_weights=mix.tolist(),
         mix_accuracy=float(mixed.value[0]), mix_low=float(mixed.low[0]), mix_high=float(mixed.high[0]),
         centre_of_gravity=centre_of_gravity(mix), n_test=len(y_test),
         control_accuracy=None if control_acc is None else control_acc.tolist(),

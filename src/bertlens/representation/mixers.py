@@ -7,8 +7,9 @@ mix(pool(x)) == pool(mix(x)); max pooling and layer-normed ScalarMix do not comm
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -60,21 +61,25 @@ def parse_layers(spec: str, num_layers: int) -> tuple[int, ...]:
 class ScalarMix(nn.Module):
     """gamma * sum_k softmax(w)_k * h_k  (Peters et al. 2018, ELMo; Tenney et al. 2019).
 
+    The one ScalarMix of the package: fine-tuning trains it (its weights get gradients, and so
+    does the encoder through it); serving builds it frozen from a recipe's fitted weights.
     With `layer_norm`, each layer is normalised per token over its hidden size (no affine)
     before mixing. This differs from AllenNLP, which normalises over the whole masked batch:
     per-token normalisation keeps results independent of how texts are batched.
     """
 
-    def __init__(self, num_mixed: int, weights: Sequence[float] | None = None, gamma: float = 1.0, layer_norm: bool = False):
+    def __init__(self, num_mixed: int, weights: Sequence[float] | None = None, gamma: float = 1.0,
+                 layer_norm: bool = False, trainable: bool = True):
         super().__init__()
         if weights is not None and len(weights) != num_mixed:
             raise BertlensError(f"ScalarMix got {len(weights)} weights for {num_mixed} layers; give one weight per layer")
         init = torch.tensor(list(weights), dtype=torch.float32) if weights is not None else torch.zeros(num_mixed)
-        self.scalar_weights = nn.Parameter(init)  # [K]
-        self.gamma = nn.Parameter(torch.tensor(float(gamma)))  # []
+        self.scalar_weights = nn.Parameter(init, requires_grad=trainable)  # [K]
+        self.gamma = nn.Parameter(torch.tensor(float(gamma)), requires_grad=trainable)  # []
         self.layer_norm = layer_norm
 
     def forward(self, stack: torch.Tensor) -> torch.Tensor:
+        """stack [K, ..., H] -> [..., H]."""
         if stack.shape[0] != self.scalar_weights.shape[0]:
             raise BertlensError(f"ScalarMix expects {self.scalar_weights.shape[0]} layers, got {stack.shape[0]}")
         if self.layer_norm:
@@ -83,6 +88,32 @@ class ScalarMix(nn.Module):
         shape = (-1,) + (1,) * (stack.dim() - 1)
         return self.gamma.to(stack.dtype) * (probs.view(shape) * stack).sum(dim=0)  # [..., H]
 
+    def fitted(self) -> tuple[tuple[float, ...], float]:
+        """(pre-softmax weights, gamma) as plain floats: float32 -> float -> JSON -> float32 is exact."""
+        return tuple(float(x) for x in self.scalar_weights.detach()), float(self.gamma.detach())
+
+
+def softmax(weights: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Softmax of ScalarMix weights [K] as float32 (computed in float64)."""
+    shifted = np.exp(np.asarray(weights, dtype=np.float64) - np.max(weights))
+    return (shifted / shifted.sum()).astype(np.float32)
+
+
+def mix_pooled(layers: Iterable[np.ndarray], weights: Sequence[float] | np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """sum_k softmax(w)_k * v_k over already-pooled layer vectors (exact for linear poolers) [n, H] float32.
+
+    `out` receives the sum in place, so a caller holding a large array avoids a copy.
+    """
+    probs = softmax(weights)
+    for k, (p, vectors) in enumerate(zip(probs, layers)):
+        if out is None:
+            out = p * vectors
+        elif k == 0:
+            np.multiply(p, vectors, out=out)
+        else:
+            out += p * vectors
+    return out
+
 
 def check_mixer(name: str) -> str:
     if name not in MIXERS:
@@ -90,19 +121,12 @@ def check_mixer(name: str) -> str:
     return name
 
 
-def mix_layers(
-    stack: torch.Tensor,
-    mixer: str,
-    layers: Sequence[int],
-    *,
-    weights: Sequence[float] | None = None,
-    gamma: float = 1.0,
-    layer_norm: bool = False,
-) -> torch.Tensor:
+def mix_layers(stack: torch.Tensor, mixer: str, layers: Sequence[int], scalar_mix: ScalarMix | None = None) -> torch.Tensor:
     """Combine the chosen layers of `stack` [L+1, ...] into one tensor [..., H or K*H].
 
     `layers` index `stack` directly (negative allowed); 'first_last' ignores them and
     averages layer 1 (the first transformer layer) with the last, as SimCSE's evaluation does.
+    'scalar_mix' needs the ScalarMix module to apply (see representation/apply.py).
     """
     check_mixer(mixer)
     num_layers = stack.shape[0] - 1
@@ -122,5 +146,6 @@ def mix_layers(
         return chosen.sum(dim=0)  # [..., H]
     if mixer == "concat":
         return torch.cat(list(chosen), dim=-1)  # [..., K*H]
-    with torch.no_grad():
-        return ScalarMix(len(picked), weights, gamma, layer_norm)(chosen)  # [..., H]
+    if scalar_mix is None:
+        raise ValueError("mixer 'scalar_mix' needs its ScalarMix module (build a Representation from the recipe)")
+    return scalar_mix(chosen)  # [..., H]

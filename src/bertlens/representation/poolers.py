@@ -7,6 +7,7 @@ No pooler modifies its inputs; masks are combined into new tensors.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
@@ -53,13 +54,26 @@ def attention_pool(states: torch.Tensor, mask: torch.Tensor, weights: torch.Tens
     return (states * w.unsqueeze(-1)).sum(dim=-2)  # [..., B, H]
 
 
-POOLERS: dict[str, Callable[..., torch.Tensor]] = {
-    "cls": cls_pool,
-    "mean": mean_pool,
-    "max": max_pool,
-    "attention": attention_pool,
+@dataclass(frozen=True)
+class Pooler:
+    """A pooling function and whether it is linear in the states with fixed weights.
+
+    Linear poolers commute with linear layer mixing (mix(pool(x)) == pool(mix(x))), so the
+    feature bank scores every layer mix of them exactly; for a non-linear pooler the bank
+    pools each named layer mix at encode time instead. Adding a pooler is one entry here.
+    """
+
+    fn: Callable[..., torch.Tensor]
+    linear: bool
+
+
+POOLERS: dict[str, Pooler] = {
+    "cls": Pooler(cls_pool, linear=True),
+    "mean": Pooler(mean_pool, linear=True),
+    "max": Pooler(max_pool, linear=False),
+    "attention": Pooler(attention_pool, linear=True),
 }
-LINEAR_POOLERS = frozenset({"cls", "mean", "attention"})
+LINEAR_POOLERS = frozenset(name for name, pooler in POOLERS.items() if pooler.linear)
 
 
 def check_pooler(name: str) -> str:
@@ -70,4 +84,4 @@ def check_pooler(name: str) -> str:
 
 def pool(name: str, states: torch.Tensor, mask: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
     """Dispatch by pooler name (validated, with a suggestion for typos)."""
-    return POOLERS[check_pooler(name)](states, mask, weights)
+    return POOLERS[check_pooler(name)].fn(states, mask, weights)

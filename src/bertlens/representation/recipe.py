@@ -6,14 +6,16 @@ The JSON form carries a schema version so that older files stay readable or fail
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertlens.encoding.chunking import parse_long_text
+from bertlens.encoding.chunking import LongText, parse_long_text
 from bertlens.errors import BertlensError, did_you_mean
+from bertlens.io.atomic import write_text
 from bertlens.representation.mixers import check_mixer
 from bertlens.representation.poolers import check_pooler
 
@@ -65,13 +67,27 @@ class Recipe:
         if self.mix_weights is not None and not all(math.isfinite(x) for x in self.mix_weights):
             raise BertlensError("mix_weights must be finite numbers")
         if self.long_text is not None:
-            parse_long_text(self.long_text)  # fails here, not at encode time
+            _ = self.long_text_strategy  # parsed (and checked) here, not at encode time
         if self.max_length is not None and not 2 <= self.max_length <= 100_000:
             raise BertlensError(f"max_length {self.max_length} must be between 2 and the model's limit")
 
     @property
     def needs_attentions(self) -> bool:
         return self.pooler == "attention"
+
+    @functools.cached_property
+    def long_text_strategy(self) -> LongText | None:
+        """`long_text` parsed once (None: plain truncation at max_length)."""
+        return parse_long_text(self.long_text) if self.long_text is not None else None
+
+    @property
+    def width_multiplier(self) -> int:
+        """How many hidden-size blocks the pooled vector has: one per layer for concat, else one."""
+        return len(self.layers) if self.mixer == "concat" else 1
+
+    def output_width(self, hidden_size: int) -> int:
+        """Width of the pooled vector before post-processing."""
+        return hidden_size * self.width_multiplier
 
     def replace(self, **changes) -> "Recipe":
         return dataclasses.replace(self, **changes)
@@ -92,10 +108,9 @@ class Recipe:
         unknown = sorted(set(data) - known)
         if unknown:
             raise BertlensError(f"{where}: unknown field '{unknown[0]}': {did_you_mean(unknown[0], sorted(known))}")
-        try:
-            return cls(**data)
-        except TypeError as exc:
-            raise BertlensError(f"{where}: {exc}") from None
+        for name, value in data.items():
+            _check_type(name, value, where)
+        return cls(**data)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2) + "\n"
@@ -114,9 +129,7 @@ class Recipe:
         """Write atomically (temporary file, then rename)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(self.to_json())
-        os.replace(tmp, path)
+        write_text(path, self.to_json())
         return path
 
     @classmethod
@@ -128,3 +141,37 @@ class Recipe:
         if recipe.postprocess and not Path(recipe.postprocess).is_absolute():
             recipe = recipe.replace(postprocess=str((path.parent / recipe.postprocess).resolve()))
         return recipe
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)) and math.isfinite(value)
+
+
+# field -> (check, what the field must be): JSON types, checked before any value is used
+_FIELD_TYPES = {
+    "model": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
+    "layers": (lambda v: isinstance(v, list) and all(_is_int(x) for x in v), "a list of integers, e.g. [-1] or [-4, -3, -2, -1]"),
+    "mixer": (lambda v: isinstance(v, str), "a string"),
+    "pooler": (lambda v: isinstance(v, str), "a string"),
+    "include_special": (lambda v: isinstance(v, bool), "true or false"),
+    "attention_layer": (_is_int, "an integer"),
+    "normalize": (lambda v: isinstance(v, bool), "true or false"),
+    "max_length": (lambda v: v is None or _is_int(v), "an integer or null"),
+    "precision": (lambda v: isinstance(v, str), "a string"),
+    "mix_weights": (lambda v: v is None or (isinstance(v, list) and all(_is_number(x) for x in v)),
+                    "a list of finite numbers or null"),
+    "mix_gamma": (_is_number, "a finite number"),
+    "mix_layer_norm": (lambda v: isinstance(v, bool), "true or false"),
+    "postprocess": (lambda v: v is None or isinstance(v, str), "a file name or null"),
+    "long_text": (lambda v: v is None or isinstance(v, str), "a strategy name such as \"windows:mean\" or null"),
+}
+
+
+def _check_type(name: str, value, where: str) -> None:
+    check, expected = _FIELD_TYPES[name]
+    if not check(value):
+        raise BertlensError(f"{where}: field '{name}' must be {expected}, got {json.dumps(value)}")

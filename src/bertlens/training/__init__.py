@@ -1,1 +1,1 @@
-"""Fine-tuning: strategies as data over one training loop, heads, checkpoints, learning curves."""
+"""Fine-tuning: ONE training loop; objectives and strategies as data; heads; checkpoints."""

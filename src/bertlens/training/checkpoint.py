@@ -1,8 +1,9 @@
 """Training checkpoints without pickle: tensors in safetensors, everything else in JSON.
 
-A checkpoint directory holds model.safetensors, head.safetensors, optimizer.safetensors +
-optimizer.json (AdamW moments and step counts; group settings), rng.safetensors (torch's
-generator, for dropout) and state.json (written last). A new checkpoint is built next to the
+A checkpoint directory holds one NAME.safetensors per trained module (model = the encoder, then
+the objective's: head, representation, ...), optimizer.safetensors + optimizer.json (AdamW
+moments and step counts; group settings), rng.safetensors (torch's generator, for dropout) and
+state.json (written last). A new checkpoint is built next to the
 old one and swapped in by renames, so a kill at any moment leaves one complete checkpoint.
 """
 
@@ -41,22 +42,25 @@ def _optimizer_state(tensors: dict[str, torch.Tensor], meta: dict) -> dict:
     return {"state": state, "param_groups": meta["param_groups"]}
 
 
-def save_checkpoint(directory: Path, model: nn.Module, head: nn.Module, optimizer: torch.optim.Optimizer,
+def save_checkpoint(directory: Path, modules: dict[str, nn.Module], optimizer: torch.optim.Optimizer,
                     state: dict, best: dict[str, dict[str, torch.Tensor]] | None) -> None:
-    """Write a complete checkpoint to `directory` (replacing the previous one atomically)."""
+    """Write a complete checkpoint to `directory` (replacing the previous one atomically).
+
+    modules: name -> module (the encoder as "model", then the objective's modules); each is one
+    `NAME.safetensors`, and the best weights so far (when the objective has a dev score) `best_NAME.safetensors`.
+    """
     staging = directory.with_name(directory.name + ".new")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    _save_tensors(model.state_dict(), staging / "model.safetensors")
-    _save_tensors(head.state_dict(), staging / "head.safetensors")
+    for name, module in modules.items():
+        _save_tensors(module.state_dict(), staging / f"{name}.safetensors")
     tensors, meta = _optimizer_parts(optimizer)
     _save_tensors(tensors, staging / "optimizer.safetensors")
     (staging / "optimizer.json").write_text(json.dumps(meta))
     _save_tensors({"torch": torch.get_rng_state()}, staging / "rng.safetensors")
-    if best is not None:
-        _save_tensors(best["model"], staging / "best_model.safetensors")
-        _save_tensors(best["head"], staging / "best_head.safetensors")
-    (staging / "state.json").write_text(json.dumps(state, indent=2))
+    for name, weights in (best or {}).items():
+        _save_tensors(weights, staging / f"best_{name}.safetensors")
+    (staging / "state.json").write_text(json.dumps({**state, "modules": sorted(modules)}, indent=2))
     old = directory.with_name(directory.name + ".old")
     shutil.rmtree(old, ignore_errors=True)
     if directory.exists():
@@ -73,15 +77,23 @@ def find_checkpoint(directory: Path) -> Path | None:
     return None
 
 
-def load_checkpoint(directory: Path, model: nn.Module, head: nn.Module, optimizer: torch.optim.Optimizer):
-    """Restore weights, optimizer and RNG in place; returns (state dict, best weights or None)."""
-    model.load_state_dict(load_file(str(directory / "model.safetensors")))
-    head.load_state_dict(load_file(str(directory / "head.safetensors")))
+def read_state(directory: Path) -> dict:
+    """The loop's state (step, history, run key) without loading any weights; {} when unreadable."""
+    try:
+        return json.loads((directory / "state.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def load_checkpoint(directory: Path, modules: dict[str, nn.Module], optimizer: torch.optim.Optimizer):
+    """Restore weights, optimizer and RNG in place; returns (state dict, best weights by module name or None)."""
+    state = read_state(directory)
+    for name, module in modules.items():
+        module.load_state_dict(load_file(str(directory / f"{name}.safetensors")))
     meta = json.loads((directory / "optimizer.json").read_text())
     optimizer.load_state_dict(_optimizer_state(load_file(str(directory / "optimizer.safetensors")), meta))
     torch.set_rng_state(load_file(str(directory / "rng.safetensors"))["torch"])
-    best = None
-    if (directory / "best_model.safetensors").is_file():
-        best = {"model": load_file(str(directory / "best_model.safetensors")),
-                "head": load_file(str(directory / "best_head.safetensors"))}
-    return json.loads((directory / "state.json").read_text()), best
+    best = {name: load_file(str(directory / f"best_{name}.safetensors")) for name in modules
+            if (directory / f"best_{name}.safetensors").is_file()} or None
+    state.pop("modules", None)
+    return state, best

@@ -11,12 +11,13 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
 from bertlens.errors import BertlensError, did_you_mean
-from bertlens.io.atomic import temporary_sibling, write_json
+from bertlens.io.atomic import atomic_path, write_json
 
 HEAD_KINDS = ("classification", "pair_classification", "similarity")
 
@@ -32,6 +33,14 @@ class HeadSpec:
     def __post_init__(self) -> None:
         if self.kind not in HEAD_KINDS:
             raise BertlensError(f"unknown head '{self.kind}': {did_you_mean(self.kind, HEAD_KINDS)}")
+
+    @classmethod
+    def for_task(cls, kind: str, dim: int, train_targets: np.ndarray, *other_targets: np.ndarray) -> HeadSpec:
+        """Size a head for a task: classes from every split's labels; similarity scores scaled by train's maximum."""
+        if kind == "similarity":
+            return cls(kind, dim, 0, float(max(np.max(train_targets), 1e-9)))
+        classes = int(max(np.max(t) for t in (train_targets, *other_targets))) + 1
+        return cls(kind, dim, classes)
 
 
 class Head(nn.Module):
@@ -65,9 +74,8 @@ class Head(nn.Module):
         return (outputs[:, 0] > 0).long() if outputs.shape[-1] == 1 else outputs.argmax(dim=-1)
 
     def save(self, directory: Path) -> None:
-        tmp = temporary_sibling(directory / "head.safetensors", ".safetensors")
-        save_file({k: v.contiguous() for k, v in self.state_dict().items()}, str(tmp))
-        tmp.replace(directory / "head.safetensors")
+        with atomic_path(directory / "head.safetensors") as tmp:
+            save_file({k: v.contiguous() for k, v in self.state_dict().items()}, str(tmp))
         write_json(directory / "head.json", asdict(self.spec))
 
     @classmethod

@@ -1,0 +1,90 @@
+"""Option groups shared by commands, declared once: encoder, recipe, output and training options."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bertlens.errors import BertlensError
+from bertlens.models import resolve_model
+from bertlens.representation.mixers import MIXERS, parse_layers
+from bertlens.representation.poolers import POOLERS
+from bertlens.representation.recipe import PRECISIONS, Recipe
+from bertlens.training.loop import TrainConfig
+
+
+def add_encoder_options(parser: argparse.ArgumentParser, model_default: str | None = None) -> argparse._ArgumentGroup:
+    """--model --max-length --precision --trust-remote-code: what every command that encodes needs."""
+    group = parser.add_argument_group("model")
+    group.add_argument("--model", default=model_default, help="'default' (all-MiniLM-L6-v2), a local model directory or a hub id")
+    group.add_argument("--max-length", type=int, help="truncate texts to this many tokens (default: the model's limit)")
+    group.add_argument("--precision", choices=PRECISIONS, help="fp32 (exact) or bf16 (fast where the CPU has native bf16)")
+    group.add_argument("--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)")
+    return group
+
+
+def add_recipe_options(parser: argparse.ArgumentParser) -> None:
+    """The encoder options plus every Recipe field (--recipe FILE, then flags on top of it)."""
+    group = add_encoder_options(parser)
+    group.add_argument("--recipe", help="a recipe JSON (e.g. recommended by `bertlens sweep`); flags override it")
+    group.add_argument("--layers", help="'-1', '-4,-3,-2,-1', '-4:' (slice), '1:7' or 'all'; 0 is the embedding output")
+    group.add_argument("--mixer", help=f"how layers combine: {', '.join(MIXERS)}")
+    group.add_argument("--pooler", help=f"how tokens combine: {', '.join(POOLERS)}")
+    group.add_argument("--exclude-special", action="store_true", default=None, help="pool without [CLS]/[SEP]")
+    group.add_argument("--normalize", action="store_true", default=None, help="L2-normalise the vectors")
+    group.add_argument("--long-text", help="texts over the limit: head (default truncation), tail, head_tail[:HEAD], "
+                       "windows[:STRIDE][:mean|max|first|weighted]")
+    group.add_argument("--postprocess", help="a fitted post-processor (.safetensors from `bertlens postprocess`)")
+
+
+def recipe_from_args(args: argparse.Namespace) -> Recipe:
+    """--recipe file first (if any), then every flag the user set on top of it."""
+    recipe = Recipe.load(args.recipe) if args.recipe else Recipe()
+    changes: dict = {}
+    if args.model:
+        changes["model"] = args.model
+    if args.layers:
+        num_layers = resolve_model(changes.get("model", recipe.model)).num_layers
+        changes["layers"] = parse_layers(args.layers, num_layers)
+        if args.mixer is None and len(changes["layers"]) > 1 and recipe.mixer == "single":
+            changes["mixer"] = "mean"
+    for flag in ("mixer", "pooler", "max_length", "precision", "normalize", "postprocess", "long_text"):
+        if getattr(args, flag) is not None:
+            changes[flag] = getattr(args, flag)
+    if args.exclude_special:
+        changes["include_special"] = False
+    return recipe.replace(**changes) if changes else recipe
+
+
+def add_run_options(parser: argparse.ArgumentParser, out: Path | None, out_help: str = "output directory") -> None:
+    """--seed --out --quiet (--out is required when it has no default)."""
+    parser.add_argument("--seed", type=int, default=0, help="seed for sampling, splits, initialisation and data order")
+    parser.add_argument("--out", type=Path, default=out, required=out is None, help=out_help)
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def add_training_options(parser: argparse.ArgumentParser, defaults: TrainConfig = TrainConfig()) -> None:
+    group = parser.add_argument_group("training")
+    group.add_argument("--epochs", type=int, default=defaults.epochs, help="epochs (more for small sets: see --min-steps)")
+    group.add_argument("--min-steps", type=int, default=defaults.min_steps, help="at least this many optimiser steps")
+    group.add_argument("--lr", type=float, default=defaults.lr, help="encoder learning rate (AdamW)")
+    group.add_argument("--head-lr", type=float, default=defaults.head_lr, help="learning rate of the head and ScalarMix")
+    group.add_argument("--batch-size", type=int, default=defaults.batch_size)
+    group.add_argument("--warmup", type=float, default=defaults.warmup, help="fraction of steps with linear warmup")
+    group.add_argument("--weight-decay", type=float, default=defaults.weight_decay)
+    group.add_argument("--patience", type=int, default=defaults.patience, help="epochs without dev improvement before stopping")
+    group.add_argument("--checkpoint-every", type=int, default=defaults.checkpoint_every, help="steps between checkpoints")
+    group.add_argument("--restart", action="store_true", help="discard an unfinished run in --out and start over")
+
+
+def training_config(args: argparse.Namespace, seed: int) -> TrainConfig:
+    for flag in ("epochs", "batch_size", "patience", "checkpoint_every"):
+        if getattr(args, flag) < 1:
+            raise BertlensError(f"--{flag.replace('_', '-')} must be at least 1")
+    if not 0 <= args.warmup < 1:
+        raise BertlensError("--warmup must be in [0, 1)")
+    if args.lr <= 0 or args.head_lr <= 0:
+        raise BertlensError("--lr and --head-lr must be positive")
+    return TrainConfig(lr=args.lr, head_lr=args.head_lr, epochs=args.epochs, min_steps=args.min_steps,
+                       batch_size=args.batch_size, warmup=args.warmup, weight_decay=args.weight_decay,
+                       patience=args.patience, seed=seed, checkpoint_every=args.checkpoint_every)

@@ -1,0 +1,87 @@
+"""Where commands get their data: a task (catalog name, hf:NAME, or the user's file) or plain texts."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from bertlens.errors import BertlensError
+from bertlens.io.tables import is_blank, parse_column, read_texts
+from bertlens.tasks.catalog import CATALOG, KINDS, data_dir, get_task
+from bertlens.tasks.loaders import TaskData, load_catalog_task, load_hf_task, load_user_task
+
+
+def add_task_options(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--task", help=f"a catalog task: {', '.join(CATALOG)}; or hf:NAME[:CONFIG] for a Hugging Face "
+                        "dataset (online; needs `pip install datasets` and --text-col/--label-col)")
+    source.add_argument("--data", type=Path, help="your own CSV/TSV/JSONL file (with --text-col and --label-col)")
+    parser.add_argument("--data-dir", help="where catalog tasks live (default $BERTLENS_DATA or ../shared/data)")
+    parser.add_argument("--task-type", choices=KINDS, help="for --data: classification (default with one text column), "
+                        "pair_classification, or similarity (default with two text columns)")
+    parser.add_argument("--text-col", help="for --data: text column (header name or 0-based index)")
+    parser.add_argument("--text-col2", help="for --data: second text column (pair tasks)")
+    parser.add_argument("--label-col", help="for --data: label or score column")
+    parser.add_argument("--no-header", action="store_true", help="for --data: the CSV/TSV has no header row")
+    parser.add_argument("--folds", type=int, default=10, help="cross-validation folds for data without a test split")
+    parser.add_argument("--drop-invalid", action="store_true", help="drop rows with blank text or label instead of failing")
+
+
+def load_task(args: argparse.Namespace) -> TaskData:
+    """The task named by --task / --data and their column flags."""
+    if args.folds < 2:
+        raise BertlensError("--folds must be at least 2")
+    max_examples = getattr(args, "max_examples", None)
+    if args.task and args.task.startswith("hf:"):
+        name, _, config = args.task[3:].partition(":")
+        if args.text_col is None or args.label_col is None:
+            raise BertlensError("--task hf:NAME needs --text-col and --label-col (and --text-col2 for pairs)")
+        texts = tuple(c for c in (args.text_col, args.text_col2) if c is not None)
+        kind = args.task_type or ("classification" if len(texts) == 1 else "similarity")
+        return load_hf_task(name, kind=kind, text_cols=texts, label_col=args.label_col, config=config or None,
+                            drop_invalid=args.drop_invalid, folds=args.folds, max_examples=max_examples, seed=args.seed)
+    if args.task:
+        return load_catalog_task(get_task(args.task), data_dir(args.data_dir), drop_invalid=args.drop_invalid,
+                                 max_examples=max_examples, seed=args.seed)
+    if args.text_col is None or args.label_col is None:
+        raise BertlensError("--data needs --text-col and --label-col (and --text-col2 for pairs)")
+    texts = tuple(parse_column(c) for c in (args.text_col, args.text_col2) if c is not None)
+    kind = args.task_type or ("classification" if len(texts) == 1 else "similarity")
+    return load_user_task(args.data, kind=kind, text_cols=texts, label_col=parse_column(args.label_col),
+                          header=not args.no_header, drop_invalid=args.drop_invalid, folds=args.folds,
+                          max_examples=max_examples, seed=args.seed)
+
+
+def add_text_source(parser: argparse.ArgumentParser, required: bool = True) -> argparse._MutuallyExclusiveGroup:
+    source = parser.add_mutually_exclusive_group(required=required)
+    source.add_argument("--texts", type=Path, help=".txt (one text a line), .csv/.tsv (--column) or .jsonl (--column)")
+    source.add_argument("--task", help=f"every text of a catalog task: {', '.join(CATALOG)}")
+    parser.add_argument("--column", help="for --texts CSV/TSV/JSONL: the text column or field")
+    parser.add_argument("--data-dir", help="where catalog tasks live (default $BERTLENS_DATA or ../shared/data)")
+    parser.add_argument("--max-texts", type=int, help="a seeded sample of at most N texts")
+    return source
+
+
+def file_texts(path: Path, column: str | None) -> list[str]:
+    """Non-blank texts of a .txt/.csv/.tsv/.jsonl file."""
+    return [t for t in read_texts(path, parse_column(column) if column else None) if not is_blank(t)]
+
+
+def load_texts(args: argparse.Namespace, seed: int = 0) -> tuple[list[str], str, TaskData | None]:
+    """(texts, a description of where they came from, the task when --task was used)."""
+    if args.max_texts is not None and args.max_texts < 2:
+        raise BertlensError("--max-texts must be at least 2")
+    task = None
+    if args.task:
+        task = load_catalog_task(get_task(args.task), data_dir(args.data_dir))
+        texts, source = task.all_texts(), f"task {args.task}"
+    else:
+        texts, source = file_texts(args.texts, args.column), str(args.texts)
+    if len(texts) < 2:
+        raise BertlensError(f"{source}: need at least 2 non-empty texts, found {len(texts)}")
+    if args.max_texts and len(texts) > args.max_texts:
+        keep = np.sort(np.random.default_rng(seed).choice(len(texts), args.max_texts, replace=False))
+        texts = [texts[i] for i in keep]
+    return texts, source, task

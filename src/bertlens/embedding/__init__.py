@@ -1,0 +1,1 @@
+"""Texts -> vectors for a Recipe: the Embedder, long-text encoding, and the resumable embed job."""

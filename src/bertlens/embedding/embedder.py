@@ -1,0 +1,65 @@
+"""Embedder: a Recipe applied to texts -> one float32 vector per text, in input order."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from bertlens.embedding.long_text import encode_long
+from bertlens.encoding.encoder import Encoder
+from bertlens.errors import BertlensError
+from bertlens.progress import Progress, silent
+from bertlens.representation.apply import Representation, check_recipe_fits
+from bertlens.representation.postprocess import PostProcessor
+from bertlens.representation.recipe import Recipe
+
+
+class Embedder:
+    """`Embedder(recipe).encode(texts)` -> np.ndarray [N, D] float32, rows in input order."""
+
+    def __init__(self, recipe: Recipe | None = None, *, encoder: Encoder | None = None, trust_remote_code: bool = False,
+                 **changes):
+        recipe = recipe or Recipe()
+        self.recipe = recipe.replace(**changes) if changes else recipe
+        self.encoder = encoder or Encoder(
+            self.recipe.model,
+            max_length=self.recipe.max_length,
+            precision=self.recipe.precision,
+            attentions="cls" if self.recipe.needs_attentions else "none",
+            trust_remote_code=trust_remote_code,
+        )
+        check_recipe_fits(self.recipe, self.encoder.num_layers)
+        self.representation = Representation(self.recipe).eval()  # frozen: serving reproduces the fitted mix exactly
+        self.postprocessor = PostProcessor.load(self.recipe.postprocess) if self.recipe.postprocess else None
+        if self.postprocessor is not None and self.postprocessor.dim != self.pooled_dim:
+            raise BertlensError(f"post-processor {self.recipe.postprocess} was fitted on {self.postprocessor.dim}-dimensional "
+                                f"vectors but this recipe makes {self.pooled_dim}; refit it for this recipe")
+        self.truncated = 0
+
+    @property
+    def pooled_dim(self) -> int:
+        """Width before post-processing."""
+        return self.recipe.output_width(self.encoder.hidden_size)
+
+    @property
+    def dim(self) -> int:
+        """Width of the output vectors (whitening may keep fewer components)."""
+        return self.postprocessor.output_dim if self.postprocessor is not None else self.pooled_dim
+
+    def encode(self, texts: Sequence[str], progress: Progress = silent) -> np.ndarray:
+        """Embed texts; `progress("embedding", done, len(texts))` after each batch."""
+        long_text = self.recipe.long_text_strategy
+        if long_text is not None:
+            out = encode_long(self.encoder, self.representation, texts, long_text,
+                              lambda stage, done, total: progress("embedding", done, total))
+            self.truncated = 0
+        else:
+            tokenized = self.encoder.tokenize(texts)
+            self.truncated = tokenized.truncated
+            out = np.empty((len(texts), self.pooled_dim), dtype=np.float32)  # [N, D]
+            with torch.inference_mode():
+                for states in self.encoder.stream(tokenized, progress, "embedding"):
+                    out[states.doc_index.numpy()] = self.representation(states).float().numpy()
+        return self.postprocessor.transform(out) if self.postprocessor is not None else out

@@ -1,0 +1,196 @@
+"""`bertlens embed` as a library call: stream a text file in shards, resume after a kill.
+
+Layout while running: OUT.partial/ holds manifest.json and shard-NNNNNN.npz files, each
+written atomically. A rerun with the same input, recipe and shard size skips finished
+shards. The final OUT (.npy or .parquet) is written to a temporary file and renamed, then
+the partial directory is removed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+
+import numpy as np
+
+from bertlens.embedding.embedder import Embedder
+from bertlens.errors import BertlensError, did_you_mean
+from bertlens.io.atomic import atomic_path, write_json, write_npz
+from bertlens.io.cache import file_sha256
+from bertlens.io.tables import TableSpec, check_file, first_lines, is_blank, iter_records
+from bertlens.progress import Progress, silent
+
+OUTPUT_FORMATS = (".npy", ".parquet")
+EMPTY_POLICIES = ("error", "skip", "keep")
+JOB_VERSION = 1
+
+
+@dataclass(frozen=True)
+class EmbedSummary:
+    out: Path
+    rows: int
+    skipped_empty: int
+    truncated: int
+    resumed_shards: int
+    dim: int
+
+
+@dataclass(frozen=True)
+class _Scan:
+    rows: int
+    empty_lines: tuple[int, ...]
+    sha256: str
+
+
+def _scan(spec: TableSpec) -> _Scan:
+    """One streaming pass: validates every record before any work starts and hashes the file."""
+    rows, empty = 0, []
+    for line, (text,) in iter_records(spec):
+        rows += 1
+        if is_blank(text):
+            empty.append(line)
+    return _Scan(rows, tuple(empty), file_sha256(spec.path))
+
+
+def _kept_records(spec: TableSpec, empty: str) -> Iterator[tuple[int, str]]:
+    for line, (text,) in iter_records(spec):
+        if empty == "skip" and is_blank(text):
+            continue
+        yield line, text
+
+
+def _shards(records: Iterator[tuple[int, str]], size: int) -> Iterator[list[tuple[int, str]]]:
+    while chunk := list(islice(records, size)):
+        yield chunk
+
+
+def _check_output(out: Path) -> None:
+    if out.suffix.lower() not in OUTPUT_FORMATS:
+        raise BertlensError(f"output {out}: unsupported extension '{out.suffix}'; use .npy or .parquet")
+    if not out.parent.exists():
+        raise BertlensError(f"output directory {out.parent} does not exist; create it first")
+
+
+def _prepare_partial(partial: Path, manifest: dict) -> int:
+    """Create or reuse OUT.partial; returns how many shards are already done."""
+    path = partial / "manifest.json"
+    if partial.exists():
+        try:
+            previous = json.loads(path.read_text())
+        except (OSError, ValueError):
+            previous = None
+        if previous != manifest:
+            raise BertlensError(
+                f"{partial} holds an unfinished run with a different input, recipe or shard size; "
+                "delete it (or pass --restart) to start over"
+            )
+        return sum(1 for _ in partial.glob("shard-*.npz"))
+    partial.mkdir()
+    write_json(path, manifest)
+    return 0
+
+
+def _write_npy(out: Path, shard_files: list[Path], rows: int, dim: int, ids_needed: bool) -> None:
+    ids = np.empty(rows, dtype=np.int64)
+    with atomic_path(out) as tmp:
+        matrix = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(rows, dim))  # [N, D]
+        start = 0
+        for file in shard_files:
+            with np.load(file, allow_pickle=False) as shard:
+                n = len(shard["ids"])
+                matrix[start : start + n] = shard["vectors"]
+                ids[start : start + n] = shard["ids"]
+            start += n
+        matrix.flush()
+        del matrix
+        if ids_needed:
+            with atomic_path(out.with_name(out.stem + ".ids.npy")) as ids_tmp:
+                np.save(ids_tmp, ids)
+
+
+def _write_parquet(out: Path, shard_files: list[Path], dim: int) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([("id", pa.int64()), ("embedding", pa.list_(pa.float32(), dim))])
+    with atomic_path(out) as tmp, pq.ParquetWriter(tmp, schema) as writer:
+        for file in shard_files:
+            with np.load(file, allow_pickle=False) as shard:
+                vectors = shard["vectors"]  # [n, D]
+                column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), dim)
+                writer.write_table(pa.table({"id": pa.array(shard["ids"]), "embedding": column}, schema=schema))
+
+
+def run_embed(
+    spec: TableSpec,
+    out: Path,
+    embedder: Embedder,
+    *,
+    empty: str = "error",
+    shard_size: int = 4096,
+    restart: bool = False,
+    progress: Progress = silent,
+) -> EmbedSummary:
+    """Embed every record of `spec` into `out`; `progress("embedding", done, total)` after each batch.
+
+    Empty or whitespace-only texts: 'error' (default) stops before any work and names their
+    lines; 'skip' drops them (ids keep the input line numbers); 'keep' embeds them as-is.
+    """
+    if empty not in EMPTY_POLICIES:
+        raise BertlensError(f"unknown empty-text policy '{empty}': {did_you_mean(empty, EMPTY_POLICIES)}")
+    if shard_size < 1:
+        raise BertlensError("--shard-size must be at least 1")
+    check_file(spec.path)
+    _check_output(out)
+    scan = _scan(spec)
+    if scan.empty_lines and empty == "error":
+        raise BertlensError(
+            f"{spec.path}: empty or whitespace-only text on line {first_lines(scan.empty_lines)}; "
+            "remove them, or pass --empty skip (drop) or --empty keep (embed as empty text)"
+        )
+    rows = scan.rows - (len(scan.empty_lines) if empty == "skip" else 0)
+    if rows == 0:
+        raise BertlensError(f"{spec.path}: no text left to embed")
+    partial = out.with_name(out.name + ".partial")
+    if restart and partial.exists():
+        shutil.rmtree(partial)
+    manifest = {
+        "job_version": JOB_VERSION,
+        "input": str(spec.path.resolve()),
+        "input_sha256": scan.sha256,
+        "columns": list(spec.columns),
+        "header": spec.header,
+        "empty": empty,
+        "shard_size": shard_size,
+        "recipe": embedder.recipe.to_dict(),
+        "model_fingerprint": embedder.encoder.ref.fingerprint,
+    }
+    finished = _prepare_partial(partial, manifest)
+    done = 0
+    truncated = 0
+    shard_files = []
+    for number, shard in enumerate(_shards(_kept_records(spec, empty), shard_size)):
+        file = partial / f"shard-{number:06d}.npz"
+        shard_files.append(file)
+        if file.exists():
+            with np.load(file, allow_pickle=False) as stored:
+                truncated += int(stored["truncated"])
+            done += len(shard)
+            progress("embedding", done, rows)
+            continue
+        vectors = embedder.encode([text for _, text in shard],
+                                  lambda stage, n, total, base=done: progress(stage, base + n, rows))  # [n, D]
+        done += len(shard)
+        truncated += embedder.truncated
+        ids = np.array([line for line, _ in shard], dtype=np.int64)
+        write_npz(file, vectors=vectors, ids=ids, truncated=np.array(embedder.truncated))
+    if out.suffix.lower() == ".npy":
+        _write_npy(out, shard_files, rows, embedder.dim, ids_needed=empty == "skip" and bool(scan.empty_lines))
+    else:
+        _write_parquet(out, shard_files, embedder.dim)
+    shutil.rmtree(partial)
+    return EmbedSummary(out, rows, len(scan.empty_lines) if empty == "skip" else 0, truncated, finished, embedder.dim)

@@ -1,1 +1,0 @@
-"""Metrics with bootstrap intervals, and reports (JSON, Markdown, plots)."""

@@ -1,0 +1,1 @@
+"""One orchestration module per command: sweep, linguistic, compare, longdoc, geometry, finetune, contrastive."""

@@ -1,0 +1,196 @@
+"""The feature bank: one forward pass -> pooled vectors for every layer x pooler, cached on disk.
+
+vectors: [N, L+1, P, H] for poolers P (cls, mean, max, attention by default). Mixing
+commutes with the linear poolers, so every linear mix of layers is computed from this
+without another pass. A non-linear pooler (max) does not commute with mixing, so the named
+mixes of its states are pooled at encode time into `mixes` [N, Q, M, H] (Q non-linear poolers).
+The attention pooler uses the last layer's [CLS] attention for every layer (fixed weights
+keep it linear, hence mixable).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bertlens.encoding.chunking import LongText
+from bertlens.encoding.encoder import Encoder
+from bertlens.encoding.pieces import piece_groups
+from bertlens.features.layers import pool_layers
+from bertlens.io.cache import content_key, open_entry, publish, staging_dir
+from bertlens.progress import Progress, silent
+from bertlens.representation.aggregate import aggregate
+from bertlens.representation.mixers import mix_layers
+from bertlens.representation.poolers import LINEAR_POOLERS, check_pooler, pool, token_mask
+
+BANK_VERSION = 2  # 2: meta.json carries a sha256 per file, verified on open
+DEFAULT_POOLERS = ("cls", "mean", "max", "attention")
+
+
+def named_mixes(num_layers: int) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """The fixed layer mixes every sweep scores: name -> (mixer, layers)."""
+    mixes = {
+        "mean_last2": ("mean", (-2, -1)),
+        "mean_last4": ("mean", (-4, -3, -2, -1)),
+        "first_last": ("first_last", ()),
+        "mean_all": ("mean", tuple(range(num_layers + 1))),
+    }
+    if num_layers < 4:
+        del mixes["mean_last4"]
+    return mixes
+
+
+@dataclass(frozen=True)
+class Bank:
+    """A read-only (memory-mapped) bank plus what it was built from."""
+
+    path: Path
+    vectors: np.ndarray  # [N, L+1, P, H]
+    mixes: np.ndarray | None  # [N, Q, M, H]: named layer mixes of the non-linear poolers, pooled at encode time
+    poolers: tuple[str, ...]
+    mix_names: tuple[str, ...]
+    texts: int
+    meta: dict
+    _loaded: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def num_layers(self) -> int:
+        return self.vectors.shape[1] - 1
+
+    def _layer_major(self, pooler: str) -> np.ndarray:
+        """[L+1, N, H] float32 for one pooler, read from disk once and kept (probes reuse it many times)."""
+        if pooler not in self._loaded:
+            p = self.poolers.index(pooler)
+            self._loaded[pooler] = np.ascontiguousarray(np.asarray(self.vectors[:, :, p], dtype=np.float32).transpose(1, 0, 2))
+        return self._loaded[pooler]
+
+    def layer(self, pooler: str, layer: int, rows: np.ndarray | None = None) -> np.ndarray:
+        """[n, H] float32: one layer's pooled vectors for the given rows (all by default)."""
+        array = self._layer_major(pooler)[layer]  # [N, H], contiguous
+        return array if rows is None else array[rows]
+
+    def pooled(self, pooler: str, layers: tuple[int, ...] | None = None, rows: np.ndarray | None = None) -> np.ndarray:
+        """[n, K, H] float32 for one pooler, the given layers (all by default) and rows (all by default)."""
+        layers = range(self.num_layers + 1) if layers is None else layers
+        return np.stack([self.layer(pooler, k, rows) for k in layers], axis=1)
+
+    @property
+    def nonlinear_poolers(self) -> tuple[str, ...]:
+        return nonlinear(self.poolers)
+
+    def pooled_mix(self, pooler: str, mix: str, rows: np.ndarray | None = None) -> np.ndarray:
+        """[n, H] float32: a named layer mix of a non-linear pooler, pooled at encode time."""
+        if "mixes" not in self._loaded:
+            self._loaded["mixes"] = np.asarray(self.mixes, dtype=np.float32)  # [N, Q, M, H]
+        array = self._loaded["mixes"][:, self.nonlinear_poolers.index(pooler), self.mix_names.index(mix)]
+        return array if rows is None else array[rows]
+
+
+def nonlinear(poolers: tuple[str, ...]) -> tuple[str, ...]:
+    """The poolers whose layer mixes the bank must pool at encode time."""
+    return tuple(p for p in poolers if p not in LINEAR_POOLERS)
+
+
+def _open(path: Path, meta: dict) -> Bank:
+    vectors = np.load(path / "vectors.npy", mmap_mode="r", allow_pickle=False)
+    mixes_file = path / "mixes.npy"
+    mixes = np.load(mixes_file, mmap_mode="r", allow_pickle=False) if mixes_file.exists() else None
+    return Bank(path, vectors, mixes, tuple(meta["poolers"]), tuple(meta["mix_names"]), meta["texts"], meta)
+
+
+def build_bank(
+    encoder: Encoder,
+    texts: list[str],
+    cache_dir: Path,
+    *,
+    poolers: tuple[str, ...] = DEFAULT_POOLERS,
+    include_special: bool = True,
+    dtype: str = "float16",
+    long_text: LongText | None = None,
+    progress: Progress = silent,
+) -> Bank:
+    """Encode once and store every layer x pooler; reuse the stored bank when its key matches and it verifies.
+
+    With `long_text`, each text is cut into pieces (encoding/pieces.py) and its pieces' pooled
+    vectors are aggregated per text (windows: the strategy's aggregate; one-piece strategies:
+    that piece), with the same aggregator the Embedder uses.
+    """
+    for name in poolers:
+        check_pooler(name)
+    if "attention" in poolers and encoder.attentions == "none":
+        raise ValueError("the attention pooler needs an Encoder built with attentions='cls'")
+    settings = [BANK_VERSION, encoder.ref.fingerprint, encoder.max_length, encoder.precision, include_special,
+                list(poolers), dtype] + ([long_text.name] if long_text else [])
+    final = cache_dir / "banks" / content_key(settings, texts, length=24)
+    meta = open_entry(final, "feature bank")
+    if meta is not None:
+        return _open(final, meta)
+    num_layers = encoder.num_layers
+    mixes = named_mixes(num_layers) if nonlinear(poolers) else {}
+    tmp = staging_dir(final)
+    shape = (len(texts), num_layers + 1, len(poolers), encoder.hidden_size)
+    vectors = np.lib.format.open_memmap(tmp / "vectors.npy", mode="w+", dtype=dtype, shape=shape)
+    mix_array = None
+    if mixes:
+        mix_array = np.lib.format.open_memmap(tmp / "mixes.npy", mode="w+", dtype=dtype,
+                                              shape=(len(texts), len(nonlinear(poolers)), len(mixes), encoder.hidden_size))
+    if long_text is not None:
+        _fill_from_pieces(encoder, texts, long_text, poolers, include_special, mixes, vectors, mix_array, progress)
+        truncated = 0
+    else:
+        tokenized = encoder.tokenize(texts)
+        truncated = tokenized.truncated
+        for states in encoder.stream(tokenized, progress):
+            rows = states.doc_index.numpy()
+            stacked, pooled_mixes = _pool_batch(states, poolers, include_special, mixes)
+            vectors[rows] = stacked.astype(dtype)
+            if mix_array is not None:
+                mix_array[rows] = pooled_mixes.astype(dtype)
+    vectors.flush()
+    if mix_array is not None:
+        mix_array.flush()
+    del vectors, mix_array
+    meta = {
+        "bank_version": BANK_VERSION, "model": encoder.ref.name, "model_fingerprint": encoder.ref.fingerprint,
+        "max_length": encoder.max_length, "precision": encoder.precision, "include_special": include_special,
+        "poolers": list(poolers), "mix_names": list(mixes), "texts": len(texts), "dtype": dtype,
+        "truncated": truncated, "attention_layer": -1, "long_text": long_text.name if long_text else None,
+    }
+    publish(tmp, final, meta)
+    return _open(final, open_entry(final, "feature bank") or meta)
+
+
+def _pool_batch(states, poolers, include_special, mixes) -> tuple[np.ndarray, np.ndarray | None]:
+    """[B, L+1, P, H] pooled vectors of every layer x pooler, and [B, Q, M, H] named mixes of the non-linear poolers."""
+    per_pooler = pool_layers(states, poolers, include_special)  # P x [L+1, B, H]
+    stacked = torch.stack(per_pooler, dim=2).permute(1, 0, 2, 3).float().numpy()  # [B, L+1, P, H]
+    if not mixes:
+        return stacked, None
+    mask = token_mask(states.attention_mask, states.special_tokens_mask, include_special)  # [B, T]
+    mixed = [mix_layers(states.hidden, mixer, layers) for mixer, layers in mixes.values()]  # M x [B, T, H]
+    pooled = [torch.stack([pool(name, m, mask) for m in mixed], dim=1) for name in nonlinear(poolers)]  # Q x [B, M, H]
+    return stacked, torch.stack(pooled, dim=1).float().numpy()  # [B, Q, M, H]
+
+
+def _fill_from_pieces(encoder, texts, long_text, poolers, include_special, mixes, vectors, mix_array, progress) -> None:
+    """Pool every piece of a group of texts, then aggregate pieces per text into the bank."""
+    how = long_text.piece_aggregate
+    for first, pieces in piece_groups(encoder, texts, long_text, group=256):
+        count = min(256, len(texts) - first)
+        owner = pieces.owner - first
+        pooled = np.zeros((len(owner), *vectors.shape[1:]), dtype=np.float32)  # [C, L+1, P, H]
+        pooled_mixes = np.zeros((len(owner), *mix_array.shape[1:]), dtype=np.float32) if mix_array is not None else None
+        for states in encoder.stream(pieces.tokenized):
+            rows = states.doc_index.numpy()
+            stacked, batch_mixes = _pool_batch(states, poolers, include_special, mixes)
+            pooled[rows] = stacked
+            if pooled_mixes is not None:
+                pooled_mixes[rows] = batch_mixes
+        vectors[first : first + count] = aggregate(pooled, owner, pieces.tokens, pieces.order, count, how).astype(vectors.dtype)
+        if mix_array is not None:
+            mix_array[first : first + count] = aggregate(pooled_mixes, owner, pieces.tokens, pieces.order, count,
+                                                         how).astype(mix_array.dtype)
+        progress("encoding", first + count, len(texts))

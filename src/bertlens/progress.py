@@ -1,0 +1,16 @@
+"""The one progress-callback type every long-running library call accepts.
+
+`progress(stage, done, total)`: a short stage name ("encoding", "probing (cosine)", "training"),
+how many units are done and how many there are in this stage. The CLI turns it into a progress
+bar (or one line per stage when stderr is not a terminal); library code never prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+Progress = Callable[[str, int, int], None]
+
+
+def silent(stage: str, done: int, total: int) -> None:
+    """The default: report nothing."""

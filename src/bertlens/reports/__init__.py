@@ -1,0 +1,1 @@
+"""One report module per command: the same rows rendered as JSON, Markdown and plots."""

@@ -1,0 +1,117 @@
+"""Sweep outputs: results JSON, terminal leaderboard, heatmaps, Markdown report, recipe."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bertlens.version import __version__
+from bertlens.reports.plots import annotated_grid, pyplot, save_figure
+from bertlens.io.atomic import write_json, write_text
+from bertlens.probing.candidates import POSTPROCESS_FILE
+from bertlens.experiments.sweep import ProtocolResult, SweepResult
+
+
+def result_rows(result: SweepResult) -> list[dict]:
+    """One row per (protocol, candidate): the Report row shape of the design notes."""
+    rows = []
+    for protocol in result.protocols.values():
+        t = protocol.test
+        for i, candidate in enumerate(protocol.candidates):
+            rows.append({
+                "task": result.task, "split": "test" if "cv" not in protocol.description else "cv",
+                "candidate": candidate.name, "pooler": candidate.pooler, "mix": candidate.mix,
+                "protocol": protocol.protocol, "metric": protocol.metric,
+                "value": _num(t.value[i]), "ci_low": _num(t.low[i]), "ci_high": _num(t.high[i]),
+                "tied_with_best": bool(t.tied_with_best[i]), "validation": _num(protocol.validation[i]),
+                "seed": result.seed, "n": protocol.n_test,
+            })
+    return rows
+
+
+def _num(x) -> float | None:
+    return None if x is None or not np.isfinite(x) else round(float(x), 6)
+
+
+def to_json(result: SweepResult) -> dict:
+    return {
+        "task": result.task, "kind": result.kind, "model": result.model, "model_fingerprint": result.fingerprint,
+        "bertlens_version": __version__, "seed": result.seed, "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "recommended": result.recommended.name, "recipe": result.recipe.to_dict(), "basis": result.basis,
+        "disagreement": result.disagreement, "timings": {k: round(v, 3) for k, v in result.timings.items()},
+        "notes": list(result.notes),
+        "protocols": {name: {"description": p.description, "metric": p.metric, "n": p.n_test,
+                             "best_on_test": p.candidates[p.test.best].name, "scalar_mix_weights": p.mix_weights}
+                      for name, p in result.protocols.items()},
+        "rows": result_rows(result),
+    }
+
+
+def recommended_score(result: SweepResult) -> str:
+    """The recommended candidate's test score and interval under the protocol it was chosen by."""
+    protocol = result.protocols["cosine" if "cosine" in result.protocols else "probe"]
+    i = next(k for k, c in enumerate(protocol.candidates) if c.name == result.recommended.name)
+    t = protocol.test
+    return f"{protocol.metric} {t.value[i]:.4f} [{t.low[i]:.4f}, {t.high[i]:.4f}]" + (", tied with the best" if t.tied_with_best[i] else "")
+
+
+def leaderboard(protocol: ProtocolResult, top: int = 10) -> list[tuple[str, str, str, str]]:
+    """(rank, candidate, value [low, high], tie mark), best first."""
+    t = protocol.test
+    order = np.argsort(-np.nan_to_num(t.value, nan=-np.inf))[:top]
+    return [(str(r + 1), protocol.candidates[i].name, f"{t.value[i]:.4f} [{t.low[i]:.4f}, {t.high[i]:.4f}]",
+             "tied with best" if t.tied_with_best[i] else "") for r, i in enumerate(order)]
+
+
+def heatmap(protocol: ProtocolResult, path: Path, title: str) -> Path:
+    """Layer x pooler grid of test scores (single layers only)."""
+    plt = pyplot()
+
+    poolers = sorted({c.pooler for c in protocol.candidates}, key=["cls", "mean", "max", "attention"].index)
+    layers = sorted({c.single_layer for c in protocol.candidates if c.single_layer is not None})
+    grid = np.full((len(layers), len(poolers)), np.nan)
+    for i, c in enumerate(protocol.candidates):
+        if c.single_layer is not None:
+            grid[layers.index(c.single_layer), poolers.index(c.pooler)] = protocol.test.value[i]
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(poolers), 1.2 + 0.45 * len(layers)))
+    image = annotated_grid(ax, grid)
+    ax.set_xticks(range(len(poolers)), poolers)
+    ax.set_yticks(range(len(layers)), [f"layer {k}" for k in layers])
+    ax.set_title(title, fontsize=9)
+    fig.colorbar(image, ax=ax, label=protocol.metric)
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def markdown(result: SweepResult, images: dict[str, str]) -> str:
+    lines = [f"# bertlens sweep: {result.task}", "",
+             f"Model `{result.model}` (fingerprint `{result.fingerprint}`), seed {result.seed}, bertlens {__version__}.", "",
+             f"**Recommended:** `{result.recommended.name}` (test {recommended_score(result)}), {result.basis}.", ""]
+    if result.disagreement:
+        lines += [f"**Note:** {result.disagreement}.", ""]
+    for name, protocol in result.protocols.items():
+        lines += [f"## Protocol: {name}", "", protocol.description + f"; {protocol.metric} on {protocol.n_test} test examples, "
+                  "95% paired-bootstrap intervals.", "", "| rank | candidate | test [95% CI] | |", "|---|---|---|---|"]
+        lines += [f"| {r} | `{c}` | {v} | {t} |" for r, c, v, t in leaderboard(protocol, top=15)]
+        lines += ["", f"![{name} heatmap]({images[name]})", ""]
+    lines += ["## Timings", ""] + [f"- {k}: {v:.1f}" for k, v in result.timings.items()]
+    lines += ["", "## Limits", ""] + [f"- {n}" for n in result.notes]
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(result: SweepResult, out: Path) -> dict[str, Path]:
+    """results.json, recipe.json, heatmap-<protocol>.png and report.md under `out`, each atomic."""
+    out.mkdir(parents=True, exist_ok=True)
+    images = {}
+    for name, protocol in result.protocols.items():
+        file = heatmap(protocol, out / f"heatmap-{name}.png", f"{result.task}: {name} ({protocol.metric}), {result.model}")
+        images[name] = file.name
+    write_json(out / "results.json", to_json(result))
+    if result.postprocessor is not None:
+        result.postprocessor.save(out / POSTPROCESS_FILE)  # the recipe names it relative to itself
+    result.recipe.save(out / "recipe.json")
+    report = out / "report.md"
+    write_text(report, markdown(result, images))
+    return {"results": out / "results.json", "recipe": out / "recipe.json", "report": report}

@@ -1,0 +1,161 @@
+"""Training objectives as data: what a batch holds, the loss, and how the run is scored on dev.
+
+The one training loop (loop.py) asks an objective four things and is otherwise the same for all:
+  modules()         trainable modules besides the encoder (a head, the recipe's ScalarMix, a
+                    projection...): trained at the head learning rate and checkpointed by name
+  loss(rows)        the loss of the training examples `rows` (None: nothing to learn from them)
+  evaluate()        a dev score where higher is better, or None (no early stopping)
+  identity()        a content key of the data and settings (a checkpoint of another run is refused)
+Objectives here: `Supervised` (classification, pair classification, cosine-similarity regression,
+through a Head) and `Contrastive` (InfoNCE: unsupervised SimCSE or (anchor, positive) pairs).
+Masked-language modelling and distillation are two more classes of the same shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from bertlens.encoding.batching import length_batches
+from bertlens.encoding.encoder import Encoder, LayerStates, Tokenized
+from bertlens.errors import BertlensError
+from bertlens.io.cache import content_key
+from bertlens.metrics.bootstrap import spearman
+from bertlens.representation.apply import Representation
+from bertlens.tasks.loaders import Split
+from bertlens.training.heads import Head
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """Tokenized texts of one split (one or two sides) and its targets."""
+
+    a: Tokenized
+    b: Tokenized | None
+    targets: np.ndarray
+
+    @classmethod
+    def of(cls, encoder: Encoder, split: Split) -> Encoded:
+        b = encoder.tokenize(split.texts_b) if split.texts_b is not None else None
+        return cls(encoder.tokenize(split.texts_a), b, split.targets)
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+
+def sentence_vectors(encoder: Encoder, representation: Representation, tokenized: Tokenized, rows: np.ndarray) -> torch.Tensor:
+    """Differentiable recipe vectors [B, D] for the given rows (the model's current mode applies)."""
+    batch = encoder.pad(tokenized, rows)
+    special = batch.pop("special_tokens_mask")
+    out = encoder.model(**batch, output_hidden_states=True)
+    states = LayerStates(hidden=torch.stack(out.hidden_states), attention_mask=batch["attention_mask"].bool(),
+                         special_tokens_mask=special, doc_index=torch.as_tensor(rows))  # hidden [L+1, B, T, H]
+    return representation(states)
+
+
+def score(predictions: np.ndarray, targets: np.ndarray, kind: str) -> float:
+    """Spearman for similarity, accuracy otherwise."""
+    if kind == "similarity":
+        return float(spearman(predictions, targets))
+    return float((predictions == targets).mean())
+
+
+def info_nce(u: torch.Tensor, v: torch.Tensor, temperature: float) -> torch.Tensor:
+    """u, v [B, D]: cross-entropy of each u_i picking v_i among all v_j by cosine / temperature (van den Oord et al. 2018)."""
+    similarity = torch.nn.functional.cosine_similarity(u[:, None], v[None], dim=-1) / temperature  # [B, B]
+    return torch.nn.functional.cross_entropy(similarity, torch.arange(len(u)))
+
+
+class Supervised:
+    """A head on the recipe's vectors: classification, pair classification (u, v, |u-v|, u*v) or cosine regression."""
+
+    def __init__(self, encoder: Encoder, representation: Representation, head: Head, train: Encoded, dev: Encoded,
+                 kind: str):
+        if representation.recipe.pooler == "attention":
+            raise BertlensError("fine-tuning with the 'attention' pooler is not supported; use cls, mean or max")
+        self.encoder, self.representation, self.head = encoder, representation, head
+        self.train, self.dev, self.kind = train, dev, kind
+        self.name = head.spec.kind
+
+    @property
+    def size(self) -> int:
+        return len(self.train)
+
+    def modules(self) -> dict[str, nn.Module]:
+        return {"head": self.head, "representation": self.representation}
+
+    def identity(self) -> str:
+        return content_key(["supervised", self.representation.recipe.to_dict(), self.kind],
+                           arrays=[*(np.asarray(ids, dtype=np.int64) for ids in self.train.a.input_ids),
+                                   np.asarray(self.train.targets)])
+
+    def _outputs(self, data: Encoded, rows: np.ndarray) -> torch.Tensor:
+        u = sentence_vectors(self.encoder, self.representation, data.a, rows)
+        v = sentence_vectors(self.encoder, self.representation, data.b, rows) if data.b is not None else None
+        return self.head(u, v)
+
+    def loss(self, rows: np.ndarray) -> torch.Tensor:
+        return self.head.loss(self._outputs(self.train, rows), torch.as_tensor(self.train.targets[rows]))
+
+    def predict(self, data: Encoded, batch_size: int = 64) -> np.ndarray:
+        """Class ids or similarity scores [n] in input order (eval mode, no gradients)."""
+        self.encoder.model.eval()
+        self.head.eval()
+        self.representation.eval()
+        out = np.zeros(len(data), dtype=np.float64)
+        lengths = data.a.lengths if data.b is None else np.maximum(data.a.lengths, data.b.lengths)
+        with torch.no_grad():
+            for rows in length_batches(lengths, batch_size, batch_size * 128):
+                out[rows] = self.head.predict(self._outputs(data, rows)).double().numpy()
+        return out
+
+    def evaluate(self) -> float:
+        return score(self.predict(self.dev), self.dev.targets, self.kind)
+
+
+class Contrastive:
+    """InfoNCE with in-batch negatives over the recipe's vectors u, v [B, D]:  loss = CE(cos(u_i, v_j) / tau, j = i).
+
+    - positives=None: unsupervised SimCSE (Gao et al. 2021): v is the same sentence encoded again;
+      the only noise is dropout, which makes the two passes differ (tau = 0.05).
+    - positives given: multiple-negatives ranking (Henderson et al. 2017) on (anchor, positive)
+      pairs; the other positives in the batch are the negatives.
+    """
+
+    def __init__(self, encoder: Encoder, representation: Representation, anchors: Tokenized,
+                 positives: Tokenized | None, temperature: float = 0.05):
+        if representation.recipe.pooler == "attention":
+            raise BertlensError("contrastive training with the 'attention' pooler is not supported; use cls, mean or max")
+        if positives is not None and len(positives.input_ids) != len(anchors.input_ids):
+            raise ValueError("anchors and positives must pair up")
+        if len(anchors.input_ids) < 2:
+            raise BertlensError(f"contrastive training needs at least 2 examples, got {len(anchors.input_ids)}")
+        self.encoder, self.representation = encoder, representation
+        self.anchors, self.positives, self.temperature = anchors, positives, temperature
+        self.name = "simcse" if positives is None else "multiple_negatives_ranking"
+
+    @property
+    def size(self) -> int:
+        return len(self.anchors.input_ids)
+
+    def modules(self) -> dict[str, nn.Module]:
+        return {"representation": self.representation}
+
+    def identity(self) -> str:
+        sides = [self.anchors] + ([self.positives] if self.positives is not None else [])
+        return content_key([self.name, self.representation.recipe.to_dict(), self.temperature],
+                           arrays=[np.asarray(ids, dtype=np.int64) for side in sides for ids in side.input_ids])
+
+    def loss(self, rows: np.ndarray) -> torch.Tensor | None:
+        rows = np.sort(rows)
+        if len(rows) < 2:
+            return None  # a single example has no in-batch negative
+        u = sentence_vectors(self.encoder, self.representation, self.anchors, rows)  # [B, D], dropout on
+        v = sentence_vectors(self.encoder, self.representation, self.positives if self.positives is not None else self.anchors, rows)  # [B, D]
+        return info_nce(u, v, self.temperature)
+
+    def evaluate(self) -> None:
+        return None  # trained for a fixed number of steps

@@ -1,0 +1,90 @@
+"""Long documents: head equals plain truncation, pieces do not depend on batch-mates, aggregates, a huge text."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bertlens.embedding.embedder import Embedder
+from bertlens.encoding.chunking import LongText, parse_long_text
+from bertlens.encoding.encoder import Encoder
+from bertlens.embedding.long_text import Pieces, encode_long, encode_pieces
+from bertlens.encoding.pieces import piece_size
+from bertlens.representation.apply import Representation
+from bertlens.representation.recipe import Recipe
+
+WORDS = "the film was long but the acting felt honest and the ending surprised everyone in the room".split()
+
+
+def document(words: int, seed: int) -> str:
+    return " ".join(np.random.default_rng(seed).choice(WORDS, words))
+
+
+@pytest.fixture(scope="module")
+def encoder(tiny_bert_dir):
+    return Encoder(str(tiny_bert_dir), max_length=32)
+
+
+def test_head_equals_plain_truncation(encoder):
+    texts = [document(80, 1), document(10, 2)]
+    recipe = Recipe(model=encoder.ref.name, pooler="mean", max_length=32)
+    plain = Embedder(recipe, encoder=encoder).encode(texts)
+    head = encode_long(encoder, Representation(recipe), texts, LongText("head"))
+    np.testing.assert_allclose(head, plain, atol=1e-5)
+
+
+def test_pieces_of_a_document_do_not_depend_on_its_batch(encoder):
+    recipe = Recipe(model=encoder.ref.name, pooler="cls", max_length=32)
+    docs = [document(200, 3), document(37, 4), document(5, 5)]
+    together = encode_pieces(encoder, Representation(recipe), docs, LongText("windows", stride=10))
+    alone = encode_pieces(encoder, Representation(recipe), docs[1:2], LongText("windows", stride=10))
+    mine = together.doc_index == 1
+    np.testing.assert_allclose(alone.vectors, together.vectors[mine], atol=1e-5)
+    assert together.order[mine].tolist() == list(range(mine.sum()))
+    size = piece_size(encoder)
+    assert size == 30 and together.tokens.max() == size
+
+
+def test_aggregates():
+    pieces = Pieces(np.array([[1.0, 4.0], [3.0, 0.0], [5.0, 5.0]], dtype=np.float32), np.array([0, 0, 1]),
+                    np.array([30, 10, 7]), np.array([0, 1, 0]))
+    np.testing.assert_allclose(pieces.aggregate(2, "mean"), [[2.0, 2.0], [5.0, 5.0]])
+    np.testing.assert_allclose(pieces.aggregate(2, "max"), [[3.0, 4.0], [5.0, 5.0]])
+    np.testing.assert_allclose(pieces.aggregate(2, "first"), [[1.0, 4.0], [5.0, 5.0]])
+    np.testing.assert_allclose(pieces.aggregate(2, "weighted"), [[1.5, 3.0], [5.0, 5.0]])
+
+
+def test_a_100k_word_document_streams_through_windows(encoder):
+    recipe = Recipe(model=encoder.ref.name, pooler="mean", max_length=32)
+    huge = document(100_000, 6)
+    vectors = encode_long(encoder, Representation(recipe), [huge, "short one"], parse_long_text("windows:30:mean"))
+    assert vectors.shape == (2, 32) and np.isfinite(vectors).all()
+
+
+def test_recipe_long_text_reaches_embed(tmp_path, tiny_bert_dir):
+    from bertlens.cli.main import main
+
+    texts = tmp_path / "docs.txt"
+    texts.write_text(document(300, 7) + "\n" + document(20, 8) + "\n")
+    assert main(["embed", str(texts), "--model", str(tiny_bert_dir), "--max-length", "32", "--long-text", "tail",
+                 "--out", str(tmp_path / "v.npy"), "--quiet"]) == 0
+    recipe = Recipe(model=str(tiny_bert_dir), max_length=32, long_text="tail")
+    np.testing.assert_allclose(np.load(tmp_path / "v.npy"), Embedder(recipe).encode(texts.read_text().splitlines()), atol=1e-5)
+    assert main(["embed", str(texts), "--model", str(tiny_bert_dir), "--long-text", "windows:99:median",
+                 "--out", str(tmp_path / "w.npy"), "--quiet"]) == 1
+
+
+def test_sweep_bank_with_windows_matches_the_embedder(tmp_path, encoder):
+    from bertlens.features.bank import build_bank
+
+    docs = [document(120, 9), document(12, 10), document(70, 11)]
+    spec = parse_long_text("windows:10:max")
+    bank = build_bank(encoder, docs, tmp_path, poolers=("mean", "max"), dtype="float32", long_text=spec)
+    for pooler in ("mean", "max"):
+        recipe = Recipe(model=encoder.ref.name, pooler=pooler, layers=(-1,), max_length=32)
+        expected = encode_long(encoder, Representation(recipe), docs, spec)
+        np.testing.assert_allclose(bank.layer(pooler, encoder.num_layers), expected, atol=1e-5)
+    weighted = build_bank(encoder, docs, tmp_path, poolers=("mean",), dtype="float32", long_text=parse_long_text("windows:10:weighted"))
+    recipe = Recipe(model=encoder.ref.name, pooler="mean", layers=(1,), max_length=32)
+    np.testing.assert_allclose(weighted.layer("mean", 1), encode_long(encoder, Representation(recipe), docs, parse_long_text("windows:10:weighted")),
+                               atol=1e-5)
