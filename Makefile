@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export BERTLENS_DATA ?= $(abspath ../shared/data)
 
-.PHONY: install demo test bench clean
+.PHONY: install demo lint test bench clean
 
 $(BIN)/bertlens: pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -18,7 +18,13 @@ install: $(BIN)/bertlens
 demo: install
 	$(BIN)/bertlens sweep --task stsb --out out/demo-stsb
 
-test: install
+# Style, formatting and the import contract (every arrow points down; no cycles): see pyproject.toml.
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+test: lint
 	$(BIN)/python -m pytest
 
 bench: install

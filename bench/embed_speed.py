@@ -20,12 +20,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from common import REPO, sts_sentences, timed
 
-from bertlens.embedding.job import run_embed
 from bertlens.embedding.embedder import Embedder
+from bertlens.embedding.job import run_embed
 from bertlens.io.tables import TableSpec
 from bertlens.representation.recipe import Recipe
+from common import REPO, sts_sentences, timed
 
 MEMORY_PROBE = """
 import resource, sys
@@ -50,9 +50,22 @@ def peak_memory(texts: list[str], count: int, workdir: Path) -> float:
     path = workdir / f"mem{count}.txt"
     path.write_text("\n".join(texts[i % len(texts)] for i in range(count)) + "\n")
     result = subprocess.run(
-        [sys.executable, "-c", MEMORY_PROBE, "embed", str(path), "--out", str(workdir / f"mem{count}.npy"),
-         "--precision", "bf16", "--quiet"],
-        capture_output=True, text=True, check=True, cwd=REPO,
+        [
+            sys.executable,
+            "-c",
+            MEMORY_PROBE,
+            "embed",
+            str(path),
+            "--out",
+            str(workdir / f"mem{count}.npy"),
+            "--precision",
+            "bf16",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
     )
     return float(result.stdout.split("PEAK_RSS_MB")[-1])
 
@@ -64,7 +77,9 @@ def main() -> None:
     parser.add_argument("--skip-memory", action="store_true")
     args = parser.parse_args()
     texts = [t for t in sts_sentences() if t.strip()][: args.texts]
-    print(f"{len(texts)} STS-B sentences, default model (all-MiniLM-L6-v2), mean pooling, torch threads={torch.get_num_threads()}")
+    print(
+        f"{len(texts)} STS-B sentences, default model (all-MiniLM-L6-v2), mean pooling, torch threads={torch.get_num_threads()}"
+    )
 
     from sentence_transformers import SentenceTransformer
 
@@ -91,9 +106,24 @@ def main() -> None:
         st_seconds, fp32_seconds, bf16_seconds = (float(np.median(times[k])) for k in ("st", "fp32", "bf16"))
         st_rate = len(texts) / st_seconds
         rows = [
-            ("sentence-transformers encode, batch 32, fp32 (baseline)", st_rate, 1.0, cosine_rows(reference, reference).min()),
-            ("bertlens embed, fp32", len(texts) / fp32_seconds, st_seconds / fp32_seconds, cosine_rows(fp32, reference).min()),
-            ("bertlens embed, bf16", len(texts) / bf16_seconds, st_seconds / bf16_seconds, cosine_rows(bf16, fp32).min()),
+            (
+                "sentence-transformers encode, batch 32, fp32 (baseline)",
+                st_rate,
+                1.0,
+                cosine_rows(reference, reference).min(),
+            ),
+            (
+                "bertlens embed, fp32",
+                len(texts) / fp32_seconds,
+                st_seconds / fp32_seconds,
+                cosine_rows(fp32, reference).min(),
+            ),
+            (
+                "bertlens embed, bf16",
+                len(texts) / bf16_seconds,
+                st_seconds / bf16_seconds,
+                cosine_rows(bf16, fp32).min(),
+            ),
         ]
         print(f"{'run':58s} {'texts/s':>9s} {'ratio':>7s} {'min cosine':>11s}")
         for name, rate, ratio, cos in rows:
@@ -102,8 +132,10 @@ def main() -> None:
         if not args.skip_memory:
             small = peak_memory(texts, 10_000, work)
             large = peak_memory(texts, 100_000, work)
-            print(f"peak RSS, bertlens embed bf16: 10k texts {small:.0f} MB, 100k texts {large:.0f} MB, "
-                  f"growth {100 * (large / small - 1):+.1f}%")
+            print(
+                f"peak RSS, bertlens embed bf16: 10k texts {small:.0f} MB, 100k texts {large:.0f} MB, "
+                f"growth {100 * (large / small - 1):+.1f}%"
+            )
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import DATA, REPO  # noqa: F401  (offline environment)
 from scipy.stats import spearmanr
 
 from bertlens.embedding.embedder import Embedder
@@ -29,6 +28,7 @@ from bertlens.tasks.catalog import get_task
 from bertlens.tasks.loaders import load_catalog_task
 from bertlens.training.contrastive import ContrastiveConfig, train_contrastive
 from bertlens.training.saved_model import save_finetuned
+from common import DATA, REPO
 
 
 def raw_sentences(limit: int, seed: int = 0) -> list[str]:
@@ -47,7 +47,11 @@ def evaluate(embedder: Embedder, test, fit_texts: list[str], label: str) -> list
     i, j = rng.integers(0, len(a), 5000), rng.integers(0, len(b), 5000)
     rows = []
     width = a.shape[1]
-    variants = [("", None), (" + whitening", "whiten"), (f" + whitening k={min(256, width // 2)}", f"whiten:{min(256, width // 2)}")]
+    variants = [
+        ("", None),
+        (" + whitening", "whiten"),
+        (f" + whitening k={min(256, width // 2)}", f"whiten:{min(256, width // 2)}"),
+    ]
     for suffix, steps in variants:
         if steps is None:
             x, y = a, b
@@ -77,14 +81,28 @@ def main() -> None:
     texts = raw_sentences(args.simcse_texts)
     encoder = Encoder(args.model, max_length=32)  # SimCSE trains on sentences cut at 32 word pieces
     start = time.perf_counter()
-    result = train_contrastive(encoder, recipe.replace(max_length=32), texts, None,
-                               ContrastiveConfig(lr=args.lr, batch_size=args.batch_size))
+    result = train_contrastive(
+        encoder, recipe.replace(max_length=32), texts, None, ContrastiveConfig(lr=args.lr, batch_size=args.batch_size)
+    )
     seconds = time.perf_counter() - start
-    saved = save_finetuned(args.out, encoder, recipe, None, {"objective": "simcse", "examples": len(texts), "steps": result.steps,
-                                                             "seconds": round(seconds, 1), "base_model": args.model})
+    saved = save_finetuned(
+        args.out,
+        encoder,
+        recipe,
+        None,
+        {
+            "objective": "simcse",
+            "examples": len(texts),
+            "steps": result.steps,
+            "seconds": round(seconds, 1),
+            "base_model": args.model,
+        },
+    )
     rows += evaluate(Embedder(saved.replace(max_length=None)), test, fit_texts, "after SimCSE")
-    print(f"SimCSE: {len(texts)} sentences, {result.steps} steps, loss {result.first_loss:.3f} -> {result.last_loss:.3f}, "
-          f"{seconds:.0f} s ({seconds / 900:.2f} x the 15-minute budget); saved {args.out}")
+    print(
+        f"SimCSE: {len(texts)} sentences, {result.steps} steps, loss {result.first_loss:.3f} -> {result.last_loss:.3f}, "
+        f"{seconds:.0f} s ({seconds / 900:.2f} x the 15-minute budget); saved {args.out}"
+    )
     print("| representation | STS-B test Spearman | random-pair cosine |")
     print("|---|---|---|")
     for label, rho, cos in rows:

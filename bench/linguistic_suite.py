@@ -14,9 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import DATA, REPO
-
 from bertlens.cli.main import main
+from common import DATA, REPO
 
 BUDGET_SECONDS = 20 * 60
 
@@ -25,18 +24,36 @@ def run(model: str, out: Path) -> None:
     cache = Path(tempfile.mkdtemp(prefix="bertlens-bench-"))
     shutil.rmtree(out / "tasks", ignore_errors=True)  # no resumed tasks: time everything
     start = time.perf_counter()
-    code = main(["probe", "--suite", "linguistic", "--model", model, "--treebank", str(DATA / "ud-ewt"),
-                 "--out", str(out), "--cache-dir", str(cache), "--quiet"])
+    code = main(
+        [
+            "probe",
+            "--suite",
+            "linguistic",
+            "--model",
+            model,
+            "--treebank",
+            str(DATA / "ud-ewt"),
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(cache),
+            "--quiet",
+        ]
+    )
     seconds = time.perf_counter() - start
     shutil.rmtree(cache, ignore_errors=True)
     if code:
         sys.exit(code)
     data = json.loads((out / "results.json").read_text())
-    print(f"\nmodel {model}: whole suite {seconds:.0f} s = {seconds / BUDGET_SECONDS:.2f} x the 20-minute budget; "
-          f"timings {data['timings']}")
+    print(
+        f"\nmodel {model}: whole suite {seconds:.0f} s = {seconds / BUDGET_SECONDS:.2f} x the 20-minute budget; "
+        f"timings {data['timings']}"
+    )
     print((out / "report.md").read_text().split("![")[0])
 
 
 if __name__ == "__main__":
-    run(sys.argv[1] if len(sys.argv) > 1 else "default",
-        Path(sys.argv[2]) if len(sys.argv) > 2 else REPO / "out" / "bench-linguistic")
+    run(
+        sys.argv[1] if len(sys.argv) > 1 else "default",
+        Path(sys.argv[2]) if len(sys.argv) > 2 else REPO / "out" / "bench-linguistic",
+    )

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 from common import DATA, REPO  # noqa: F401  (offline environment)
 
 
@@ -41,9 +42,26 @@ def run(model: str, words: int, folder: Path) -> tuple[float, float]:
     source = folder / f"doc{words}.txt"
     source.write_text(document(words) + "\n")
     start = time.perf_counter()
-    result = subprocess.run([sys.executable, "-c", CHILD, "embed", str(source), "--model", model, "--long-text",
-                             "windows:mean", "--out", str(folder / f"v{words}.npy"), "--quiet"],
-                            check=True, env={**os.environ}, capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            CHILD,
+            "embed",
+            str(source),
+            "--model",
+            model,
+            "--long-text",
+            "windows:mean",
+            "--out",
+            str(folder / f"v{words}.npy"),
+            "--quiet",
+        ],
+        check=True,
+        env={**os.environ},
+        capture_output=True,
+        text=True,
+    )
     assert np.isfinite(np.load(folder / f"v{words}.npy")).all()
     return int(result.stdout.strip().splitlines()[-1]) / 1024, time.perf_counter() - start
 
@@ -53,5 +71,7 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         small = run(model, 10_000, Path(tmp))
         large = run(model, 100_000, Path(tmp))
-    print(f"model {model}, windows:mean; peak RSS 10,000 words: {small[0]:.0f} MB ({small[1]:.0f} s); "
-          f"100,000 words: {large[0]:.0f} MB ({large[1]:.0f} s); growth {100 * (large[0] / small[0] - 1):+.1f}%")
+    print(
+        f"model {model}, windows:mean; peak RSS 10,000 words: {small[0]:.0f} MB ({small[1]:.0f} s); "
+        f"100,000 words: {large[0]:.0f} MB ({large[1]:.0f} s); growth {100 * (large[0] / small[0] - 1):+.1f}%"
+    )

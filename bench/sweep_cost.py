@@ -19,20 +19,20 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from common import DATA, timed
 from sklearn.linear_model import LogisticRegression
 
-from bertlens.features.bank import build_bank
-from bertlens.embedding.job import run_embed
 from bertlens.embedding.embedder import Embedder
+from bertlens.embedding.job import run_embed
 from bertlens.encoding.encoder import Encoder
+from bertlens.experiments.sweep import SweepConfig, _examples, _groups, _stack, make_folds, run_sweep
+from bertlens.features.bank import build_bank
 from bertlens.io.tables import TableSpec
 from bertlens.probing.candidates import enumerate_candidates
 from bertlens.probing.logistic import fit_logistic
-from bertlens.experiments.sweep import SweepConfig, _examples, _groups, _stack, make_folds, run_sweep
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.catalog import get_task
 from bertlens.tasks.loaders import load_catalog_task
+from common import DATA, timed
 
 
 def batched_probes(bank, candidates, ex, fold, strengths) -> tuple[np.ndarray, np.ndarray, float]:
@@ -45,7 +45,9 @@ def batched_probes(bank, candidates, ex, fold, strengths) -> tuple[np.ndarray, n
         for ids in _groups(candidates, bank).values():
             fit = fit_logistic(_stack(bank, candidates, ids, ex, fold.train, "classification"), y_train, strengths)
             dev = (fit.predict(_stack(bank, candidates, ids, ex, fold.dev, "classification")).numpy() == y_dev).mean(-1)
-            test = (fit.predict(_stack(bank, candidates, ids, ex, fold.test, "classification")).numpy() == y_test).mean(-1)
+            test = (fit.predict(_stack(bank, candidates, ids, ex, fold.test, "classification")).numpy() == y_test).mean(
+                -1
+            )
             per_c[ids] = test
             selected[ids] = test[np.arange(len(ids)), dev.argmax(1)]
 
@@ -61,7 +63,10 @@ def sklearn_probes(bank, candidates, ex, fold, strengths) -> tuple[np.ndarray, n
 
     def work():
         for i in range(len(candidates)):
-            train, dev, test = (_stack(bank, candidates, [i], ex, r, "classification")[0].numpy() for r in (fold.train, fold.dev, fold.test))
+            train, dev, test = (
+                _stack(bank, candidates, [i], ex, r, "classification")[0].numpy()
+                for r in (fold.train, fold.dev, fold.test)
+            )
             mean, std = train.mean(0), np.maximum(train.std(0, ddof=1), 1e-6)
             best = -1.0
             for r, c in enumerate(strengths):
@@ -78,11 +83,16 @@ def sklearn_probes(bank, candidates, ex, fold, strengths) -> tuple[np.ndarray, n
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--task", default="sst2")
-    parser.add_argument("--sklearn-candidates", type=int, default=0, help="compare only the first N candidates (0 = all)")
+    parser.add_argument(
+        "--sklearn-candidates", type=int, default=0, help="compare only the first N candidates (0 = all)"
+    )
     args = parser.parse_args()
     task = load_catalog_task(get_task(args.task), DATA)
     texts = task.all_texts()
-    print(f"task {args.task}: {len(texts)} distinct texts, default model (all-MiniLM-L6-v2), fp32, torch threads={torch.get_num_threads()}")
+    print(
+        f"task {args.task}: {len(texts)} distinct texts, default model (all-MiniLM-L6-v2), fp32, "
+        f"torch threads={torch.get_num_threads()}"
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -106,18 +116,27 @@ def main() -> None:
         per_candidate_sklearn = sklearn_seconds / len(compared)
 
     print(f"plain bertlens embed pass (baseline): {embed_seconds:.1f} s")
-    print(f"full sweep ({len(result.protocols['probe'].candidates)} candidates, bank + probes + bootstrap): {sweep_seconds:.1f} s "
-          f"(bank {result.timings['bank_seconds']:.1f} s, probes {result.timings['probe_seconds']:.1f} s)")
+    print(
+        f"full sweep ({len(result.protocols['probe'].candidates)} candidates, bank + probes + bootstrap): {sweep_seconds:.1f} s "
+        f"(bank {result.timings['bank_seconds']:.1f} s, probes {result.timings['probe_seconds']:.1f} s)"
+    )
     print(f"sweep / embed = {sweep_seconds / embed_seconds:.2f}x   (target <= 1.5x)")
     gap = 100 * np.abs(batched_per_c[: len(compared)] - reference_per_c)
     selected_gap = 100 * np.abs(batched[: len(compared)] - reference)
-    print(f"batched probes: {len(fixed)} candidates x {len(config.strengths)} C in {batched_seconds:.1f} s; "
-          f"scikit-learn one by one: {len(compared)} candidates in {sklearn_seconds:.1f} s")
+    print(
+        f"batched probes: {len(fixed)} candidates x {len(config.strengths)} C in {batched_seconds:.1f} s; "
+        f"scikit-learn one by one: {len(compared)} candidates in {sklearn_seconds:.1f} s"
+    )
     print(f"speed-up per candidate = {per_candidate_sklearn / per_candidate_batched:.1f}x   (target >= 10x)")
-    print(f"test accuracy gap vs scikit-learn, same candidate and C: mean {gap.mean():.2f}, max {gap.max():.2f} points   (target <= 0.5)")
-    print(f"after each side's own dev choice of C: mean {selected_gap.mean():.2f}, max {selected_gap.max():.2f} points "
-          f"(includes C flips where dev scores nearly tie); best candidate: batched {100 * batched[: len(compared)].max():.2f}, "
-          f"scikit-learn {100 * reference.max():.2f} (over the {len(compared)} compared)")
+    print(
+        f"test accuracy gap vs scikit-learn, same candidate and C: mean {gap.mean():.2f}, max {gap.max():.2f} points "
+        "  (target <= 0.5)"
+    )
+    print(
+        f"after each side's own dev choice of C: mean {selected_gap.mean():.2f}, max {selected_gap.max():.2f} points "
+        f"(includes C flips where dev scores nearly tie); best candidate: batched {100 * batched[: len(compared)].max():.2f}, "
+        f"scikit-learn {100 * reference.max():.2f} (over the {len(compared)} compared)"
+    )
 
 
 if __name__ == "__main__":

@@ -16,18 +16,27 @@ def load(directory: str) -> dict:
 
 
 def summary_rows(directories: list[str]) -> None:
-    print("| task | model | protocol | best on test [95% CI] | recommended (by validation) and its test score | tied with best | n |")
+    print(
+        "| task | model | protocol | best on test [95% CI] | recommended (by validation) and its test score "
+        "| tied with best | n |"
+    )
     print("|---|---|---|---|---|---|---|")
     for directory in directories:
         data = load(directory)
         for protocol in data["protocols"]:
             rows = [r for r in data["rows"] if r["protocol"] == protocol and r["value"] is not None]
             best = max(rows, key=lambda r: r["value"])
-            rec = next(r for r in rows if r["candidate"] == data["recommended"]) if protocol == main_protocol(data) else None
+            rec = (
+                next(r for r in rows if r["candidate"] == data["recommended"])
+                if protocol == main_protocol(data)
+                else None
+            )
             rec_text = f"`{rec['candidate']}` {rec['value']:.4f}" if rec else "-"
             tied = ("yes" if rec["tied_with_best"] else "no") if rec else "-"
-            print(f"| {data['task']} | {Path(data['model']).name} | {protocol} | `{best['candidate']}` {best['value']:.4f} "
-                  f"[{best['ci_low']:.4f}, {best['ci_high']:.4f}] | {rec_text} | {tied} | {best['n']} |")
+            print(
+                f"| {data['task']} | {Path(data['model']).name} | {protocol} | `{best['candidate']}` {best['value']:.4f} "
+                f"[{best['ci_low']:.4f}, {best['ci_high']:.4f}] | {rec_text} | {tied} | {best['n']} |"
+            )
 
 
 def main_protocol(data: dict) -> str:

@@ -33,8 +33,12 @@ def tiny_bert_dir(tmp_path_factory, default_model_dir) -> Path:
 
     torch.manual_seed(0)
     config = BertConfig(
-        vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=64, max_position_embeddings=128,
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=128,
     )
     path = tmp_path_factory.mktemp("tiny-bert")
     BertModel(config).eval().save_pretrained(path, safe_serialization=True)

@@ -14,11 +14,14 @@ def test_fingerprint_depends_on_weights(tiny_bert_dir):
     assert resolve_model(str(tiny_bert_dir)).fingerprint != resolve_model("default").fingerprint
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda p: p / "missing", "neither a directory nor a hub id"),
-    (lambda p: p, "no config.json"),
-    (lambda p: (p / "config.json").write_text("{}") and p, "no \\*.safetensors"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda p: p / "missing", "neither a directory nor a hub id"),
+        (lambda p: p, "no config.json"),
+        (lambda p: (p / "config.json").write_text("{}") and p, "no \\*.safetensors"),
+    ],
+)
 def test_paths_that_are_not_models(tmp_path, make, message):
     target = make(tmp_path)
     with pytest.raises(BertlensError, match=message):

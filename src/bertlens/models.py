@@ -104,7 +104,9 @@ def resolve_model(name: str | os.PathLike = "default") -> ModelRef:
     width = config.get("hidden_size", config.get("dim"))
     if layers is None or width is None:
         raise BertlensError(f"model '{name}': config.json names no layer count or hidden size; is it an encoder?")
-    return ModelRef(name=name, path=path.resolve(), fingerprint=fingerprint(path), num_layers=int(layers), hidden_size=int(width))
+    return ModelRef(
+        name=name, path=path.resolve(), fingerprint=fingerprint(path), num_layers=int(layers), hidden_size=int(width)
+    )
 
 
 def load_tokenizer(ref: ModelRef, trust_remote_code: bool = False):

@@ -15,8 +15,27 @@ FAST = ["--epochs", "1", "--min-steps", "2", "--batch-size", "16", "--max-dev", 
 
 def test_finetune_saves_a_model_every_command_accepts(tmp_path, tiny_bert_dir, capsys):
     out = tmp_path / "tuned"
-    assert main(["finetune", "--task", "sst2", "--data-dir", str(DATA), "--model", str(tiny_bert_dir), "--size", "48",
-                 "--strategy", "partial:1", "--out", str(out), *FAST]) == 0
+    assert (
+        main(
+            [
+                "finetune",
+                "--task",
+                "sst2",
+                "--data-dir",
+                str(DATA),
+                "--model",
+                str(tiny_bert_dir),
+                "--size",
+                "48",
+                "--strategy",
+                "partial:1",
+                "--out",
+                str(out),
+                *FAST,
+            ]
+        )
+        == 0
+    )
     assert (out / "model.safetensors").is_file() and (out / "head" / "head.json").is_file()
     assert not (out / "checkpoint").exists()
     record = json.loads((out / "training.json").read_text())
@@ -28,19 +47,62 @@ def test_finetune_saves_a_model_every_command_accepts(tmp_path, tiny_bert_dir, c
     assert np.load(tmp_path / "v.npy").shape == (2, 32)
     assert main(["embed", str(texts), "--recipe", str(out / "recipe.json"), "--out", str(tmp_path / "w.npy")]) == 0
     assert recipe["model"] == str(out.resolve())
-    assert main(["sweep", "--task", "sst2", "--data-dir", str(DATA), "--model", str(out), "--max-examples", "60",
-                 "--poolers", "mean", "--resamples", "50", "--out", str(tmp_path / "sweep"),
-                 "--cache-dir", str(tmp_path / "cache"), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--task",
+                "sst2",
+                "--data-dir",
+                str(DATA),
+                "--model",
+                str(out),
+                "--max-examples",
+                "60",
+                "--poolers",
+                "mean",
+                "--resamples",
+                "50",
+                "--out",
+                str(tmp_path / "sweep"),
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
 
 
 def test_compare_writes_curves_payoff_and_drift(tmp_path, tiny_bert_dir):
     out = tmp_path / "cmp"
-    args = ["compare", "--task", "sst2", "--data-dir", str(DATA), "--model", str(tiny_bert_dir), "--sizes", "24,48",
-            "--strategies", "frozen,full", "--frozen-sizes", "100", "--seeds", "2", "--drift-texts", "30", "--out", str(out), *FAST]
+    args = [
+        "compare",
+        "--task",
+        "sst2",
+        "--data-dir",
+        str(DATA),
+        "--model",
+        str(tiny_bert_dir),
+        "--sizes",
+        "24,48",
+        "--strategies",
+        "frozen,full",
+        "--frozen-sizes",
+        "100",
+        "--seeds",
+        "2",
+        "--drift-texts",
+        "30",
+        "--out",
+        str(out),
+        *FAST,
+    ]
     assert main(args) == 0
     data = json.loads((out / "results.json").read_text())
     assert {(r["strategy"], r["size"], r["seed"]) for r in data["runs"]} == {
-        (s, n, seed) for s in ("frozen", "full") for n in (24, 48) for seed in (0, 1)} | {("frozen", 100, 0), ("frozen", 100, 1)}
+        (s, n, seed) for s in ("frozen", "full") for n in (24, 48) for seed in (0, 1)
+    } | {("frozen", 100, 0), ("frozen", 100, 1)}
     full = [r for r in data["runs"] if r["strategy"] == "full"]
     assert all(len(r["cka"]) == 3 and r["drift_before"] is not None for r in full)
     assert data["drift_task"] == "trec" and "payoff" in data and len(data["curve"]) == 5
@@ -54,15 +116,33 @@ def test_compare_writes_curves_payoff_and_drift(tmp_path, tiny_bert_dir):
     assert any(r["test"] == 0.987 for r in again["runs"])
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    (["--strategies", "frozen,ful"], "unknown strategy 'ful'"),
-    (["--strategies", "partial:2"], "the model has 2 layers, so partial:K needs K < 2"),
-    (["--sizes", "100000"], "more than the task's 6920 training examples"),
-    (["--sizes", "ten"], "'ten' is not a number"),
-    (["--seeds", "0"], "--seeds must be at least 1"),
-])
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--strategies", "frozen,ful"], "unknown strategy 'ful'"),
+        (["--strategies", "partial:2"], "the model has 2 layers, so partial:K needs K < 2"),
+        (["--sizes", "100000"], "more than the task's 6920 training examples"),
+        (["--sizes", "ten"], "'ten' is not a number"),
+        (["--seeds", "0"], "--seeds must be at least 1"),
+    ],
+)
 def test_bad_compare_input_is_one_line(tmp_path, tiny_bert_dir, capsys, extra, message):
-    code = main(["compare", "--task", "sst2", "--data-dir", str(DATA), "--model", str(tiny_bert_dir),
-                 "--strategies", "frozen,full", "--out", str(tmp_path / "o"), "--quiet", *extra])
+    code = main(
+        [
+            "compare",
+            "--task",
+            "sst2",
+            "--data-dir",
+            str(DATA),
+            "--model",
+            str(tiny_bert_dir),
+            "--strategies",
+            "frozen,full",
+            "--out",
+            str(tmp_path / "o"),
+            "--quiet",
+            *extra,
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 1 and message in err and len(err.splitlines()) == 1

@@ -14,8 +14,26 @@ from tests.conftest import DATA
 
 def test_geometry_on_stsb_writes_rows_with_alignment(tmp_path, tiny_bert_dir):
     out = tmp_path / "geo"
-    assert main(["geometry", "--task", "stsb", "--data-dir", str(DATA), "--model", str(tiny_bert_dir),
-                 "--max-texts", "300", "--poolers", "cls,mean", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "geometry",
+                "--task",
+                "stsb",
+                "--data-dir",
+                str(DATA),
+                "--model",
+                str(tiny_bert_dir),
+                "--max-texts",
+                "300",
+                "--poolers",
+                "cls,mean",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     data = json.loads((out / "results.json").read_text())
     assert len(data["rows"]) == 3 * 2 and {"alignment", "uniformity", "self_similarity"} <= set(data["rows"][0])
     assert (out / "geometry.png").stat().st_size > 0
@@ -25,8 +43,23 @@ def test_postprocess_recipe_whitens_what_embed_writes(tmp_path, tiny_bert_dir, s
     fit_texts = tmp_path / "fit.txt"
     fit_texts.write_text("\n".join(sts_sentences[:300]) + "\n")
     out = tmp_path / "white"
-    assert main(["postprocess", "--texts", str(fit_texts), "--steps", "whiten:16", "--model", str(tiny_bert_dir),
-                 "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "postprocess",
+                "--texts",
+                str(fit_texts),
+                "--steps",
+                "whiten:16",
+                "--model",
+                str(tiny_bert_dir),
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     recipe = Recipe.load(out / "recipe.json")
     fitted = Embedder(recipe).encode(sts_sentences[:300]).astype(np.float64)
     assert fitted.shape == (300, 16)
@@ -40,16 +73,42 @@ def test_postprocess_recipe_whitens_what_embed_writes(tmp_path, tiny_bert_dir, s
 def test_postprocess_on_too_few_texts_is_one_line(tmp_path, tiny_bert_dir, capsys):
     few = tmp_path / "few.txt"
     few.write_text("one\ntwo\nthree\n")
-    code = main(["postprocess", "--texts", str(few), "--model", str(tiny_bert_dir), "--out", str(tmp_path / "w"), "--quiet"])
+    code = main(
+        ["postprocess", "--texts", str(few), "--model", str(tiny_bert_dir), "--out", str(tmp_path / "w"), "--quiet"]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 1 and "needs more than 32 fitting texts, got 3" in err and len(err.splitlines()) == 1
 
 
 def test_sweep_scores_whitened_candidates_and_saves_the_fitted_whitening(tmp_path, tiny_bert_dir):
     out = tmp_path / "sw"
-    assert main(["sweep", "--task", "stsb", "--data-dir", str(DATA), "--model", str(tiny_bert_dir), "--max-examples", "300",
-                 "--poolers", "cls,mean", "--postprocess-steps", "whiten", "--resamples", "50", "--out", str(out),
-                 "--cache-dir", str(tmp_path / "cache"), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--task",
+                "stsb",
+                "--data-dir",
+                str(DATA),
+                "--model",
+                str(tiny_bert_dir),
+                "--max-examples",
+                "300",
+                "--poolers",
+                "cls,mean",
+                "--postprocess-steps",
+                "whiten",
+                "--resamples",
+                "50",
+                "--out",
+                str(out),
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     data = json.loads((out / "results.json").read_text())
     names = {r["candidate"] for r in data["rows"] if r["protocol"] == "cosine"}
     assert "mean/L2+whiten" in names and "mean/L2" in names and "mean/scalar_mix+whiten" not in names

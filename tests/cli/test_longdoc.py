@@ -10,10 +10,33 @@ from tests.conftest import DATA
 
 def test_longdoc_scores_every_strategy_with_speed(tmp_path, tiny_bert_dir):
     out = tmp_path / "ld"
-    assert main(["longdoc", "--task", "movie_reviews", "--data-dir", str(DATA), "--model", str(tiny_bert_dir),
-                 "--max-length", "64", "--max-examples", "60", "--folds", "3", "--resamples", "100",
-                 "--strategies", "head,tail,head_tail:16,windows:mean,windows:max,hier:attention",
-                 "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "longdoc",
+                "--task",
+                "movie_reviews",
+                "--data-dir",
+                str(DATA),
+                "--model",
+                str(tiny_bert_dir),
+                "--max-length",
+                "64",
+                "--max-examples",
+                "60",
+                "--folds",
+                "3",
+                "--resamples",
+                "100",
+                "--strategies",
+                "head,tail,head_tail:16,windows:mean,windows:max,hier:attention",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     data = json.loads((out / "results.json").read_text())
     rows = {r["strategy"]: r for r in data["rows"]}
     assert set(rows) == {"head", "tail", "head_tail:16", "windows:mean", "windows:max", "hier:attention"}
@@ -23,16 +46,57 @@ def test_longdoc_scores_every_strategy_with_speed(tmp_path, tiny_bert_dir):
 
 
 def test_bad_strategy_is_one_line(tmp_path, tiny_bert_dir, capsys):
-    code = main(["longdoc", "--task", "movie_reviews", "--data-dir", str(DATA), "--model", str(tiny_bert_dir),
-                 "--strategies", "head,hier:lstm", "--out", str(tmp_path / "x"), "--quiet"])
+    code = main(
+        [
+            "longdoc",
+            "--task",
+            "movie_reviews",
+            "--data-dir",
+            str(DATA),
+            "--model",
+            str(tiny_bert_dir),
+            "--strategies",
+            "head,hier:lstm",
+            "--out",
+            str(tmp_path / "x"),
+            "--quiet",
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 1 and "unknown chunk classifier 'hier:lstm'" in err and len(err.splitlines()) == 1
 
 
 def test_sweep_accepts_a_long_text_strategy_and_records_it(tmp_path, tiny_bert_dir):
     out = tmp_path / "sw"
-    assert main(["sweep", "--task", "movie_reviews", "--data-dir", str(DATA), "--model", str(tiny_bert_dir),
-                 "--max-length", "64", "--max-examples", "60", "--folds", "3", "--poolers", "mean,max",
-                 "--long-text", "windows:max", "--resamples", "50", "--out", str(out),
-                 "--cache-dir", str(tmp_path / "cache"), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--task",
+                "movie_reviews",
+                "--data-dir",
+                str(DATA),
+                "--model",
+                str(tiny_bert_dir),
+                "--max-length",
+                "64",
+                "--max-examples",
+                "60",
+                "--folds",
+                "3",
+                "--poolers",
+                "mean,max",
+                "--long-text",
+                "windows:max",
+                "--resamples",
+                "50",
+                "--out",
+                str(out),
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert json.loads((out / "recipe.json").read_text())["long_text"] == "windows:max"

@@ -11,9 +11,27 @@ from tests.conftest import DATA, edit_cached_result
 
 
 def run_probe(tmp_path, model, *extra):
-    return main(["probe", "--suite", "linguistic", "--model", str(model), "--treebank", str(DATA / "ud-ewt"),
-                 "--max-sentences", "150", "--resamples", "50", "--out", str(tmp_path / "out"),
-                 "--cache-dir", str(tmp_path / "cache"), "--quiet", *extra])
+    return main(
+        [
+            "probe",
+            "--suite",
+            "linguistic",
+            "--model",
+            str(model),
+            "--treebank",
+            str(DATA / "ud-ewt"),
+            "--max-sentences",
+            "150",
+            "--resamples",
+            "50",
+            "--out",
+            str(tmp_path / "out"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--quiet",
+            *extra,
+        ]
+    )
 
 
 def test_suite_writes_report_plots_json_and_datasets(tmp_path, tiny_bert_dir):
@@ -54,14 +72,19 @@ def test_a_tampered_task_checkpoint_is_recomputed_not_trusted(tmp_path, tiny_ber
     saved.write_text(json.dumps(data))
     with pytest.warns(UserWarning, match="tense.json failed its checksum; recomputing it"):
         assert run_probe(tmp_path, tiny_bert_dir, "--tasks", "tense") == 0
-    assert json.loads((tmp_path / "out" / "results.json").read_text())["tasks"]["tense"]["result"]["accuracy"][0] == truth
+    assert (
+        json.loads((tmp_path / "out" / "results.json").read_text())["tasks"]["tense"]["result"]["accuracy"][0] == truth
+    )
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--tasks", "upso"], "unknown probing task 'upso': did you mean 'upos'?"),
-    (["--max-sentences", "0"], "--max-sentences must be at least 1"),
-    (["--pooler", "maxx"], "unknown pooler"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--tasks", "upso"], "unknown probing task 'upso': did you mean 'upos'?"),
+        (["--max-sentences", "0"], "--max-sentences must be at least 1"),
+        (["--pooler", "maxx"], "unknown pooler"),
+    ],
+)
 def test_bad_options_are_one_line_errors(tmp_path, tiny_bert_dir, capsys, args, message):
     assert run_probe(tmp_path, tiny_bert_dir, *args) == 1
     err = capsys.readouterr().err.strip()
@@ -75,7 +98,19 @@ def test_malformed_treebank_names_file_and_line(tmp_path, tiny_bert_dir, capsys)
     for split in ("train", "dev"):
         (bank / f"{split}.conllu").write_text(good)
     (bank / "test.conllu").write_text(good + "1 ok ok INTJ\n")
-    code = main(["probe", "--suite", "linguistic", "--model", str(tiny_bert_dir), "--treebank", str(bank),
-                 "--out", str(tmp_path / "o"), "--quiet"])
+    code = main(
+        [
+            "probe",
+            "--suite",
+            "linguistic",
+            "--model",
+            str(tiny_bert_dir),
+            "--treebank",
+            str(bank),
+            "--out",
+            str(tmp_path / "o"),
+            "--quiet",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 1 and "test.conllu:4: expected 10 tab-separated columns" in err

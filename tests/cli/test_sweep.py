@@ -8,10 +8,22 @@ import pytest
 
 from bertlens.cli.main import main
 
-POSITIVE = ["a wonderful film", "great acting and a moving story", "i loved every minute", "brilliant and funny",
-            "a joy to watch", "superb direction"]
-NEGATIVE = ["a dull mess", "boring and far too long", "i hated it", "weak script, bad acting",
-            "a waste of time", "painfully slow"]
+POSITIVE = [
+    "a wonderful film",
+    "great acting and a moving story",
+    "i loved every minute",
+    "brilliant and funny",
+    "a joy to watch",
+    "superb direction",
+]
+NEGATIVE = [
+    "a dull mess",
+    "boring and far too long",
+    "i hated it",
+    "weak script, bad acting",
+    "a waste of time",
+    "painfully slow",
+]
 
 
 def run(capsys, *argv):
@@ -23,18 +35,32 @@ def run(capsys, *argv):
 def labelled(tmp_path):
     rows = [(t, "pos") for t in POSITIVE] * 2 + [(t, "neg") for t in NEGATIVE] * 2
     csv_path = tmp_path / "reviews.csv"
-    csv_path.write_text("id,review,sentiment\n" + "".join(f'{i},"{t}",{l}\n' for i, (t, l) in enumerate(rows)))
+    csv_path.write_text("id,review,sentiment\n" + "".join(f'{i},"{t}",{label}\n' for i, (t, label) in enumerate(rows)))
     tsv_path = tmp_path / "reviews.tsv"
-    tsv_path.write_text("".join(f"{l}\t{t}\n" for t, l in rows))
+    tsv_path.write_text("".join(f"{label}\t{t}\n" for t, label in rows))
     return csv_path, tsv_path
 
 
 def test_csv_with_header_and_tsv_without_give_the_same_sweep(tmp_path, labelled, tiny_bert_dir, capsys):
     csv_path, tsv_path = labelled
     common = ["--model", tiny_bert_dir, "--folds", "3", "--resamples", "100", "--cache-dir", tmp_path / "cache"]
-    code, err = run(capsys, "--data", csv_path, "--text-col", "review", "--label-col", "sentiment", "--out", tmp_path / "a", *common)
+    code, err = run(
+        capsys, "--data", csv_path, "--text-col", "review", "--label-col", "sentiment", "--out", tmp_path / "a", *common
+    )
     assert code == 0, err
-    code, err = run(capsys, "--data", tsv_path, "--no-header", "--text-col", "1", "--label-col", "0", "--out", tmp_path / "b", *common)
+    code, err = run(
+        capsys,
+        "--data",
+        tsv_path,
+        "--no-header",
+        "--text-col",
+        "1",
+        "--label-col",
+        "0",
+        "--out",
+        tmp_path / "b",
+        *common,
+    )
     assert code == 0, err
     a, b = (json.loads((tmp_path / d / "results.json").read_text()) for d in ("a", "b"))
     assert [r["value"] for r in a["rows"]] == [r["value"] for r in b["rows"]]
@@ -45,12 +71,42 @@ def test_csv_with_header_and_tsv_without_give_the_same_sweep(tmp_path, labelled,
 
 def test_recommended_recipe_reproduces_the_sweep_vectors(tmp_path, labelled, tiny_bert_dir, capsys):
     csv_path, _ = labelled
-    code, err = run(capsys, "--data", csv_path, "--text-col", "review", "--label-col", "sentiment", "--model", tiny_bert_dir,
-                    "--folds", "3", "--resamples", "50", "--cache-dir", tmp_path / "cache", "--out", tmp_path / "s")
+    code, err = run(
+        capsys,
+        "--data",
+        csv_path,
+        "--text-col",
+        "review",
+        "--label-col",
+        "sentiment",
+        "--model",
+        tiny_bert_dir,
+        "--folds",
+        "3",
+        "--resamples",
+        "50",
+        "--cache-dir",
+        tmp_path / "cache",
+        "--out",
+        tmp_path / "s",
+    )
     assert code == 0, err
     texts = tmp_path / "texts.txt"
     texts.write_text("\n".join(POSITIVE + NEGATIVE) + "\n")
-    assert main(["embed", str(texts), "--recipe", str(tmp_path / "s" / "recipe.json"), "--out", str(tmp_path / "v.npy"), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "embed",
+                str(texts),
+                "--recipe",
+                str(tmp_path / "s" / "recipe.json"),
+                "--out",
+                str(tmp_path / "v.npy"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     recipe = json.loads((tmp_path / "s" / "recipe.json").read_text())
     from bertlens.embedding.embedder import Embedder
     from bertlens.representation.recipe import Recipe
@@ -59,20 +115,35 @@ def test_recommended_recipe_reproduces_the_sweep_vectors(tmp_path, labelled, tin
     assert np.abs(np.load(tmp_path / "v.npy") - expected).max() <= 1e-6
 
 
-@pytest.mark.parametrize("content, extra, message", [
-    ("text,label\na,1\nb,\nc,0\n", [], r"blank text or label on line 3"),
-    ("text,label\n" + "a,1\n" * 12, [], "only one class"),
-    ("text,label\n" + "a,1\n" * 12 + "b,0\n" * 2, [], "fewer than the 10 folds"),
-    ("a,b,score\nx,y,high\n", ["--text-col2", "b"], "score 'high' is not a number"),
-    ("a,score\nx,1\n", ["--text-col2", "b"], "no column 'b'"),
-])
+@pytest.mark.parametrize(
+    "content, extra, message",
+    [
+        ("text,label\na,1\nb,\nc,0\n", [], r"blank text or label on line 3"),
+        ("text,label\n" + "a,1\n" * 12, [], "only one class"),
+        ("text,label\n" + "a,1\n" * 12 + "b,0\n" * 2, [], "fewer than the 10 folds"),
+        ("a,b,score\nx,y,high\n", ["--text-col2", "b"], "score 'high' is not a number"),
+        ("a,score\nx,1\n", ["--text-col2", "b"], "no column 'b'"),
+    ],
+)
 def test_bad_user_data_is_one_line_and_exit_1(tmp_path, tiny_bert_dir, capsys, content, extra, message):
     path = tmp_path / "d.csv"
     path.write_text(content)
     text_col = "a" if "--text-col2" in extra else "text"
     label = "score" if "--text-col2" in extra else "label"
-    code, err = run(capsys, "--data", path, "--text-col", text_col, "--label-col", label, "--model", tiny_bert_dir,
-                    "--out", tmp_path / "o", *extra)
+    code, err = run(
+        capsys,
+        "--data",
+        path,
+        "--text-col",
+        text_col,
+        "--label-col",
+        label,
+        "--model",
+        tiny_bert_dir,
+        "--out",
+        tmp_path / "o",
+        *extra,
+    )
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 1 and len(lines) == 1 and re.search(message, lines[0]), err
     assert not (tmp_path / "o").exists()
@@ -87,5 +158,7 @@ def test_hugging_face_task_without_the_datasets_package_is_a_clear_error(tmp_pat
     import sys
 
     monkeypatch.setitem(sys.modules, "datasets", None)  # as on a machine without `pip install datasets`
-    code, err = run(capsys, "--task", "hf:glue:sst2", "--text-col", "sentence", "--label-col", "label", "--out", tmp_path / "o")
+    code, err = run(
+        capsys, "--task", "hf:glue:sst2", "--text-col", "sentence", "--label-col", "label", "--out", tmp_path / "o"
+    )
     assert code == 1 and "pip install datasets" in err

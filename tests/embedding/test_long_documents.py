@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from bertlens.embedding.embedder import Embedder
+from bertlens.embedding.long_text import Pieces, encode_long, encode_pieces
 from bertlens.encoding.chunking import LongText, parse_long_text
 from bertlens.encoding.encoder import Encoder
-from bertlens.embedding.long_text import Pieces, encode_long, encode_pieces
 from bertlens.encoding.pieces import piece_size
 from bertlens.representation.apply import Representation
 from bertlens.representation.recipe import Recipe
@@ -46,8 +46,12 @@ def test_pieces_of_a_document_do_not_depend_on_its_batch(encoder):
 
 
 def test_aggregates():
-    pieces = Pieces(np.array([[1.0, 4.0], [3.0, 0.0], [5.0, 5.0]], dtype=np.float32), np.array([0, 0, 1]),
-                    np.array([30, 10, 7]), np.array([0, 1, 0]))
+    pieces = Pieces(
+        np.array([[1.0, 4.0], [3.0, 0.0], [5.0, 5.0]], dtype=np.float32),
+        np.array([0, 0, 1]),
+        np.array([30, 10, 7]),
+        np.array([0, 1, 0]),
+    )
     np.testing.assert_allclose(pieces.aggregate(2, "mean"), [[2.0, 2.0], [5.0, 5.0]])
     np.testing.assert_allclose(pieces.aggregate(2, "max"), [[3.0, 4.0], [5.0, 5.0]])
     np.testing.assert_allclose(pieces.aggregate(2, "first"), [[1.0, 4.0], [5.0, 5.0]])
@@ -66,12 +70,44 @@ def test_recipe_long_text_reaches_embed(tmp_path, tiny_bert_dir):
 
     texts = tmp_path / "docs.txt"
     texts.write_text(document(300, 7) + "\n" + document(20, 8) + "\n")
-    assert main(["embed", str(texts), "--model", str(tiny_bert_dir), "--max-length", "32", "--long-text", "tail",
-                 "--out", str(tmp_path / "v.npy"), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "embed",
+                str(texts),
+                "--model",
+                str(tiny_bert_dir),
+                "--max-length",
+                "32",
+                "--long-text",
+                "tail",
+                "--out",
+                str(tmp_path / "v.npy"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     recipe = Recipe(model=str(tiny_bert_dir), max_length=32, long_text="tail")
-    np.testing.assert_allclose(np.load(tmp_path / "v.npy"), Embedder(recipe).encode(texts.read_text().splitlines()), atol=1e-5)
-    assert main(["embed", str(texts), "--model", str(tiny_bert_dir), "--long-text", "windows:99:median",
-                 "--out", str(tmp_path / "w.npy"), "--quiet"]) == 1
+    np.testing.assert_allclose(
+        np.load(tmp_path / "v.npy"), Embedder(recipe).encode(texts.read_text().splitlines()), atol=1e-5
+    )
+    assert (
+        main(
+            [
+                "embed",
+                str(texts),
+                "--model",
+                str(tiny_bert_dir),
+                "--long-text",
+                "windows:99:median",
+                "--out",
+                str(tmp_path / "w.npy"),
+                "--quiet",
+            ]
+        )
+        == 1
+    )
 
 
 def test_sweep_bank_with_windows_matches_the_embedder(tmp_path, encoder):
@@ -84,7 +120,12 @@ def test_sweep_bank_with_windows_matches_the_embedder(tmp_path, encoder):
         recipe = Recipe(model=encoder.ref.name, pooler=pooler, layers=(-1,), max_length=32)
         expected = encode_long(encoder, Representation(recipe), docs, spec)
         np.testing.assert_allclose(bank.layer(pooler, encoder.num_layers), expected, atol=1e-5)
-    weighted = build_bank(encoder, docs, tmp_path, poolers=("mean",), dtype="float32", long_text=parse_long_text("windows:10:weighted"))
+    weighted = build_bank(
+        encoder, docs, tmp_path, poolers=("mean",), dtype="float32", long_text=parse_long_text("windows:10:weighted")
+    )
     recipe = Recipe(model=encoder.ref.name, pooler="mean", layers=(1,), max_length=32)
-    np.testing.assert_allclose(weighted.layer("mean", 1), encode_long(encoder, Representation(recipe), docs, parse_long_text("windows:10:weighted")),
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        weighted.layer("mean", 1),
+        encode_long(encoder, Representation(recipe), docs, parse_long_text("windows:10:weighted")),
+        atol=1e-5,
+    )

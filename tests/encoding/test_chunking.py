@@ -8,16 +8,19 @@ from bertlens.encoding.chunking import head, head_tail, parse_long_text, tail, w
 from bertlens.errors import BertlensError
 
 
-@pytest.mark.parametrize(("length", "size", "stride", "expected"), [
-    (5, 8, 4, [(0, 5)]),                                  # shorter than the window
-    (8, 8, 4, [(0, 8)]),                                  # exactly one window
-    (16, 8, 4, [(0, 8), (4, 12), (8, 16)]),               # an exact multiple of the stride
-    (16, 8, 8, [(0, 8), (8, 16)]),                        # stride equal to the size: no overlap
-    (10, 8, 4, [(0, 8), (2, 10)]),                        # last window aligned to the end
-    (21, 8, 8, [(0, 8), (8, 16), (13, 21)]),              # ... with stride == size too
-    (0, 8, 4, [(0, 0)]),                                  # empty text: one empty piece (special tokens only)
-    (9, 4, 1, [(0, 4), (1, 5), (2, 6), (3, 7), (4, 8), (5, 9)]),
-])
+@pytest.mark.parametrize(
+    ("length", "size", "stride", "expected"),
+    [
+        (5, 8, 4, [(0, 5)]),  # shorter than the window
+        (8, 8, 4, [(0, 8)]),  # exactly one window
+        (16, 8, 4, [(0, 8), (4, 12), (8, 16)]),  # an exact multiple of the stride
+        (16, 8, 8, [(0, 8), (8, 16)]),  # stride equal to the size: no overlap
+        (10, 8, 4, [(0, 8), (2, 10)]),  # last window aligned to the end
+        (21, 8, 8, [(0, 8), (8, 16), (13, 21)]),  # ... with stride == size too
+        (0, 8, 4, [(0, 0)]),  # empty text: one empty piece (special tokens only)
+        (9, 4, 1, [(0, 4), (1, 5), (2, 6), (3, 7), (4, 8), (5, 9)]),
+    ],
+)
 def test_windows_exact_spans_cover_every_token(length, size, stride, expected):
     spans = windows(length, size, stride)
     assert spans == expected
@@ -31,12 +34,15 @@ def test_stride_larger_than_window_is_rejected():
         windows(20, 8, 9)
 
 
-@pytest.mark.parametrize(("length", "size", "keep", "expected"), [
-    (100, 10, 3, [(0, 3), (93, 100)]),
-    (100, 10, 0, [(90, 100)]),
-    (100, 10, 10, [(0, 10)]),
-    (6, 10, 3, [(0, 6)]),
-])
+@pytest.mark.parametrize(
+    ("length", "size", "keep", "expected"),
+    [
+        (100, 10, 3, [(0, 3), (93, 100)]),
+        (100, 10, 0, [(90, 100)]),
+        (100, 10, 10, [(0, 10)]),
+        (6, 10, 3, [(0, 6)]),
+    ],
+)
 def test_head_tail(length, size, keep, expected):
     assert head_tail(length, size, keep) == expected
     assert sum(e - s for s, e in head_tail(length, size, keep)) == min(length, size)
@@ -51,7 +57,11 @@ def test_parse_long_text():
     assert parse_long_text("windows:128:max").name == "windows:128:max"
     assert parse_long_text("windows").pieces(10, 4) == [[(0, 4)], [(2, 6)], [(4, 8)], [(6, 10)]]
     assert parse_long_text("head_tail:64").pieces(1000, 510) == [[(0, 64), (554, 1000)]]
-    for bad, message in (("middle", "unknown long-text strategy"), ("windows:big", "neither a stride"),
-                         ("head:3", "takes no arguments"), ("head_tail:x", "HEAD_TOKENS")):
+    for bad, message in (
+        ("middle", "unknown long-text strategy"),
+        ("windows:big", "neither a stride"),
+        ("head:3", "takes no arguments"),
+        ("head_tail:x", "HEAD_TOKENS"),
+    ):
         with pytest.raises(BertlensError, match=message):
             parse_long_text(bad)

@@ -5,8 +5,8 @@ import pytest
 
 from bertlens.embedding.embedder import Embedder
 from bertlens.encoding.encoder import Encoder
-from bertlens.probing.candidates import candidate_features
 from bertlens.experiments.sweep import SweepConfig, run_sweep
+from bertlens.probing.candidates import candidate_features
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.catalog import get_task
 from bertlens.tasks.loaders import load_catalog_task
@@ -66,7 +66,12 @@ def test_similarity_sweep_has_both_protocols_and_recipe_reproduces_vectors(tiny_
 
 def test_cross_validated_task_scores_every_example(tiny_encoder, tmp_path):
     task = load_catalog_task(get_task("subj"), DATA, max_examples=200)
-    result = run_sweep(task, tiny_encoder, Recipe(model=tiny_encoder.ref.name), tmp_path,
-                       SweepConfig(resamples=100, poolers=("mean", "cls")))
+    result = run_sweep(
+        task,
+        tiny_encoder,
+        Recipe(model=tiny_encoder.ref.name),
+        tmp_path,
+        SweepConfig(resamples=100, poolers=("mean", "cls")),
+    )
     assert result.protocols["probe"].n_test == 200
     assert "inner" in result.basis

@@ -9,7 +9,11 @@ from bertlens.encoding.encoder import Encoder
 from bertlens.features.word_bank import build_word_bank
 
 TEXTS = ["I don't like e-mail.", "Ångström units are tiny, aren't they?", "Yes"]
-WORDS = [["I", "do", "n't", "like", "e-mail", "."], ["Ångström", "units", "are", "tiny", ",", "are", "n't", "they", "?"], ["Yes"]]
+WORDS = [
+    ["I", "do", "n't", "like", "e-mail", "."],
+    ["Ångström", "units", "are", "tiny", ",", "are", "n't", "they", "?"],
+    ["Yes"],
+]
 
 
 def spans_of(text: str, words: list[str]) -> list[tuple[int, int]]:
@@ -50,8 +54,9 @@ def test_alone_equals_batched_and_the_cache_is_reused(tiny_bert_dir, tmp_path):
     alone = build_word_bank(encoder, TEXTS[1:2], SPANS[1:2], tmp_path, subword="first", dtype="float32")
     np.testing.assert_allclose(alone.vectors, together.vectors[6:15], atol=1e-5)
     calls = []
-    again = build_word_bank(encoder, TEXTS, SPANS, tmp_path, subword="first", dtype="float32",
-                            progress=lambda stage, d, t: calls.append(d))
+    again = build_word_bank(
+        encoder, TEXTS, SPANS, tmp_path, subword="first", dtype="float32", progress=lambda stage, d, t: calls.append(d)
+    )
     assert calls == [] and np.array_equal(again.vectors, together.vectors)  # served from the cache
     last = build_word_bank(encoder, TEXTS, SPANS, tmp_path, subword="last", dtype="float32")
     assert not np.array_equal(last.vectors, together.vectors)  # a different pooling is a different bank

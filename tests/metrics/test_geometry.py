@@ -5,8 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bertlens.metrics.geometry import (alignment, intra_sentence_similarity, mean_pair_cosine, random_pairs,
-                                          rogue_dimensions, self_similarity, uniformity, variance_explained)
+from bertlens.metrics.geometry import (
+    alignment,
+    intra_sentence_similarity,
+    mean_pair_cosine,
+    random_pairs,
+    rogue_dimensions,
+    self_similarity,
+    uniformity,
+    variance_explained,
+)
 
 
 def test_isotropic_vs_cone():

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from bertlens.features.bank import build_bank
 from bertlens.embedding.embedder import Embedder
 from bertlens.encoding.encoder import Encoder
+from bertlens.features.bank import build_bank
 from bertlens.probing.candidates import candidate_features, enumerate_candidates
 from bertlens.representation.recipe import Recipe
 

@@ -42,7 +42,9 @@ def test_layer_probes_match_scikit_learn_at_the_chosen_strength():
     result = probe_layers(features, y_train, y_dev, y_test, resamples=100)
     for layer in range(4):
         scaler = StandardScaler().fit(features.train[layer])
-        reference = LogisticRegression(C=result.strength[layer], max_iter=2000).fit(scaler.transform(features.train[layer]), y_train)
+        reference = LogisticRegression(C=result.strength[layer], max_iter=2000).fit(
+            scaler.transform(features.train[layer]), y_train
+        )
         expected = (reference.predict(scaler.transform(features.test[layer])) == y_test).mean()
         assert result.accuracy[layer] == pytest.approx(expected, abs=0.02), layer
 

@@ -56,8 +56,15 @@ def test_per_candidate_strengths_reach_the_grid_solutions():
     x = torch.from_numpy(rng.normal(size=(2, 300, 6)))
     y = (x[0, :, 0].numpy() + 0.5 * rng.normal(size=300) > 0).astype(int)
     grid = fit_logistic(x.float(), y, (0.1, 1.0), max_iter=200, tol=1e-9, compute_dtype=torch.float64)
-    own = fit_logistic(x.float(), y, (0.1, 1.0), max_iter=200, tol=1e-9, compute_dtype=torch.float64,
-                       candidate_strengths=np.array([0.1, 1.0]))
+    own = fit_logistic(
+        x.float(),
+        y,
+        (0.1, 1.0),
+        max_iter=200,
+        tol=1e-9,
+        compute_dtype=torch.float64,
+        candidate_strengths=np.array([0.1, 1.0]),
+    )
     assert own.weight.shape == (2, 6, 1)
     torch.testing.assert_close(own.weight[0, :, 0], grid.weight[0, :, 0], atol=1e-4, rtol=1e-3)  # candidate 0 at C=0.1
     torch.testing.assert_close(own.weight[1, :, 0], grid.weight[1, :, 1], atol=1e-4, rtol=1e-3)  # candidate 1 at C=1

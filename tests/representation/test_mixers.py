@@ -8,8 +8,14 @@ from bertlens.representation.mixers import ScalarMix, mix_layers, parse_layers, 
 from bertlens.representation.poolers import LINEAR_POOLERS, pool, token_mask
 
 # Stack of 4 "layers" (embeddings + 3), each [B=1, T=2, H=2] with easy numbers.
-STACK = torch.tensor([[[[1.0, 2.0], [3.0, 4.0]]], [[[10.0, 20.0], [30.0, 40.0]]],
-                      [[[100.0, 200.0], [300.0, 400.0]]], [[[0.0, -1.0], [1.0, 0.0]]]])  # [4, 1, 2, 2]
+STACK = torch.tensor(
+    [
+        [[[1.0, 2.0], [3.0, 4.0]]],
+        [[[10.0, 20.0], [30.0, 40.0]]],
+        [[[100.0, 200.0], [300.0, 400.0]]],
+        [[[0.0, -1.0], [1.0, 0.0]]],
+    ]
+)  # [4, 1, 2, 2]
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,17 @@ from bertlens.representation.recipe import SCHEMA_VERSION, Recipe
 
 
 def test_json_round_trip(tmp_path):
-    recipe = Recipe(model="m", layers=(-4, -3, -2, -1), mixer="scalar_mix", pooler="attention",
-                    mix_weights=(0.1, 0.2, 0.3, 0.4), mix_gamma=1.5, normalize=True, max_length=128, precision="bf16")
+    recipe = Recipe(
+        model="m",
+        layers=(-4, -3, -2, -1),
+        mixer="scalar_mix",
+        pooler="attention",
+        mix_weights=(0.1, 0.2, 0.3, 0.4),
+        mix_gamma=1.5,
+        normalize=True,
+        max_length=128,
+        precision="bf16",
+    )
     assert Recipe.from_json(recipe.to_json()) == recipe
     assert Recipe.load(recipe.save(tmp_path / "r.json")) == recipe
     assert recipe.to_dict()["schema_version"] == SCHEMA_VERSION

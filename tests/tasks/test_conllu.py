@@ -53,24 +53,32 @@ def test_word_spans_split_contractions_and_keep_urls_whole(tmp_path):
 
 
 def test_multiword_whose_words_do_not_spell_it_shares_the_span(tmp_path):
-    text = ("# text = du vin\n1-2\tdu\t_\t_\t_\t_\t_\t_\t_\t_\n1\tde\tde\tADP\t_\t_\t3\tcase\t_\t_\n"
-            "2\tle\tle\tDET\t_\t_\t3\tdet\t_\t_\n3\tvin\tvin\tNOUN\t_\t_\t0\troot\t_\t_\n")
+    text = (
+        "# text = du vin\n1-2\tdu\t_\t_\t_\t_\t_\t_\t_\t_\n1\tde\tde\tADP\t_\t_\t3\tcase\t_\t_\n"
+        "2\tle\tle\tDET\t_\t_\t3\tdet\t_\t_\n3\tvin\tvin\tNOUN\t_\t_\t0\troot\t_\t_\n"
+    )
     sentence = next(read_conllu(write(tmp_path, text)))
     assert word_spans(sentence)[1] == [(0, 2), (0, 2), (3, 6)]
 
 
 def test_text_that_disagrees_with_forms_is_rebuilt(tmp_path):
-    text = "# text = something else\n1\tHello\thello\tINTJ\tUH\t_\t0\troot\t_\tSpaceAfter=No\n2\t!\t!\tPUNCT\t.\t_\t1\tpunct\t_\t_\n"
+    text = (
+        "# text = something else\n1\tHello\thello\tINTJ\tUH\t_\t0\troot\t_\tSpaceAfter=No\n"
+        "2\t!\t!\tPUNCT\t.\t_\t1\tpunct\t_\t_\n"
+    )
     result, spans, rebuilt = word_spans(next(read_conllu(write(tmp_path, text))))
     assert rebuilt and result == "Hello!" and spans == [(0, 5), (5, 6)]
 
 
-@pytest.mark.parametrize(("line", "message"), [
-    ("1\tonly\tthree", "expected 10 tab-separated columns, found 3"),
-    ("x\ta\ta\tX\tX\t_\t0\troot\t_\t_", "bad id 'x'"),
-    ("1\ta\ta\tX\tX\t_\tnine\troot\t_\t_", "head 'nine'"),
-    ("3-2\tab\t_\t_\t_\t_\t_\t_\t_\t_", "must end after it starts"),
-])
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("1\tonly\tthree", "expected 10 tab-separated columns, found 3"),
+        ("x\ta\ta\tX\tX\t_\t0\troot\t_\t_", "bad id 'x'"),
+        ("1\ta\ta\tX\tX\t_\tnine\troot\t_\t_", "head 'nine'"),
+        ("3-2\tab\t_\t_\t_\t_\t_\t_\t_\t_", "must end after it starts"),
+    ],
+)
 def test_malformed_line_is_reported_with_its_number(tmp_path, line, message):
     good = "# text = ok\n1\tok\tok\tINTJ\tUH\t_\t0\troot\t_\t_\n\n"
     path = write(tmp_path, good + "# text = bad\n" + line + "\n")

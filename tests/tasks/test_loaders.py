@@ -6,13 +6,16 @@ from bertlens.tasks.loaders import load_catalog_task, load_user_task
 from tests.conftest import DATA
 
 
-@pytest.mark.parametrize("name, sizes", [
-    ("sst2", {"train": 6920, "dev": 872, "test": 1821}),
-    ("stsb", {"train": 5749, "dev": 1500, "test": 1379}),
-    ("trec", {"train": 5452, "test": 500}),
-    ("mr", {"all": 10662}),
-    ("subj", {"all": 10000}),
-])
+@pytest.mark.parametrize(
+    "name, sizes",
+    [
+        ("sst2", {"train": 6920, "dev": 872, "test": 1821}),
+        ("stsb", {"train": 5749, "dev": 1500, "test": 1379}),
+        ("trec", {"train": 5452, "test": 500}),
+        ("mr", {"all": 10662}),
+        ("subj", {"all": 10000}),
+    ],
+)
 def test_catalog_tasks_load_with_their_documented_sizes(name, sizes):
     task = load_catalog_task(get_task(name), DATA)
     assert {k: len(v) for k, v in task.splits.items()} == sizes
@@ -22,7 +25,11 @@ def test_catalog_tasks_load_with_their_documented_sizes(name, sizes):
 def test_stsb_scores_are_floats_and_pairs():
     task = load_catalog_task(get_task("stsb"), DATA)
     test = task.splits["test"]
-    assert test.texts_b is not None and test.targets.dtype.kind == "f" and 0 <= test.targets.min() <= test.targets.max() <= 5
+    assert (
+        test.texts_b is not None
+        and test.targets.dtype.kind == "f"
+        and 0 <= test.targets.min() <= test.targets.max() <= 5
+    )
 
 
 def test_unknown_task_suggests():
@@ -44,8 +51,8 @@ def write(tmp_path, name, text):
 
 def test_user_csv_with_header_and_tsv_without(tmp_path):
     rows = [("good film", "pos"), ("bad film", "neg")] * 10
-    csv_path = write(tmp_path, "a.csv", "text,label\n" + "".join(f"{t},{l}\n" for t, l in rows))
-    tsv_path = write(tmp_path, "a.tsv", "".join(f"{l}\t{t}\n" for t, l in rows))
+    csv_path = write(tmp_path, "a.csv", "text,label\n" + "".join(f"{t},{label}\n" for t, label in rows))
+    tsv_path = write(tmp_path, "a.tsv", "".join(f"{label}\t{t}\n" for t, label in rows))
     a = load_user_task(csv_path, kind="classification", text_cols=("text",), label_col="label")
     b = load_user_task(tsv_path, kind="classification", text_cols=(1,), label_col=0, header=False)
     assert a.splits["all"].texts_a == b.splits["all"].texts_a
@@ -59,13 +66,21 @@ def test_user_similarity_pairs(tmp_path):
     assert task.splits["all"].targets[:3].tolist() == [0.0, 1.0, 2.0]
 
 
-@pytest.mark.parametrize("content, kind, cols, message", [
-    ("text,label\na,1\nb,\nc,0\n,1\n", "classification", ("text",), "blank text or label on line 3, 5"),
-    ("text,label\n" + "a,1\n" * 20, "classification", ("text",), "only one class"),
-    ("a,b,s\nx,y,high\n", "similarity", ("a", "b"), "line 2: score 'high' is not a number"),
-    ("a,s\nx,1\n", "similarity", ("a", "b"), "no column 'b'"),
-    ("text,label\n" + "a,1\n" * 20 + "b,0\n" * 3, "classification", ("text",), "has 3 examples, fewer than the 10 folds"),
-])
+@pytest.mark.parametrize(
+    "content, kind, cols, message",
+    [
+        ("text,label\na,1\nb,\nc,0\n,1\n", "classification", ("text",), "blank text or label on line 3, 5"),
+        ("text,label\n" + "a,1\n" * 20, "classification", ("text",), "only one class"),
+        ("a,b,s\nx,y,high\n", "similarity", ("a", "b"), "line 2: score 'high' is not a number"),
+        ("a,s\nx,1\n", "similarity", ("a", "b"), "no column 'b'"),
+        (
+            "text,label\n" + "a,1\n" * 20 + "b,0\n" * 3,
+            "classification",
+            ("text",),
+            "has 3 examples, fewer than the 10 folds",
+        ),
+    ],
+)
 def test_bad_user_files_are_clear_errors(tmp_path, content, kind, cols, message):
     path = write(tmp_path, "bad.csv", content)
     label = "s" if kind == "similarity" else "label"
@@ -103,8 +118,14 @@ def test_hf_dataset_splits_map_and_hidden_test_labels_are_dropped(monkeypatch):
     from bertlens.tasks.loaders import load_hf_task
 
     train = {"sentence": [f"s{i}" for i in range(40)], "label": [i % 2 for i in range(40)]}
-    fake_datasets(monkeypatch, {"train": train, "validation": {"sentence": ["a", "b"], "label": [0, 1]},
-                                "test": {"sentence": ["c", "d"], "label": [-1, -1]}})
+    fake_datasets(
+        monkeypatch,
+        {
+            "train": train,
+            "validation": {"sentence": ["a", "b"], "label": [0, 1]},
+            "test": {"sentence": ["c", "d"], "label": [-1, -1]},
+        },
+    )
     task = load_hf_task("glue", config="sst2", kind="classification", text_cols=("sentence",), label_col="label")
     assert set(task.splits) == {"train", "test"} and task.splits["test"].texts_a == ("a", "b")
     assert task.name == "glue/sst2" and len(task.splits["train"]) == 40

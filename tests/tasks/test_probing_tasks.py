@@ -24,10 +24,15 @@ from bertlens.tasks.probing_tasks import (
 
 # "The dogs chased a cat and the cat fled ." : two coordinated clauses, plural subject, singular object
 ROWS = [
-    ("The", "DET", "_", 2, "det"), ("dogs", "NOUN", "Number=Plur", 3, "nsubj"),
-    ("chased", "VERB", "Tense=Past|VerbForm=Fin", 0, "root"), ("a", "DET", "_", 5, "det"),
-    ("cat", "NOUN", "Number=Sing", 3, "obj"), ("and", "CCONJ", "_", 9, "cc"), ("the", "DET", "_", 8, "det"),
-    ("cat", "NOUN", "Number=Sing", 9, "nsubj"), ("fled", "VERB", "Tense=Past|VerbForm=Fin", 3, "conj"),
+    ("The", "DET", "_", 2, "det"),
+    ("dogs", "NOUN", "Number=Plur", 3, "nsubj"),
+    ("chased", "VERB", "Tense=Past|VerbForm=Fin", 0, "root"),
+    ("a", "DET", "_", 5, "det"),
+    ("cat", "NOUN", "Number=Sing", 3, "obj"),
+    ("and", "CCONJ", "_", 9, "cc"),
+    ("the", "DET", "_", 8, "det"),
+    ("cat", "NOUN", "Number=Sing", 9, "nsubj"),
+    ("fled", "VERB", "Tense=Past|VerbForm=Fin", 3, "conj"),
     (".", "PUNCT", "_", 3, "punct"),
 ]
 
@@ -71,7 +76,7 @@ def test_ewt_tasks_are_balanced_deterministic_and_saved(tmp_path, ud_slice):
     assert {"sentence_length", "tense", "bigram_shift"} <= set(tasks)
     for name, task in tasks.items():
         assert task.splits == again[name].splits
-        for split, (texts, labels) in task.splits.items():
+        for split, (_texts, labels) in task.splits.items():
             counts = Counter(labels)
             assert set(counts) == set(task.classes), (name, split)
             assert len(set(counts.values())) == 1, (name, split, counts)  # balanced

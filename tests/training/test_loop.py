@@ -36,6 +36,7 @@ def setup(tiny_bert_dir):
         torch.manual_seed(0)
         head = Head(HeadSpec("classification", encoder.hidden_size, 2))
         return encoder, head, Encoded.of(encoder, split(32, 0)), Encoded.of(encoder, split(16, 1))
+
     return make
 
 
@@ -67,8 +68,11 @@ def test_gradual_unfreezes_top_down_at_epoch_boundaries(setup):
     seen = {}
 
     def record(stage, step, total):
-        seen[step] = tuple(i for i, block in enumerate(encoder_blocks(encoder.model))
-                           if any(p.grad is not None for p in block.parameters()))
+        seen[step] = tuple(
+            i
+            for i, block in enumerate(encoder_blocks(encoder.model))
+            if any(p.grad is not None for p in block.parameters())
+        )
 
     train((encoder, head, train_data, dev), Recipe(pooler="mean"), "gradual", CONFIG, progress=record)
     # 32 examples / batch 8 = 4 steps an epoch: epoch 0 trains layer 2, epoch 1 layers 1-2, epoch 2 everything
@@ -91,7 +95,18 @@ def test_layerwise_groups_carry_their_learning_rates(setup, monkeypatch):
 
 
 def test_schedule_warms_up_then_decays():
-    assert [round(lr_factor(s, 10, 2), 3) for s in range(10)] == [0.5, 1.0, 1.0, 0.875, 0.75, 0.625, 0.5, 0.375, 0.25, 0.125]
+    assert [round(lr_factor(s, 10, 2), 3) for s in range(10)] == [
+        0.5,
+        1.0,
+        1.0,
+        0.875,
+        0.75,
+        0.625,
+        0.5,
+        0.375,
+        0.25,
+        0.125,
+    ]
 
 
 def test_interrupted_run_resumes_to_the_same_weights(setup, tmp_path):
@@ -106,11 +121,18 @@ def test_interrupted_run_resumes_to_the_same_weights(setup, tmp_path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        train((encoder, head, train_data, dev), Recipe(pooler="mean"), "full", CONFIG, checkpoint_dir=tmp_path / "ckpt",
-              progress=stop)
+        train(
+            (encoder, head, train_data, dev),
+            Recipe(pooler="mean"),
+            "full",
+            CONFIG,
+            checkpoint_dir=tmp_path / "ckpt",
+            progress=stop,
+        )
     encoder, head, train_data, dev = setup()  # a new process: fresh weights, resumed from the checkpoint
-    resumed = train((encoder, head, train_data, dev), Recipe(pooler="mean"), "full", CONFIG,
-                    checkpoint_dir=tmp_path / "ckpt")[0]
+    resumed = train(
+        (encoder, head, train_data, dev), Recipe(pooler="mean"), "full", CONFIG, checkpoint_dir=tmp_path / "ckpt"
+    )[0]
     assert resumed.history == full.history and resumed.steps == full.steps
     for name, value in encoder.model.state_dict().items():
         assert torch.equal(value, expected[name]), name
@@ -118,12 +140,24 @@ def test_interrupted_run_resumes_to_the_same_weights(setup, tmp_path):
 
 def test_checkpoint_of_another_run_is_refused(setup, tmp_path):
     encoder, head, train_data, dev = setup()
-    train((encoder, head, train_data, dev), Recipe(pooler="mean"), "full", replace(CONFIG, epochs=1), checkpoint_dir=tmp_path / "ckpt")[0]
+    train(
+        (encoder, head, train_data, dev),
+        Recipe(pooler="mean"),
+        "full",
+        replace(CONFIG, epochs=1),
+        checkpoint_dir=tmp_path / "ckpt",
+    )[0]
     encoder, head, train_data, dev = setup()
     from bertlens.errors import BertlensError
 
     with pytest.raises(BertlensError, match="different run"):
-        train((encoder, head, train_data, dev), Recipe(pooler="cls"), "full", replace(CONFIG, epochs=1), checkpoint_dir=tmp_path / "ckpt")[0]
+        train(
+            (encoder, head, train_data, dev),
+            Recipe(pooler="cls"),
+            "full",
+            replace(CONFIG, epochs=1),
+            checkpoint_dir=tmp_path / "ckpt",
+        )[0]
 
 
 def test_fine_tuning_a_scalar_mix_recipe_trains_the_encoder_and_the_mix(setup):

@@ -72,15 +72,52 @@ def test_pairs_cli_saves_a_model_and_reports_missing_columns(tmp_path, tiny_bert
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("a\tb\n" + "".join(f"query {i}\tanswer {i}\n" for i in range(12)))
     out = tmp_path / "model"
-    assert main(["contrastive", "--mode", "pairs", "--pairs", str(pairs), "--text-col", "a", "--text-col2", "b",
-                 "--model", str(tiny_bert_dir), "--batch-size", "4", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "contrastive",
+                "--mode",
+                "pairs",
+                "--pairs",
+                str(pairs),
+                "--text-col",
+                "a",
+                "--text-col2",
+                "b",
+                "--model",
+                str(tiny_bert_dir),
+                "--batch-size",
+                "4",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert (out / "model.safetensors").is_file() and (out / "recipe.json").is_file()
     texts = tmp_path / "t.txt"
     texts.write_text("hello\nworld\n")
     assert main(["embed", str(texts), "--model", str(out), "--out", str(tmp_path / "v.npy")]) == 0
     assert np.load(tmp_path / "v.npy").shape == (2, 32)
     capsys.readouterr()
-    code = main(["contrastive", "--mode", "pairs", "--pairs", str(pairs), "--text-col", "a", "--text-col2", "c",
-                 "--model", str(tiny_bert_dir), "--out", str(tmp_path / "m2"), "--quiet"])
+    code = main(
+        [
+            "contrastive",
+            "--mode",
+            "pairs",
+            "--pairs",
+            str(pairs),
+            "--text-col",
+            "a",
+            "--text-col2",
+            "c",
+            "--model",
+            str(tiny_bert_dir),
+            "--out",
+            str(tmp_path / "m2"),
+            "--quiet",
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 1 and "'c'" in err and len(err.splitlines()) == 1

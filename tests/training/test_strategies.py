@@ -31,19 +31,22 @@ def test_layerwise_rates_decay_downwards():
     assert parse_strategy("full", 4).block_lr(0, 4, 2e-5) == 2e-5
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("fulll", "unknown strategy 'fulll' in 'fulll': did you mean 'full'?"),
-    ("partial", "partial needs the number of frozen layers"),
-    ("partial:x", "must be an integer, got 'x'"),
-    ("partial:6", "the model has 6 layers, so partial:K needs K < 6"),
-    ("partial:9", "K < 6"),
-    ("gradual:2", "'gradual' takes no argument"),
-    ("llrd:1.5", "decay must be in (0, 1]"),
-    ("llrd:abc", "decay must be a number"),
-    ("full+reinit:7", "cannot re-initialise 7 layers of a 6-layer model"),
-    ("full+freeze:2", "only 'reinit:K' is allowed"),
-    ("frozen+reinit:1", "would only destroy them"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("fulll", "unknown strategy 'fulll' in 'fulll': did you mean 'full'?"),
+        ("partial", "partial needs the number of frozen layers"),
+        ("partial:x", "must be an integer, got 'x'"),
+        ("partial:6", "the model has 6 layers, so partial:K needs K < 6"),
+        ("partial:9", "K < 6"),
+        ("gradual:2", "'gradual' takes no argument"),
+        ("llrd:1.5", "decay must be in (0, 1]"),
+        ("llrd:abc", "decay must be a number"),
+        ("full+reinit:7", "cannot re-initialise 7 layers of a 6-layer model"),
+        ("full+freeze:2", "only 'reinit:K' is allowed"),
+        ("frozen+reinit:1", "would only destroy them"),
+    ],
+)
 def test_bad_strategies_are_clear_errors(text, message):
     with pytest.raises(BertlensError, match=re.escape(message)):
         parse_strategy(text, 6)

@@ -17,24 +17,37 @@ from bertlens.tasks.loaders import load_catalog_task
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("contrastive", help="SimCSE (unsupervised) or supervised contrastive fine-tuning",
-                                   description="Contrastive fine-tuning for similarity; writes a model directory that "
-                                   "every command accepts as --model. Runs in the one training loop, so strategies, "
-                                   "checkpoints and resume apply.")
-    parser.add_argument("--mode", choices=("simcse", "pairs"), default="simcse",
-                        help="simcse: raw sentences, dropout as noise; pairs: (anchor, positive) pairs")
+    parser = subparsers.add_parser(
+        "contrastive",
+        help="SimCSE (unsupervised) or supervised contrastive fine-tuning",
+        description="Contrastive fine-tuning for similarity; writes a model directory that "
+        "every command accepts as --model. Runs in the one training loop, so strategies, "
+        "checkpoints and resume apply.",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("simcse", "pairs"),
+        default="simcse",
+        help="simcse: raw sentences, dropout as noise; pairs: (anchor, positive) pairs",
+    )
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--texts", type=Path, help="simcse: sentences (.txt one a line, or CSV/TSV/JSONL with --column)")
+    source.add_argument(
+        "--texts", type=Path, help="simcse: sentences (.txt one a line, or CSV/TSV/JSONL with --column)"
+    )
     source.add_argument("--pairs", help="pairs: a CSV/TSV/JSONL file with --text-col and --text-col2")
     source.add_argument("--task", help="a catalog task: its texts (simcse) or its pairs scored >= --min-score (pairs)")
     parser.add_argument("--column", help="--texts: the text column or field")
     parser.add_argument("--text-col", help="--pairs: anchor column (header name or 0-based index)")
     parser.add_argument("--text-col2", help="--pairs: positive column")
     parser.add_argument("--no-header", action="store_true", help="--pairs: the CSV/TSV has no header row")
-    parser.add_argument("--min-score", type=float, default=4.0, help="--task with pairs: keep training pairs scored at least this")
+    parser.add_argument(
+        "--min-score", type=float, default=4.0, help="--task with pairs: keep training pairs scored at least this"
+    )
     parser.add_argument("--data-dir", help="where catalog tasks live (default $BERTLENS_DATA or ../shared/data)")
     parser.add_argument("--max-texts", type=int, help="a seeded sample of at most N sentences or pairs")
-    parser.add_argument("--strategy", default="full", help="which encoder blocks train: full, partial:K, gradual, llrd[:D]")
+    parser.add_argument(
+        "--strategy", default="full", help="which encoder blocks train: full, partial:K, gradual, llrd[:D]"
+    )
     parser.add_argument("--epochs", type=int, default=CONTRASTIVE_DEFAULTS.epochs)
     parser.add_argument("--batch-size", type=int, default=CONTRASTIVE_DEFAULTS.batch_size)
     parser.add_argument("--lr", type=float, default=CONTRASTIVE_DEFAULTS.lr)
@@ -51,8 +64,9 @@ def _examples(args: argparse.Namespace) -> Examples:
         if args.pairs:
             raise BertlensError("--mode simcse takes --texts or --task; --pairs is for --mode pairs")
         if args.task:
-            return Examples(load_catalog_task(get_task(args.task), data_dir(args.data_dir)).all_texts(), None,
-                            f"task {args.task}")
+            return Examples(
+                load_catalog_task(get_task(args.task), data_dir(args.data_dir)).all_texts(), None, f"task {args.task}"
+            )
         return Examples(file_texts(args.texts, args.column), None, str(args.texts))
     if args.texts:
         raise BertlensError("--mode pairs takes --pairs FILE or --task; --texts is for --mode simcse")
@@ -60,19 +74,40 @@ def _examples(args: argparse.Namespace) -> Examples:
         return task_pairs(load_catalog_task(get_task(args.task), data_dir(args.data_dir)), args.min_score)
     if args.text_col is None or args.text_col2 is None:
         raise BertlensError("--pairs needs --text-col and --text-col2 (the anchor and positive columns)")
-    return file_pairs(TableSpec(Path(args.pairs), (parse_column(args.text_col), parse_column(args.text_col2)),
-                                header=not args.no_header))
+    return file_pairs(
+        TableSpec(
+            Path(args.pairs), (parse_column(args.text_col), parse_column(args.text_col2)), header=not args.no_header
+        )
+    )
 
 
 def run(args: argparse.Namespace) -> None:
     examples = _examples(args).sample(args.max_texts, args.seed)
     if args.checkpoint_every < 1:
         raise BertlensError("--checkpoint-every must be at least 1")
-    config = replace(CONTRASTIVE_DEFAULTS, lr=args.lr, batch_size=args.batch_size, epochs=args.epochs, seed=args.seed,
-                     checkpoint_every=args.checkpoint_every)
-    with progress_bar(f"{args.mode} on {len(examples.anchors)} examples", unit="steps", enabled=not args.quiet) as update:
-        result, _ = run_contrastive(examples, recipe_from_args(args), config, args.out, temperature=args.temperature,
-                                    strategy_spec=args.strategy, restart=args.restart,
-                                    trust_remote_code=args.trust_remote_code, progress=update)
-    say(f"{args.mode}: {len(examples.anchors)} examples from {examples.source}, {result.steps} steps, loss "
-        f"{result.first_loss:.3f} -> {result.last_loss:.3f}, {result.seconds:.0f} s; saved {args.out} (use --model {args.out})")
+    config = replace(
+        CONTRASTIVE_DEFAULTS,
+        lr=args.lr,
+        batch_size=args.batch_size,
+        epochs=args.epochs,
+        seed=args.seed,
+        checkpoint_every=args.checkpoint_every,
+    )
+    with progress_bar(
+        f"{args.mode} on {len(examples.anchors)} examples", unit="steps", enabled=not args.quiet
+    ) as update:
+        result, _ = run_contrastive(
+            examples,
+            recipe_from_args(args),
+            config,
+            args.out,
+            temperature=args.temperature,
+            strategy_spec=args.strategy,
+            restart=args.restart,
+            trust_remote_code=args.trust_remote_code,
+            progress=update,
+        )
+    say(
+        f"{args.mode}: {len(examples.anchors)} examples from {examples.source}, {result.steps} steps, loss "
+        f"{result.first_loss:.3f} -> {result.last_loss:.3f}, {result.seconds:.0f} s; saved {args.out} (use --model {args.out})"
+    )

@@ -15,9 +15,12 @@ from bertlens.representation.poolers import check_pooler
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("geometry", help="anisotropy diagnostics per layer and pooler",
-                                   description="Measure how anisotropic each layer's vectors are (Ethayarajh 2019; "
-                                   "Wang & Isola 2020) on your texts.")
+    parser = subparsers.add_parser(
+        "geometry",
+        help="anisotropy diagnostics per layer and pooler",
+        description="Measure how anisotropic each layer's vectors are (Ethayarajh 2019; "
+        "Wang & Isola 2020) on your texts.",
+    )
     add_text_source(parser)
     add_encoder_options(parser, model_default="default")
     parser.add_argument("--poolers", default="cls,mean,max", help="sentence poolers to diagnose (comma list)")
@@ -28,8 +31,13 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> None:
     poolers = tuple(check_pooler(p.strip()) for p in args.poolers.split(",") if p.strip())
     texts, source, task = load_texts(args, args.seed)
-    encoder = Encoder(args.model, max_length=args.max_length, precision=args.precision or "fp32",
-                      attentions="cls" if "attention" in poolers else "none", trust_remote_code=args.trust_remote_code)
+    encoder = Encoder(
+        args.model,
+        max_length=args.max_length,
+        precision=args.precision or "fp32",
+        attentions="cls" if "attention" in poolers else "none",
+        trust_remote_code=args.trust_remote_code,
+    )
     with progress_bar(f"geometry ({len(texts)} texts from {source})", enabled=not args.quiet) as update:
         collected = collect(encoder, texts, poolers, seed=args.seed, progress=update)
     rows = layer_diagnostics(collected, seed=args.seed, positives=positive_pairs(task, texts))

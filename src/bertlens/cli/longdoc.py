@@ -15,14 +15,20 @@ from bertlens.reports.longdoc import markdown_table, write_outputs
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("longdoc", help="compare long-text strategies (truncation, windows, chunk classifiers)",
-                                   description="Score head / tail / head+tail truncation, strided windows with each "
-                                   "aggregate, and chunk classifiers on a document classification task.")
+    parser = subparsers.add_parser(
+        "longdoc",
+        help="compare long-text strategies (truncation, windows, chunk classifiers)",
+        description="Score head / tail / head+tail truncation, strided windows with each "
+        "aggregate, and chunk classifiers on a document classification task.",
+    )
     add_task_options(parser)
     add_recipe_options(parser)
-    parser.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES),
-                        help="comma list: head, tail, head_tail[:H], windows[:STRIDE][:mean|max|first|weighted], "
-                        "hier:attention, hier:gru")
+    parser.add_argument(
+        "--strategies",
+        default=",".join(DEFAULT_STRATEGIES),
+        help="comma list: head, tail, head_tail[:H], windows[:STRIDE][:mean|max|first|weighted], "
+        "hier:attention, hier:gru",
+    )
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--max-examples", type=int, help="a seeded sample of at most N documents")
     add_run_options(parser, Path("out/longdoc"))
@@ -36,12 +42,26 @@ def run(args: argparse.Namespace) -> None:
     recipe = recipe_from_args(args)
     if recipe.long_text:
         raise BertlensError("--long-text picks one strategy for embed/sweep; longdoc compares --strategies")
-    encoder = Encoder(recipe.model, max_length=recipe.max_length, precision=recipe.precision,
-                      attentions="cls" if recipe.needs_attentions else "none", trust_remote_code=args.trust_remote_code)
+    encoder = Encoder(
+        recipe.model,
+        max_length=recipe.max_length,
+        precision=recipe.precision,
+        attentions="cls" if recipe.needs_attentions else "none",
+        trust_remote_code=args.trust_remote_code,
+    )
     with progress_bar(f"longdoc {task.name}", unit="docs", enabled=not args.quiet) as update:
-        result = compare_long_text(encoder, recipe.replace(max_length=encoder.max_length), list(split.texts_a), split.targets,
-                                   strategies, task=task.name, folds=args.folds, seed=args.seed, resamples=args.resamples,
-                                   progress=update)
+        result = compare_long_text(
+            encoder,
+            recipe.replace(max_length=encoder.max_length),
+            list(split.texts_a),
+            split.targets,
+            strategies,
+            task=task.name,
+            folds=args.folds,
+            seed=args.seed,
+            resamples=args.resamples,
+            progress=update,
+        )
     paths = write_outputs(result, args.out)
     say("\n".join(markdown_table(result)))
     say(f"wrote {paths['report']} and {paths['results']}")

@@ -21,7 +21,9 @@ NEGATIVE_VALUE_OPTIONS = ("--layers",)  # take values such as '-4:' that argpars
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bertlens", description="Find and serve the right BERT representation for a task.")
+    parser = argparse.ArgumentParser(
+        prog="bertlens", description="Find and serve the right BERT representation for a task."
+    )
     parser.add_argument("--version", action="version", version=f"bertlens {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an unexpected error")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -55,12 +57,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"bertlens {args.command}: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, never a traceback by default
+    except Exception as exc:
         if debug:
             raise
         detail = " ".join(str(exc).split()) or type(exc).__name__
-        print(f"bertlens {args.command}: unexpected error: {type(exc).__name__}: {detail} "
-              "(rerun with --debug for the traceback)", file=sys.stderr)
+        print(
+            f"bertlens {args.command}: unexpected error: {type(exc).__name__}: {detail} "
+            "(rerun with --debug for the traceback)",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -16,10 +16,16 @@ from bertlens.training.loop import TrainConfig
 def add_encoder_options(parser: argparse.ArgumentParser, model_default: str | None = None) -> argparse._ArgumentGroup:
     """--model --max-length --precision --trust-remote-code: what every command that encodes needs."""
     group = parser.add_argument_group("model")
-    group.add_argument("--model", default=model_default, help="'default' (all-MiniLM-L6-v2), a local model directory or a hub id")
+    group.add_argument(
+        "--model", default=model_default, help="'default' (all-MiniLM-L6-v2), a local model directory or a hub id"
+    )
     group.add_argument("--max-length", type=int, help="truncate texts to this many tokens (default: the model's limit)")
-    group.add_argument("--precision", choices=PRECISIONS, help="fp32 (exact) or bf16 (fast where the CPU has native bf16)")
-    group.add_argument("--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)")
+    group.add_argument(
+        "--precision", choices=PRECISIONS, help="fp32 (exact) or bf16 (fast where the CPU has native bf16)"
+    )
+    group.add_argument(
+        "--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)"
+    )
     return group
 
 
@@ -32,8 +38,11 @@ def add_recipe_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--pooler", help=f"how tokens combine: {', '.join(POOLERS)}")
     group.add_argument("--exclude-special", action="store_true", default=None, help="pool without [CLS]/[SEP]")
     group.add_argument("--normalize", action="store_true", default=None, help="L2-normalise the vectors")
-    group.add_argument("--long-text", help="texts over the limit: head (default truncation), tail, head_tail[:HEAD], "
-                       "windows[:STRIDE][:mean|max|first|weighted]")
+    group.add_argument(
+        "--long-text",
+        help="texts over the limit: head (default truncation), tail, head_tail[:HEAD], "
+        "windows[:STRIDE][:mean|max|first|weighted]",
+    )
     group.add_argument("--postprocess", help="a fitted post-processor (.safetensors from `bertlens postprocess`)")
 
 
@@ -65,15 +74,23 @@ def add_run_options(parser: argparse.ArgumentParser, out: Path | None, out_help:
 
 def add_training_options(parser: argparse.ArgumentParser, defaults: TrainConfig = TrainConfig()) -> None:
     group = parser.add_argument_group("training")
-    group.add_argument("--epochs", type=int, default=defaults.epochs, help="epochs (more for small sets: see --min-steps)")
+    group.add_argument(
+        "--epochs", type=int, default=defaults.epochs, help="epochs (more for small sets: see --min-steps)"
+    )
     group.add_argument("--min-steps", type=int, default=defaults.min_steps, help="at least this many optimiser steps")
     group.add_argument("--lr", type=float, default=defaults.lr, help="encoder learning rate (AdamW)")
-    group.add_argument("--head-lr", type=float, default=defaults.head_lr, help="learning rate of the head and ScalarMix")
+    group.add_argument(
+        "--head-lr", type=float, default=defaults.head_lr, help="learning rate of the head and ScalarMix"
+    )
     group.add_argument("--batch-size", type=int, default=defaults.batch_size)
     group.add_argument("--warmup", type=float, default=defaults.warmup, help="fraction of steps with linear warmup")
     group.add_argument("--weight-decay", type=float, default=defaults.weight_decay)
-    group.add_argument("--patience", type=int, default=defaults.patience, help="epochs without dev improvement before stopping")
-    group.add_argument("--checkpoint-every", type=int, default=defaults.checkpoint_every, help="steps between checkpoints")
+    group.add_argument(
+        "--patience", type=int, default=defaults.patience, help="epochs without dev improvement before stopping"
+    )
+    group.add_argument(
+        "--checkpoint-every", type=int, default=defaults.checkpoint_every, help="steps between checkpoints"
+    )
     group.add_argument("--restart", action="store_true", help="discard an unfinished run in --out and start over")
 
 
@@ -85,6 +102,15 @@ def training_config(args: argparse.Namespace, seed: int) -> TrainConfig:
         raise BertlensError("--warmup must be in [0, 1)")
     if args.lr <= 0 or args.head_lr <= 0:
         raise BertlensError("--lr and --head-lr must be positive")
-    return TrainConfig(lr=args.lr, head_lr=args.head_lr, epochs=args.epochs, min_steps=args.min_steps,
-                       batch_size=args.batch_size, warmup=args.warmup, weight_decay=args.weight_decay,
-                       patience=args.patience, seed=seed, checkpoint_every=args.checkpoint_every)
+    return TrainConfig(
+        lr=args.lr,
+        head_lr=args.head_lr,
+        epochs=args.epochs,
+        min_steps=args.min_steps,
+        batch_size=args.batch_size,
+        warmup=args.warmup,
+        weight_decay=args.weight_decay,
+        patience=args.patience,
+        seed=seed,
+        checkpoint_every=args.checkpoint_every,
+    )

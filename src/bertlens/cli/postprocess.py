@@ -14,9 +14,12 @@ FILE = "postprocess.safetensors"
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("postprocess", help="fit whitening / all-but-the-top on a corpus and save a recipe",
-                                   description="Fit post-processing steps on the recipe's vectors of a corpus; writes "
-                                   f"OUT/{FILE} and OUT/recipe.json (use it with `bertlens embed --recipe`).")
+    parser = subparsers.add_parser(
+        "postprocess",
+        help="fit whitening / all-but-the-top on a corpus and save a recipe",
+        description="Fit post-processing steps on the recipe's vectors of a corpus; writes "
+        f"OUT/{FILE} and OUT/recipe.json (use it with `bertlens embed --recipe`).",
+    )
     add_text_source(parser)
     parser.add_argument("--steps", default="whiten", help="comma list: center, whiten[:K], abtt[:D], normalize")
     add_run_options(parser, None, "directory for postprocess.safetensors and recipe.json")
@@ -35,5 +38,7 @@ def run(args: argparse.Namespace) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     fitted.save(args.out / FILE)
     recipe.replace(max_length=embedder.encoder.max_length, postprocess=FILE).save(args.out / "recipe.json")
-    say(f"fitted {fitted.name} on {len(texts)} texts from {source} ({fitted.dim} -> {fitted.output_dim} dims); "
-        f"wrote {args.out / FILE} and {args.out / 'recipe.json'}")
+    say(
+        f"fitted {fitted.name} on {len(texts)} texts from {source} ({fitted.dim} -> {fitted.output_dim} dims); "
+        f"wrote {args.out / FILE} and {args.out / 'recipe.json'}"
+    )

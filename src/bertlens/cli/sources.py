@@ -15,18 +15,27 @@ from bertlens.tasks.loaders import TaskData, load_catalog_task, load_hf_task, lo
 
 def add_task_options(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--task", help=f"a catalog task: {', '.join(CATALOG)}; or hf:NAME[:CONFIG] for a Hugging Face "
-                        "dataset (online; needs `pip install datasets` and --text-col/--label-col)")
+    source.add_argument(
+        "--task",
+        help=f"a catalog task: {', '.join(CATALOG)}; or hf:NAME[:CONFIG] for a Hugging Face "
+        "dataset (online; needs `pip install datasets` and --text-col/--label-col)",
+    )
     source.add_argument("--data", type=Path, help="your own CSV/TSV/JSONL file (with --text-col and --label-col)")
     parser.add_argument("--data-dir", help="where catalog tasks live (default $BERTLENS_DATA or ../shared/data)")
-    parser.add_argument("--task-type", choices=KINDS, help="for --data: classification (default with one text column), "
-                        "pair_classification, or similarity (default with two text columns)")
+    parser.add_argument(
+        "--task-type",
+        choices=KINDS,
+        help="for --data: classification (default with one text column), "
+        "pair_classification, or similarity (default with two text columns)",
+    )
     parser.add_argument("--text-col", help="for --data: text column (header name or 0-based index)")
     parser.add_argument("--text-col2", help="for --data: second text column (pair tasks)")
     parser.add_argument("--label-col", help="for --data: label or score column")
     parser.add_argument("--no-header", action="store_true", help="for --data: the CSV/TSV has no header row")
     parser.add_argument("--folds", type=int, default=10, help="cross-validation folds for data without a test split")
-    parser.add_argument("--drop-invalid", action="store_true", help="drop rows with blank text or label instead of failing")
+    parser.add_argument(
+        "--drop-invalid", action="store_true", help="drop rows with blank text or label instead of failing"
+    )
 
 
 def load_task(args: argparse.Namespace) -> TaskData:
@@ -40,18 +49,40 @@ def load_task(args: argparse.Namespace) -> TaskData:
             raise BertlensError("--task hf:NAME needs --text-col and --label-col (and --text-col2 for pairs)")
         texts = tuple(c for c in (args.text_col, args.text_col2) if c is not None)
         kind = args.task_type or ("classification" if len(texts) == 1 else "similarity")
-        return load_hf_task(name, kind=kind, text_cols=texts, label_col=args.label_col, config=config or None,
-                            drop_invalid=args.drop_invalid, folds=args.folds, max_examples=max_examples, seed=args.seed)
+        return load_hf_task(
+            name,
+            kind=kind,
+            text_cols=texts,
+            label_col=args.label_col,
+            config=config or None,
+            drop_invalid=args.drop_invalid,
+            folds=args.folds,
+            max_examples=max_examples,
+            seed=args.seed,
+        )
     if args.task:
-        return load_catalog_task(get_task(args.task), data_dir(args.data_dir), drop_invalid=args.drop_invalid,
-                                 max_examples=max_examples, seed=args.seed)
+        return load_catalog_task(
+            get_task(args.task),
+            data_dir(args.data_dir),
+            drop_invalid=args.drop_invalid,
+            max_examples=max_examples,
+            seed=args.seed,
+        )
     if args.text_col is None or args.label_col is None:
         raise BertlensError("--data needs --text-col and --label-col (and --text-col2 for pairs)")
     texts = tuple(parse_column(c) for c in (args.text_col, args.text_col2) if c is not None)
     kind = args.task_type or ("classification" if len(texts) == 1 else "similarity")
-    return load_user_task(args.data, kind=kind, text_cols=texts, label_col=parse_column(args.label_col),
-                          header=not args.no_header, drop_invalid=args.drop_invalid, folds=args.folds,
-                          max_examples=max_examples, seed=args.seed)
+    return load_user_task(
+        args.data,
+        kind=kind,
+        text_cols=texts,
+        label_col=parse_column(args.label_col),
+        header=not args.no_header,
+        drop_invalid=args.drop_invalid,
+        folds=args.folds,
+        max_examples=max_examples,
+        seed=args.seed,
+    )
 
 
 def add_text_source(parser: argparse.ArgumentParser, required: bool = True) -> argparse._MutuallyExclusiveGroup:

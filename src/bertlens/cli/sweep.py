@@ -19,20 +19,31 @@ from bertlens.representation.recipe import Recipe
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("sweep", help="score every token/layer/pooling choice on a task in one pass",
-                                   description="Encode once, score every layer x pooler and layer mix, recommend a recipe.")
+    parser = subparsers.add_parser(
+        "sweep",
+        help="score every token/layer/pooling choice on a task in one pass",
+        description="Encode once, score every layer x pooler and layer mix, recommend a recipe.",
+    )
     add_task_options(parser)
     add_encoder_options(parser)
     parser.add_argument("--layers", help="single layers to score (default all), e.g. '-4:' or '0,3,6'")
     parser.add_argument("--poolers", default=",".join(DEFAULT_POOLERS), help="comma list of poolers")
     parser.add_argument("--max-examples", type=int, help="at most this many examples per split (a seeded sample)")
-    parser.add_argument("--long-text", help="texts over the limit: head (default), tail, head_tail[:HEAD], "
-                        "windows[:STRIDE][:mean|max|first|weighted] (compare them with `bertlens longdoc`)")
-    parser.add_argument("--postprocess-steps", help="similarity tasks: also score every candidate after these steps, fitted "
-                        "on the training texts (e.g. whiten, or center,abtt)")
+    parser.add_argument(
+        "--long-text",
+        help="texts over the limit: head (default), tail, head_tail[:HEAD], "
+        "windows[:STRIDE][:mean|max|first|weighted] (compare them with `bertlens longdoc`)",
+    )
+    parser.add_argument(
+        "--postprocess-steps",
+        help="similarity tasks: also score every candidate after these steps, fitted "
+        "on the training texts (e.g. whiten, or center,abtt)",
+    )
     parser.add_argument("--exclude-special", action="store_true", help="pool without [CLS]/[SEP]")
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
-    parser.add_argument("--cache-dir", type=Path, default=None, help="feature-bank cache (default $BERTLENS_CACHE or ~/.cache/bertlens)")
+    parser.add_argument(
+        "--cache-dir", type=Path, default=None, help="feature-bank cache (default $BERTLENS_CACHE or ~/.cache/bertlens)"
+    )
     add_run_options(parser, Path("out/sweep"))
     parser.set_defaults(run=run)
 
@@ -43,23 +54,46 @@ def run(args: argparse.Namespace) -> None:
         parse_steps(args.postprocess_steps)
     task = load_task(args)
     # the sweep chooses layers, mixer and pooler; the user fixes only what is shared by every candidate
-    base = Recipe(model=args.model or "default", max_length=args.max_length, precision=args.precision or "fp32",
-                  include_special=not args.exclude_special, long_text=args.long_text)
-    encoder = Encoder(base.model, max_length=base.max_length, precision=base.precision,
-                      attentions="cls" if "attention" in poolers else "none", trust_remote_code=args.trust_remote_code)
+    base = Recipe(
+        model=args.model or "default",
+        max_length=args.max_length,
+        precision=args.precision or "fp32",
+        include_special=not args.exclude_special,
+        long_text=args.long_text,
+    )
+    encoder = Encoder(
+        base.model,
+        max_length=base.max_length,
+        precision=base.precision,
+        attentions="cls" if "attention" in poolers else "none",
+        trust_remote_code=args.trust_remote_code,
+    )
     layers = parse_layers(args.layers, encoder.num_layers) if args.layers else None
-    config = SweepConfig(poolers=poolers, layers=layers, seed=args.seed, resamples=args.resamples, postprocess=args.postprocess_steps)
+    config = SweepConfig(
+        poolers=poolers, layers=layers, seed=args.seed, resamples=args.resamples, postprocess=args.postprocess_steps
+    )
     if task.dropped:
         say(f"dropped {task.dropped} invalid rows (--drop-invalid)")
     with progress_bar(f"sweep {task.name}", enabled=not args.quiet) as update:
-        result = run_sweep(task, encoder, base.replace(max_length=encoder.max_length), cache_dir(args.cache_dir), config,
-                           progress=update)
+        result = run_sweep(
+            task,
+            encoder,
+            base.replace(max_length=encoder.max_length),
+            cache_dir(args.cache_dir),
+            config,
+            progress=update,
+        )
     paths = write_outputs(result, args.out)
     for name, protocol in result.protocols.items():
-        print_table(f"{task.name}: {name} ({protocol.metric}, test, 95% CI)", ("#", "candidate", "score [95% CI]", ""),
-                    leaderboard(protocol))
+        print_table(
+            f"{task.name}: {name} ({protocol.metric}, test, 95% CI)",
+            ("#", "candidate", "score [95% CI]", ""),
+            leaderboard(protocol),
+        )
     if result.disagreement:
         STDERR.print(f"[yellow]note:[/] {result.disagreement}")
     STDERR.print(f"recommended [bold]{result.recommended.name}[/] (test {recommended_score(result)}): {result.basis}")
-    say(f"wrote {paths['report']}, {paths['results']} and {paths['recipe']} "
-        f"(reproduce: bertlens embed FILE --recipe {paths['recipe']})")
+    say(
+        f"wrote {paths['report']}, {paths['results']} and {paths['recipe']} "
+        f"(reproduce: bertlens embed FILE --recipe {paths['recipe']})"
+    )

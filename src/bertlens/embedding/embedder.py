@@ -19,8 +19,14 @@ from bertlens.representation.recipe import Recipe
 class Embedder:
     """`Embedder(recipe).encode(texts)` -> np.ndarray [N, D] float32, rows in input order."""
 
-    def __init__(self, recipe: Recipe | None = None, *, encoder: Encoder | None = None, trust_remote_code: bool = False,
-                 **changes):
+    def __init__(
+        self,
+        recipe: Recipe | None = None,
+        *,
+        encoder: Encoder | None = None,
+        trust_remote_code: bool = False,
+        **changes,
+    ):
         recipe = recipe or Recipe()
         self.recipe = recipe.replace(**changes) if changes else recipe
         self.encoder = encoder or Encoder(
@@ -34,8 +40,10 @@ class Embedder:
         self.representation = Representation(self.recipe).eval()  # frozen: serving reproduces the fitted mix exactly
         self.postprocessor = PostProcessor.load(self.recipe.postprocess) if self.recipe.postprocess else None
         if self.postprocessor is not None and self.postprocessor.dim != self.pooled_dim:
-            raise BertlensError(f"post-processor {self.recipe.postprocess} was fitted on {self.postprocessor.dim}-dimensional "
-                                f"vectors but this recipe makes {self.pooled_dim}; refit it for this recipe")
+            raise BertlensError(
+                f"post-processor {self.recipe.postprocess} was fitted on {self.postprocessor.dim}-dimensional "
+                f"vectors but this recipe makes {self.pooled_dim}; refit it for this recipe"
+            )
         self.truncated = 0
 
     @property
@@ -52,8 +60,13 @@ class Embedder:
         """Embed texts; `progress("embedding", done, len(texts))` after each batch."""
         long_text = self.recipe.long_text_strategy
         if long_text is not None:
-            out = encode_long(self.encoder, self.representation, texts, long_text,
-                              lambda stage, done, total: progress("embedding", done, total))
+            out = encode_long(
+                self.encoder,
+                self.representation,
+                texts,
+                long_text,
+                lambda stage, done, total: progress("embedding", done, total),
+            )
             self.truncated = 0
         else:
             tokenized = self.encoder.tokenize(texts)

@@ -182,8 +182,9 @@ def run_embed(
             done += len(shard)
             progress("embedding", done, rows)
             continue
-        vectors = embedder.encode([text for _, text in shard],
-                                  lambda stage, n, total, base=done: progress(stage, base + n, rows))  # [n, D]
+        vectors = embedder.encode(
+            [text for _, text in shard], lambda stage, n, total, base=done: progress(stage, base + n, rows)
+        )  # [n, D]
         done += len(shard)
         truncated += embedder.truncated
         ids = np.array([line for line, _ in shard], dtype=np.int64)

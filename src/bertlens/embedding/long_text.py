@@ -35,8 +35,15 @@ class Pieces:
         return aggregate(self.vectors, self.doc_index, self.tokens, self.order, texts, how).astype(np.float32)
 
 
-def encode_pieces(encoder: Encoder, representation: Representation, texts: Sequence[str], long_text: LongText, *,
-                  group: int = 64, progress: Progress = silent) -> Pieces:
+def encode_pieces(
+    encoder: Encoder,
+    representation: Representation,
+    texts: Sequence[str],
+    long_text: LongText,
+    *,
+    group: int = 64,
+    progress: Progress = silent,
+) -> Pieces:
     """Every piece of every text, encoded; pieces of one text never depend on other texts in the batch."""
     vectors, doc_index, tokens, order = [], [], [], []
     for first, pieces in piece_groups(encoder, texts, long_text, group):
@@ -54,8 +61,13 @@ def encode_pieces(encoder: Encoder, representation: Representation, texts: Seque
     return Pieces(np.concatenate(vectors), np.concatenate(doc_index), np.concatenate(tokens), np.concatenate(order))
 
 
-def encode_long(encoder: Encoder, representation: Representation, texts: Sequence[str], long_text: LongText,
-                progress: Progress = silent) -> np.ndarray:
+def encode_long(
+    encoder: Encoder,
+    representation: Representation,
+    texts: Sequence[str],
+    long_text: LongText,
+    progress: Progress = silent,
+) -> np.ndarray:
     """[N, D] float32: each text's pieces aggregated as the strategy says."""
     pieces = encode_pieces(encoder, representation, texts, long_text, progress=progress)
     return pieces.aggregate(len(texts), long_text.piece_aggregate)

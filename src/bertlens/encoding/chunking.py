@@ -25,8 +25,9 @@ def windows(length: int, size: int, stride: int) -> list[tuple[int, int]]:
     if size < 1:
         raise BertlensError(f"window size must be at least 1, got {size}")
     if not 1 <= stride <= size:
-        raise BertlensError(f"window stride {stride} must be between 1 and the window size {size}; "
-                            "a larger stride would skip tokens")
+        raise BertlensError(
+            f"window stride {stride} must be between 1 and the window size {size}; a larger stride would skip tokens"
+        )
     if length <= size:
         return [(0, length)]
     spans = [(start, start + size) for start in range(0, length - size + 1, stride)]

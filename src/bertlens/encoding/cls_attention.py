@@ -11,8 +11,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-SUPPORTED = {"BertSelfAttention", "RobertaSelfAttention", "ElectraSelfAttention", "XLMRobertaSelfAttention",
-             "CamembertSelfAttention"}
+SUPPORTED = {
+    "BertSelfAttention",
+    "RobertaSelfAttention",
+    "ElectraSelfAttention",
+    "XLMRobertaSelfAttention",
+    "CamembertSelfAttention",
+}
 
 
 def attention_modules(model: nn.Module) -> list[nn.Module] | None:

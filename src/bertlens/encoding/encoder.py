@@ -95,8 +95,9 @@ class Encoder:
         self.ref = model if isinstance(model, ModelRef) else resolve_model(model)
         self.tokenizer = load_tokenizer(self.ref, trust_remote_code)
         # Under bf16 autocast eager attention measured faster than SDPA; full attention maps need it too.
-        self.model = load_encoder(self.ref, eager_attention=precision == "bf16" or attentions == "all",
-                                  trust_remote_code=trust_remote_code)
+        self.model = load_encoder(
+            self.ref, eager_attention=precision == "bf16" or attentions == "all", trust_remote_code=trust_remote_code
+        )
         self._recorder = None
         if attentions == "cls":
             modules = attention_modules(self.model)
@@ -112,7 +113,9 @@ class Encoder:
         self.max_tokens = max_tokens
         limit = default_max_length(self.ref, self.tokenizer)
         if max_length is not None and max_length > limit:
-            raise BertlensError(f"max_length {max_length} exceeds the model's limit of {limit} tokens; use {limit} or less")
+            raise BertlensError(
+                f"max_length {max_length} exceeds the model's limit of {limit} tokens; use {limit} or less"
+            )
         self.max_length = max_length or limit
         self._uses_token_types = "token_type_ids" in self.tokenizer.model_input_names
         self._pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
@@ -130,9 +133,14 @@ class Encoder:
         if not texts:
             return Tokenized([], [], 0, [] if offsets else None)
         if offsets and not self.tokenizer.is_fast:
-            raise BertlensError(f"model '{self.ref.name}' has no fast tokenizer, which word alignment needs (character offsets)")
+            raise BertlensError(
+                f"model '{self.ref.name}' has no fast tokenizer, which word alignment needs (character offsets)"
+            )
         encoded = self.tokenizer(
-            list(texts), truncation=True, max_length=self.max_length, return_special_tokens_mask=True,
+            list(texts),
+            truncation=True,
+            max_length=self.max_length,
+            return_special_tokens_mask=True,
             return_offsets_mapping=offsets,
         )
         truncated = sum(1 for enc in encoded.encodings if enc.overflowing)
@@ -173,7 +181,9 @@ class Encoder:
         maps_needed = self.attentions == "all" or (self.attentions == "cls" and self._recorder is None)
         with torch.inference_mode(), self.running():
             out = self.model(**inputs, output_hidden_states=True, output_attentions=maps_needed)
-            cls_attention = self._recorder.weights(inputs["attention_mask"]).cpu() if self._recorder else None  # [L, B, T]
+            cls_attention = (
+                self._recorder.weights(inputs["attention_mask"]).cpu() if self._recorder else None
+            )  # [L, B, T]
         hidden = torch.stack(out.hidden_states).float().cpu()  # [L+1, B, T, H]
         attentions = None
         if maps_needed:
@@ -194,8 +204,14 @@ class Encoder:
         for rows in length_batches(tokenized.lengths, self.max_batch, self.max_tokens):
             yield self.forward(tokenized, rows)
 
-    def stream(self, tokenized: Tokenized, progress: Progress = silent, stage: str = "encoding",
-               done: int = 0, total: int | None = None) -> Iterator[LayerStates]:
+    def stream(
+        self,
+        tokenized: Tokenized,
+        progress: Progress = silent,
+        stage: str = "encoding",
+        done: int = 0,
+        total: int | None = None,
+    ) -> Iterator[LayerStates]:
         """The one encode loop: batches under `running()`, progress reported after each batch is consumed.
 
         `done`/`total` let a caller that streams several parts (groups of texts) report one count.

@@ -18,14 +18,18 @@ import torch
 SUBWORD_POOLING = ("first", "last", "mean")
 
 
-def covering_tokens(word_spans: Sequence[tuple[int, int]], token_offsets: Sequence[tuple[int, int]]) -> list[np.ndarray]:
+def covering_tokens(
+    word_spans: Sequence[tuple[int, int]], token_offsets: Sequence[tuple[int, int]]
+) -> list[np.ndarray]:
     """Token positions overlapping each word's [start, end) span; special tokens ((0, 0)) never match."""
     if not word_spans:
         return []
     offsets = np.asarray(token_offsets, dtype=np.int64).reshape(-1, 2)  # [T, 2]
     spans = np.asarray(word_spans, dtype=np.int64).reshape(-1, 2)  # [W, 2]
     real = offsets[:, 1] > offsets[:, 0]  # [T] tokens with characters
-    overlap = (offsets[None, :, 0] < spans[:, None, 1]) & (offsets[None, :, 1] > spans[:, None, 0]) & real[None]  # [W, T]
+    overlap = (
+        (offsets[None, :, 0] < spans[:, None, 1]) & (offsets[None, :, 1] > spans[:, None, 0]) & real[None]
+    )  # [W, T]
     return [np.flatnonzero(row) for row in overlap]
 
 

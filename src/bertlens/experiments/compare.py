@@ -105,8 +105,10 @@ def resolve_sizes(text: str, train_size: int, flag: str = "--sizes") -> tuple[in
         if value < 2:
             raise BertlensError(f"{flag}: {value} is too small; a classifier needs at least 2 examples")
         if value > train_size:
-            raise BertlensError(f"{flag}: {value} is more than the task's {train_size} training examples; "
-                                f"use sizes up to {train_size} (or 'full')")
+            raise BertlensError(
+                f"{flag}: {value} is more than the task's {train_size} training examples; "
+                f"use sizes up to {train_size} (or 'full')"
+            )
         sizes.append(value)
     if not sizes:
         raise BertlensError(f"{flag} is empty; e.g. 100,300,1000,full")
@@ -116,7 +118,9 @@ def resolve_sizes(text: str, train_size: int, flag: str = "--sizes") -> tuple[in
 def task_splits(task: TaskData, max_dev: int | None = None, seed: int = 0) -> tuple[Split, Split, Split]:
     """train, dev, test; without a dev split, the same seeded 10% of train the sweep would carve (never trained on)."""
     if task.uses_cv:
-        raise BertlensError(f"task '{task.name}' has no test split (it is cross-validated); compare needs train/dev/test")
+        raise BertlensError(
+            f"task '{task.name}' has no test split (it is cross-validated); compare needs train/dev/test"
+        )
     train, test = task.splits["train"], task.splits["test"]
     dev = task.splits.get("dev")
     if dev is None:
@@ -133,8 +137,9 @@ def drift_probe(name: str | None, task_name: str, data_dir: Path, seed: int) -> 
     if name == "none":
         return None
     if name not in CATALOG or CATALOG[name].uses_cv or CATALOG[name].kind != "classification":
-        raise BertlensError(f"--drift-task '{name}' must be a catalog classification task with a test split "
-                            "(sst2 or trec), or 'none'")
+        raise BertlensError(
+            f"--drift-task '{name}' must be a catalog classification task with a test split (sst2 or trec), or 'none'"
+        )
     try:
         data = load_catalog_task(get_task(name), data_dir)
     except BertlensError as exc:
@@ -163,8 +168,14 @@ def _frozen_vectors(embedder: Embedder, split: Split) -> tuple[np.ndarray, np.nd
     return u, v
 
 
-def linear_probe_score(train_x: np.ndarray, train_y: np.ndarray, dev_x: np.ndarray, dev_y: np.ndarray,
-                       test_x: np.ndarray, test_y: np.ndarray) -> tuple[float, float]:
+def linear_probe_score(
+    train_x: np.ndarray,
+    train_y: np.ndarray,
+    dev_x: np.ndarray,
+    dev_y: np.ndarray,
+    test_x: np.ndarray,
+    test_y: np.ndarray,
+) -> tuple[float, float]:
     """(dev, test) accuracy of an L2 logistic probe with C chosen on dev (the sweep's grid and rule)."""
     features = torch.from_numpy(np.concatenate([train_x, dev_x, test_x])[None].astype(np.float32))  # [1, n_all, D]
     selected = logistic_on_dev(features, len(train_x), len(dev_x), train_y, dev_y, C_GRID)
@@ -188,8 +199,17 @@ class _Splits:
     test: Split
 
 
-def _frozen_runs(task: TaskData, base: Encoder, recipe: Recipe, config: CompareConfig, splits: _Splits,
-                 sizes: tuple[int, ...], progress: Progress, done: int, total: int) -> tuple[list[RunResult], list[str]]:
+def _frozen_runs(
+    task: TaskData,
+    base: Encoder,
+    recipe: Recipe,
+    config: CompareConfig,
+    splits: _Splits,
+    sizes: tuple[int, ...],
+    progress: Progress,
+    done: int,
+    total: int,
+) -> tuple[list[RunResult], list[str]]:
     """One encoding pass shared by every size and seed, then a probe (or plain cosine for similarity) per run."""
     start = time.perf_counter()
     embedder = Embedder(recipe, encoder=base)
@@ -200,8 +220,10 @@ def _frozen_runs(task: TaskData, base: Encoder, recipe: Recipe, config: CompareC
     pool_u, pool_v = _frozen_vectors(embedder, splits.train.subset(needed))
     dev_u, dev_v = _frozen_vectors(embedder, splits.dev)
     test_u, test_v = _frozen_vectors(embedder, splits.test)
-    notes = [f"frozen: one encoding pass over {len(needed) + len(splits.dev) + len(splits.test)} examples took "
-             f"{time.perf_counter() - start:.1f} s, shared by every size and seed (not in per-run times)"]
+    notes = [
+        f"frozen: one encoding pass over {len(needed) + len(splits.dev) + len(splits.test)} examples took "
+        f"{time.perf_counter() - start:.1f} s, shared by every size and seed (not in per-run times)"
+    ]
     runs = []
     for seed in config.seeds:
         for size in sizes:
@@ -215,8 +237,12 @@ def _frozen_runs(task: TaskData, base: Encoder, recipe: Recipe, config: CompareC
             else:
                 dev, test = linear_probe_score(
                     pair_features(pool_u[rows], None if pool_v is None else pool_v[rows], task.kind),
-                    splits.train.targets[needed[rows]], pair_features(dev_u, dev_v, task.kind), splits.dev.targets,
-                    pair_features(test_u, test_v, task.kind), splits.test.targets)
+                    splits.train.targets[needed[rows]],
+                    pair_features(dev_u, dev_v, task.kind),
+                    splits.dev.targets,
+                    pair_features(test_u, test_v, task.kind),
+                    splits.test.targets,
+                )
             runs.append(RunResult("frozen", size, seed, test, dev, time.perf_counter() - t0))
             done += 1
     if task.kind == "similarity":
@@ -224,25 +250,53 @@ def _frozen_runs(task: TaskData, base: Encoder, recipe: Recipe, config: CompareC
     return runs, notes
 
 
-def _tuned_run(task: TaskData, model: str, recipe: Recipe, strategy: Strategy, size: int, train_config: TrainConfig,
-               splits: _Splits, drift: DriftProbe | None, drift_texts: list[str], before: np.ndarray,
-               drift_before: float | None, run_dir: Path) -> RunResult:
+def _tuned_run(
+    task: TaskData,
+    model: str,
+    recipe: Recipe,
+    strategy: Strategy,
+    size: int,
+    train_config: TrainConfig,
+    splits: _Splits,
+    drift: DriftProbe | None,
+    drift_texts: list[str],
+    before: np.ndarray,
+    drift_before: float | None,
+    run_dir: Path,
+) -> RunResult:
     """Fine-tune a fresh copy of the encoder on a nested subset; score test and measure drift."""
     encoder = Encoder(model, max_length=recipe.max_length)
     subset = training_subset(splits.train, size, train_config.seed, task.kind)
     torch.manual_seed(train_config.seed)
-    spec = HeadSpec.for_task(task.kind, recipe.output_width(encoder.hidden_size), splits.train.targets,
-                             splits.dev.targets, splits.test.targets)
+    spec = HeadSpec.for_task(
+        task.kind,
+        recipe.output_width(encoder.hidden_size),
+        splits.train.targets,
+        splits.dev.targets,
+        splits.test.targets,
+    )
     representation = Representation(recipe, trainable=True)
-    objective = Supervised(encoder, representation, Head(spec), Encoded.of(encoder, subset),
-                           Encoded.of(encoder, splits.dev), task.kind)
+    objective = Supervised(
+        encoder, representation, Head(spec), Encoded.of(encoder, subset), Encoded.of(encoder, splits.dev), task.kind
+    )
     result = fine_tune(encoder, objective, strategy, train_config, checkpoint_dir=run_dir / "checkpoint")
     test = score(objective.predict(Encoded.of(encoder, splits.test)), splits.test.targets, task.kind)
     after = layer_vectors(encoder, drift_texts)["mean"]
     cka = tuple(linear_cka(before[k], after[k]) for k in range(len(after)))
     drift_after = _drift_score(encoder, representation.fitted_recipe(), drift) if drift else None
-    return RunResult(strategy.name, size, train_config.seed, test, result.best_dev, result.seconds, result.epochs_run,
-                     result.steps, cka, drift_before, drift_after)
+    return RunResult(
+        strategy.name,
+        size,
+        train_config.seed,
+        test,
+        result.best_dev,
+        result.seconds,
+        result.epochs_run,
+        result.steps,
+        cka,
+        drift_before,
+        drift_after,
+    )
 
 
 def _run_from_dict(data: dict) -> RunResult:
@@ -283,19 +337,60 @@ def run_compare(
                 name = f"{strategy.name}-n{size}-s{seed_}"
                 progress(f"{strategy.name} n={size} seed={seed_}", len(runs), total)
                 train_config = replace(config.train, seed=seed_)
-                key = content_key([base.ref.fingerprint, recipe.to_dict(), strategy.name, asdict(train_config), size, seed_,
-                                   task.name, len(splits.train), len(splits.dev), len(splits.test),
-                                   drift.name if drift else None, config.drift_texts])
-                runs.append(cached_result(
-                    runs_dir / f"{name}.json", key,
-                    lambda strategy=strategy, size=size, train_config=train_config, name=name: _tuned_run(
-                        task, model, recipe, strategy, size, train_config, splits, drift, drift_texts, before,
-                        drift_before, runs_dir / name),
-                    asdict, _run_from_dict))
-                shutil.rmtree(runs_dir / name, ignore_errors=True)  # the run is saved: its checkpoint is no longer needed
+                key = content_key(
+                    [
+                        base.ref.fingerprint,
+                        recipe.to_dict(),
+                        strategy.name,
+                        asdict(train_config),
+                        size,
+                        seed_,
+                        task.name,
+                        len(splits.train),
+                        len(splits.dev),
+                        len(splits.test),
+                        drift.name if drift else None,
+                        config.drift_texts,
+                    ]
+                )
+                runs.append(
+                    cached_result(
+                        runs_dir / f"{name}.json",
+                        key,
+                        lambda strategy=strategy, size=size, train_config=train_config, name=name: _tuned_run(
+                            task,
+                            model,
+                            recipe,
+                            strategy,
+                            size,
+                            train_config,
+                            splits,
+                            drift,
+                            drift_texts,
+                            before,
+                            drift_before,
+                            runs_dir / name,
+                        ),
+                        asdict,
+                        _run_from_dict,
+                    )
+                )
+                shutil.rmtree(
+                    runs_dir / name, ignore_errors=True
+                )  # the run is saved: its checkpoint is no longer needed
     progress("done", total, total)
-    return CompareResult(task.name, task.kind, task.metric, model, recipe, config, tuple(runs),
-                         drift.name if drift else None, len(splits.test), tuple(notes))
+    return CompareResult(
+        task.name,
+        task.kind,
+        task.metric,
+        model,
+        recipe,
+        config,
+        tuple(runs),
+        drift.name if drift else None,
+        len(splits.test),
+        tuple(notes),
+    )
 
 
 @dataclass(frozen=True)
@@ -315,7 +410,9 @@ def curve(result: CompareResult) -> list[CurvePoint]:
         for size in sorted({r.size for r in result.runs if r.strategy == strategy}):
             chosen = [r for r in result.runs if r.strategy == strategy and r.size == size]
             mean, low, high = t_interval(np.array([r.test for r in chosen]))
-            points.append(CurvePoint(strategy, size, mean, low, high, len(chosen), float(np.mean([r.seconds for r in chosen]))))
+            points.append(
+                CurvePoint(strategy, size, mean, low, high, len(chosen), float(np.mean([r.seconds for r in chosen])))
+            )
     return points
 
 
@@ -327,12 +424,18 @@ def payoff(result: CompareResult) -> str:
     for size in sorted({r.size for r in result.runs}):
         frozen = {r.seed: r.test for r in result.runs if r.strategy == "frozen" and r.size == size}
         for strategy in tuned:
-            paired = [r.test - frozen[r.seed] for r in result.runs if r.strategy == strategy and r.size == size and r.seed in frozen]
+            paired = [
+                r.test - frozen[r.seed]
+                for r in result.runs
+                if r.strategy == strategy and r.size == size and r.seed in frozen
+            ]
             if len(paired) >= 2:
                 mean, low, _ = t_interval(np.array(paired))
                 if low > 0:
-                    return (f"fine-tuning pays off from {size} training examples: {strategy} beats the frozen probe by "
-                            f"{100 * mean:.1f} points (95% CI over seeds excludes 0)")
+                    return (
+                        f"fine-tuning pays off from {size} training examples: {strategy} beats the frozen probe by "
+                        f"{100 * mean:.1f} points (95% CI over seeds excludes 0)"
+                    )
             elif len(paired) == 1 and paired[0] > 0:
                 return f"with one seed, {strategy} first beats the frozen probe at {size} examples (no interval with one seed)"
     return "no fine-tuning strategy beat the frozen probe significantly at any size tried"

@@ -47,8 +47,9 @@ def task_pairs(task: TaskData, min_score: float) -> Examples:
         raise BertlensError(f"task '{task.name}' has single texts; --mode pairs needs a pair task such as stsb")
     keep = train.targets >= min_score if task.kind == "similarity" else np.ones(len(train), dtype=bool)
     rows = np.flatnonzero(keep)
-    return Examples([train.texts_a[i] for i in rows], [train.texts_b[i] for i in rows],
-                    f"{task.name} train pairs >= {min_score}")
+    return Examples(
+        [train.texts_a[i] for i in rows], [train.texts_b[i] for i in rows], f"{task.name} train pairs >= {min_score}"
+    )
 
 
 def file_pairs(spec: TableSpec) -> Examples:
@@ -62,9 +63,18 @@ def file_pairs(spec: TableSpec) -> Examples:
     return Examples(anchors, positives, str(spec.path))
 
 
-def run_contrastive(examples: Examples, recipe: Recipe, config: TrainConfig, out: Path, *, temperature: float = 0.05,
-                    strategy_spec: str = "full", restart: bool = False, trust_remote_code: bool = False,
-                    progress: Progress = silent) -> tuple[FineTuneResult, Recipe]:
+def run_contrastive(
+    examples: Examples,
+    recipe: Recipe,
+    config: TrainConfig,
+    out: Path,
+    *,
+    temperature: float = 0.05,
+    strategy_spec: str = "full",
+    restart: bool = False,
+    trust_remote_code: bool = False,
+    progress: Progress = silent,
+) -> tuple[FineTuneResult, Recipe]:
     """Train and save a model directory every command accepts; an interrupted run resumes from OUT/checkpoint."""
     if config.epochs < 1 or config.batch_size < 2 or temperature <= 0 or config.lr <= 0:
         raise BertlensError("--epochs >= 1, --batch-size >= 2, and positive --temperature and --lr are required")
@@ -81,10 +91,25 @@ def run_contrastive(examples: Examples, recipe: Recipe, config: TrainConfig, out
     if restart:
         shutil.rmtree(checkpoint, ignore_errors=True)
     result = fine_tune(encoder, objective, strategy, config, checkpoint_dir=checkpoint, progress=progress)
-    saved = save_finetuned(out, encoder, representation.fitted_recipe(), None, {
-        "objective": objective.name, "source": examples.source, "examples": len(examples.anchors),
-        "strategy": strategy.name, "temperature": temperature, "config": asdict(config), "steps": result.steps,
-        "first_loss": result.first_loss, "last_loss": result.last_loss, "seconds": round(result.seconds, 1),
-        "base_model": encoder.ref.name, "base_fingerprint": encoder.ref.fingerprint})
+    saved = save_finetuned(
+        out,
+        encoder,
+        representation.fitted_recipe(),
+        None,
+        {
+            "objective": objective.name,
+            "source": examples.source,
+            "examples": len(examples.anchors),
+            "strategy": strategy.name,
+            "temperature": temperature,
+            "config": asdict(config),
+            "steps": result.steps,
+            "first_loss": result.first_loss,
+            "last_loss": result.last_loss,
+            "seconds": round(result.seconds, 1),
+            "base_model": encoder.ref.name,
+            "base_fingerprint": encoder.ref.fingerprint,
+        },
+    )
     shutil.rmtree(checkpoint, ignore_errors=True)
     return result, saved

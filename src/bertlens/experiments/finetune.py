@@ -31,17 +31,31 @@ class FinetuneOutcome:
     recipe: Recipe  # as saved: model = the output directory, fitted ScalarMix weights included
 
 
-def run_finetune(task: TaskData, recipe: Recipe, strategy_spec: str, config: TrainConfig, out: Path, *,
-                 size: str | None = None, max_dev: int | None = None, restart: bool = False,
-                 trust_remote_code: bool = False, progress: Progress = silent) -> FinetuneOutcome:
+def run_finetune(
+    task: TaskData,
+    recipe: Recipe,
+    strategy_spec: str,
+    config: TrainConfig,
+    out: Path,
+    *,
+    size: str | None = None,
+    max_dev: int | None = None,
+    restart: bool = False,
+    trust_remote_code: bool = False,
+    progress: Progress = silent,
+) -> FinetuneOutcome:
     """Train encoder + head (+ the recipe's ScalarMix) with one strategy; an interrupted run resumes from OUT/checkpoint."""
     encoder = Encoder(recipe.model, max_length=recipe.max_length, trust_remote_code=trust_remote_code)
     recipe = recipe.replace(max_length=encoder.max_length)
     strategy = parse_strategy(strategy_spec, encoder.num_layers)
     if not strategy.fine_tunes:
-        raise BertlensError("--strategy frozen trains no encoder; use `bertlens sweep` or `bertlens compare` for frozen probes")
+        raise BertlensError(
+            "--strategy frozen trains no encoder; use `bertlens sweep` or `bertlens compare` for frozen probes"
+        )
     train, dev, test = task_splits(task, max_dev, config.seed)
-    spec = HeadSpec.for_task(task.kind, recipe.output_width(encoder.hidden_size), train.targets, dev.targets, test.targets)
+    spec = HeadSpec.for_task(
+        task.kind, recipe.output_width(encoder.hidden_size), train.targets, dev.targets, test.targets
+    )
     if size:
         train = training_subset(train, resolve_sizes(size, len(train), flag="--size")[0], config.seed, task.kind)
     checkpoint = out / "checkpoint"
@@ -49,15 +63,33 @@ def run_finetune(task: TaskData, recipe: Recipe, strategy_spec: str, config: Tra
         shutil.rmtree(checkpoint, ignore_errors=True)
     torch.manual_seed(config.seed)
     representation = Representation(recipe, trainable=True)
-    objective = Supervised(encoder, representation, Head(spec), Encoded.of(encoder, train), Encoded.of(encoder, dev),
-                           task.kind)
+    objective = Supervised(
+        encoder, representation, Head(spec), Encoded.of(encoder, train), Encoded.of(encoder, dev), task.kind
+    )
     result = fine_tune(encoder, objective, strategy, config, checkpoint_dir=checkpoint, progress=progress)
     test_score = score(objective.predict(Encoded.of(encoder, test)), test.targets, task.kind)
-    saved = save_finetuned(out, encoder, representation.fitted_recipe(), objective.head, {
-        "task": task.name, "objective": objective.name, "strategy": strategy.name, "train_examples": len(train),
-        "config": asdict(config), "dev_history": list(result.history), "best_epoch": result.best_epoch,
-        "dev": result.best_dev, "test": test_score, "metric": task.metric, "steps": result.steps,
-        "seconds": round(result.seconds, 1), "stopped_early": result.stopped_early, "base_model": encoder.ref.name,
-        "base_fingerprint": encoder.ref.fingerprint})
+    saved = save_finetuned(
+        out,
+        encoder,
+        representation.fitted_recipe(),
+        objective.head,
+        {
+            "task": task.name,
+            "objective": objective.name,
+            "strategy": strategy.name,
+            "train_examples": len(train),
+            "config": asdict(config),
+            "dev_history": list(result.history),
+            "best_epoch": result.best_epoch,
+            "dev": result.best_dev,
+            "test": test_score,
+            "metric": task.metric,
+            "steps": result.steps,
+            "seconds": round(result.seconds, 1),
+            "stopped_early": result.stopped_early,
+            "base_model": encoder.ref.name,
+            "base_fingerprint": encoder.ref.fingerprint,
+        },
+    )
     shutil.rmtree(checkpoint, ignore_errors=True)
     return FinetuneOutcome(strategy.name, len(train), result, test_score, saved)

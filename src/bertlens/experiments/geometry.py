@@ -50,8 +50,15 @@ class Collected:
     token_sentence: np.ndarray  # [M] which text it came from
 
 
-def collect(encoder: Encoder, texts: list[str], poolers: tuple[str, ...], *, max_tokens_per_text: int = 32,
-            seed: int = 0, progress: Progress = silent) -> Collected:
+def collect(
+    encoder: Encoder,
+    texts: list[str],
+    poolers: tuple[str, ...],
+    *,
+    max_tokens_per_text: int = 32,
+    seed: int = 0,
+    progress: Progress = silent,
+) -> Collected:
     """One pass: pooled vectors of every layer for each pooler, and up to `max_tokens_per_text` tokens a text."""
     rng = np.random.default_rng(seed)
     layers, width = encoder.num_layers + 1, encoder.hidden_size
@@ -70,11 +77,14 @@ def collect(encoder: Encoder, texts: list[str], poolers: tuple[str, ...], *, max
             tokens.append(states.hidden[:, b, positions].float().numpy())  # [L+1, m, H]
             token_ids.append(np.asarray(tokenized.input_ids[row])[positions])
             token_sentence.append(np.full(len(positions), row))
-    return Collected(sentences, np.concatenate(tokens, axis=1), np.concatenate(token_ids), np.concatenate(token_sentence))
+    return Collected(
+        sentences, np.concatenate(tokens, axis=1), np.concatenate(token_ids), np.concatenate(token_sentence)
+    )
 
 
-def layer_diagnostics(collected: Collected, *, pairs: int = 5000, seed: int = 0,
-                      positives: tuple[np.ndarray, np.ndarray] | None = None) -> list[dict]:
+def layer_diagnostics(
+    collected: Collected, *, pairs: int = 5000, seed: int = 0, positives: tuple[np.ndarray, np.ndarray] | None = None
+) -> list[dict]:
     """One row per (layer, pooler) with every diagnostic; token diagnostics repeat per pooler (they are per layer).
 
     positives: indices (a, b) into the texts forming positive pairs, for alignment.
@@ -93,12 +103,16 @@ def layer_diagnostics(collected: Collected, *, pairs: int = 5000, seed: int = 0,
         for pooler, vectors in collected.sentences.items():
             x = vectors[layer]
             row = {
-                "layer": layer, "pooler": pooler,
+                "layer": layer,
+                "pooler": pooler,
                 "sentence_cosine": mean_pair_cosine(x, si, sj),
                 "token_cosine": token_cos,
-                "self_similarity": self_sim, "self_similarity_adjusted": self_sim - token_cos,
-                "intra_sentence": intra, "intra_sentence_adjusted": intra - token_cos,
-                "variance_top1": variance_explained(x, 1), "variance_top10": variance_explained(x, 10),
+                "self_similarity": self_sim,
+                "self_similarity_adjusted": self_sim - token_cos,
+                "intra_sentence": intra,
+                "intra_sentence_adjusted": intra - token_cos,
+                "variance_top1": variance_explained(x, 1),
+                "variance_top10": variance_explained(x, 10),
                 "rogue_dimensions": rogue_dimensions(x, si, sj),
                 "uniformity": uniformity(x, si, sj),
             }

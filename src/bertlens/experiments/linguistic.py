@@ -100,7 +100,9 @@ def load_treebank(directory: str | Path, max_sentences: int | None = None) -> di
     """train/dev/test sentences of a UD treebank directory (the first `max_sentences` of each, if given)."""
     directory = Path(directory)
     if not directory.is_dir():
-        raise BertlensError(f"treebank directory not found: {directory}; pass --treebank DIR with train/dev/test .conllu files")
+        raise BertlensError(
+            f"treebank directory not found: {directory}; pass --treebank DIR with train/dev/test .conllu files"
+        )
     splits = {}
     for split in SPLITS:
         sentences = []
@@ -157,7 +159,9 @@ def _aligned_words(splits, bank: WordBank, words, rebuilt: int, config: SuiteCon
 def _word_features(bank: WordBank, table: _Words, chunk: int = 8192) -> LayerFeatures:
     """Fill one layer-major float32 array from the (float16, word-major) bank, a chunk at a time."""
     rows = np.concatenate([table.rows[s] for s in SPLITS])
-    features = LayerFeatures.allocate(bank.num_layers + 1, tuple(len(table.rows[s]) for s in SPLITS), bank.vectors.shape[2])
+    features = LayerFeatures.allocate(
+        bank.num_layers + 1, tuple(len(table.rows[s]) for s in SPLITS), bank.vectors.shape[2]
+    )
     for start in range(0, len(rows), chunk):
         block = np.asarray(bank.vectors[rows[start : start + chunk]], dtype=np.float32)  # [n, L+1, H]
         features.stacked[:-1, start : start + len(block)] = block.transpose(1, 0, 2)
@@ -182,13 +186,31 @@ def _token_task(name: str, features: LayerFeatures, table: _Words, bank: WordBan
     types = {split: [w.form for w in table.words[split]] for split in SPLITS}
     control_map = control_labels([t for split in SPLITS for t in types[split]], labels["train"], config.seed)
     control_ids, _ = _label_ids({split: [control_map[t] for t in types[split]] for split in SPLITS})
-    result = probe_layers(features, ids["train"], ids["dev"], ids["test"], strengths=config.strengths, seed=config.seed,
-                          resamples=config.resamples, test_groups=bank.sentence[table.rows["test"]],
-                          control=(control_ids["train"], control_ids["test"]))
-    descriptions = {"upos": "universal part of speech", "xpos": "Penn Treebank tag",
-                    "deprel": "universal dependency relation to the head (subtypes folded)"}
-    return TaskOutcome(name, "token", descriptions[name], classes, {s: len(table.rows[s]) for s in SPLITS}, result,
-                       time.perf_counter() - start)
+    result = probe_layers(
+        features,
+        ids["train"],
+        ids["dev"],
+        ids["test"],
+        strengths=config.strengths,
+        seed=config.seed,
+        resamples=config.resamples,
+        test_groups=bank.sentence[table.rows["test"]],
+        control=(control_ids["train"], control_ids["test"]),
+    )
+    descriptions = {
+        "upos": "universal part of speech",
+        "xpos": "Penn Treebank tag",
+        "deprel": "universal dependency relation to the head (subtypes folded)",
+    }
+    return TaskOutcome(
+        name,
+        "token",
+        descriptions[name],
+        classes,
+        {s: len(table.rows[s]) for s in SPLITS},
+        result,
+        time.perf_counter() - start,
+    )
 
 
 def _sentence_task(dataset: ProbingDataset, index: dict[str, int], bank, config: SuiteConfig) -> TaskOutcome:
@@ -199,11 +221,24 @@ def _sentence_task(dataset: ProbingDataset, index: dict[str, int], bank, config:
         rows = np.array([index[t] for t in dataset.splits[split][0]])
         return np.stack([bank.layer(config.sentence_pooler, k, rows) for k in layers])  # [L+1, n, H]
 
-    result = probe_layers(LayerFeatures.from_splits(features("train"), features("dev"), features("test")),
-                          dataset.label_ids("train"), dataset.label_ids("dev"), dataset.label_ids("test"),
-                          strengths=config.strengths, seed=config.seed, resamples=config.resamples)
-    return TaskOutcome(dataset.name, "sentence", dataset.description, len(dataset.classes), dataset.sizes(), result,
-                       time.perf_counter() - start)
+    result = probe_layers(
+        LayerFeatures.from_splits(features("train"), features("dev"), features("test")),
+        dataset.label_ids("train"),
+        dataset.label_ids("dev"),
+        dataset.label_ids("test"),
+        strengths=config.strengths,
+        seed=config.seed,
+        resamples=config.resamples,
+    )
+    return TaskOutcome(
+        dataset.name,
+        "sentence",
+        dataset.description,
+        len(dataset.classes),
+        dataset.sizes(),
+        result,
+        time.perf_counter() - start,
+    )
 
 
 def _checkpointed(checkpoint_dir: Path | None, key: str, name: str, compute) -> TaskOutcome:
@@ -225,8 +260,16 @@ def run_linguistic_suite(
 ) -> SuiteResult:
     """Run the chosen token and sentence tasks; every task is probed at every layer and with a ScalarMix."""
     check_tasks(config.tasks)
-    key = content_key([SUITE_VERSION, encoder.ref.fingerprint, encoder.max_length, encoder.precision,
-                       asdict(config) | {"tasks": None}, _fingerprint(splits)])
+    key = content_key(
+        [
+            SUITE_VERSION,
+            encoder.ref.fingerprint,
+            encoder.max_length,
+            encoder.precision,
+            asdict(config) | {"tasks": None},
+            _fingerprint(splits),
+        ]
+    )
     outcomes: dict[str, TaskOutcome] = {}
     timings: dict[str, float] = {}
     notes: list[str] = []
@@ -235,15 +278,25 @@ def run_linguistic_suite(
     if token_names:
         start = time.perf_counter()
         texts, spans, words, rebuilt = _word_table(splits)
-        bank = build_word_bank(encoder, texts, spans, cache_dir, subword=config.subword,
-                               progress=lambda stage, d, t: progress("encoding treebank", d, t))
+        bank = build_word_bank(
+            encoder,
+            texts,
+            spans,
+            cache_dir,
+            subword=config.subword,
+            progress=lambda stage, d, t: progress("encoding treebank", d, t),
+        )
         table = _aligned_words(splits, bank, words, rebuilt, config)
         timings["word_bank_seconds"] = time.perf_counter() - start
         if table.unaligned:
-            notes.append(f"{table.unaligned} words had no subword token (cut at max_length {encoder.max_length} or only "
-                         "characters the tokenizer drops) and are left out of the token tasks")
+            notes.append(
+                f"{table.unaligned} words had no subword token (cut at max_length {encoder.max_length} or only "
+                "characters the tokenizer drops) and are left out of the token tasks"
+            )
         if table.rebuilt:
-            notes.append(f"{table.rebuilt} sentences had a text comment that disagrees with their forms; their text was rebuilt")
+            notes.append(
+                f"{table.rebuilt} sentences had a text comment that disagrees with their forms; their text was rebuilt"
+            )
         features = None
         for number, name in enumerate(token_names):
             progress(f"probing {name}", number, len(config.tasks))
@@ -268,13 +321,21 @@ def run_linguistic_suite(
                 save_jsonl(datasets[name], datasets_dir / f"{name}.jsonl")
         texts = sorted({t for n in sentence_names for s in SPLITS for t in datasets[n].splits[s][0]})
         index = {t: i for i, t in enumerate(texts)}
-        bank = build_bank(encoder, texts, cache_dir, poolers=(config.sentence_pooler,),
-                          progress=lambda stage, d, t: progress("encoding sentence tasks", d, t))
+        bank = build_bank(
+            encoder,
+            texts,
+            cache_dir,
+            poolers=(config.sentence_pooler,),
+            progress=lambda stage, d, t: progress("encoding sentence tasks", d, t),
+        )
         timings["sentence_bank_seconds"] = time.perf_counter() - start
         for number, name in enumerate(sentence_names, start=len(token_names)):
             progress(f"probing {name}", number, len(config.tasks))
-            outcomes[name] = _checkpointed(checkpoint_dir, key, name,
-                                           lambda name=name: _sentence_task(datasets[name], index, bank, config))
+            outcomes[name] = _checkpointed(
+                checkpoint_dir, key, name, lambda name=name: _sentence_task(datasets[name], index, bank, config)
+            )
     progress("done", len(config.tasks), len(config.tasks))
     timings["probe_seconds"] = sum(o.seconds for o in outcomes.values())
-    return SuiteResult(encoder.ref.name, encoder.ref.fingerprint, encoder.num_layers, config, outcomes, timings, tuple(notes))
+    return SuiteResult(
+        encoder.ref.name, encoder.ref.fingerprint, encoder.num_layers, config, outcomes, timings, tuple(notes)
+    )

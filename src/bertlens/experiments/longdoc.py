@@ -29,6 +29,7 @@ from bertlens.representation.apply import Representation
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import Split, TaskData
 from bertlens.training.hierarchical import HIERARCHICAL, ChunkSequences, train_chunk_classifier
+
 DEFAULT_STRATEGIES = ("head", "tail", "head_tail", "windows:mean", "windows:max", "hier:attention", "hier:gru")
 
 
@@ -50,7 +51,9 @@ def check_strategies(names: tuple[str, ...]) -> tuple[str, ...]:
     for name in names:
         if name.startswith("hier:"):
             if name[5:] not in HIERARCHICAL:
-                raise BertlensError(f"unknown chunk classifier '{name}': {did_you_mean(name[5:], HIERARCHICAL)} (hier:KIND)")
+                raise BertlensError(
+                    f"unknown chunk classifier '{name}': {did_you_mean(name[5:], HIERARCHICAL)} (hier:KIND)"
+                )
         else:
             parse_long_text(name)
     if not names:
@@ -77,8 +80,17 @@ def _pass(name: str) -> LongText:
 
 
 def compare_long_text(
-    encoder: Encoder, recipe: Recipe, texts: list[str], labels: np.ndarray, strategies: tuple[str, ...], *,
-    task: str = "task", folds: int = 10, seed: int = 0, resamples: int = 1000, progress: Progress = silent,
+    encoder: Encoder,
+    recipe: Recipe,
+    texts: list[str],
+    labels: np.ndarray,
+    strategies: tuple[str, ...],
+    *,
+    task: str = "task",
+    folds: int = 10,
+    seed: int = 0,
+    resamples: int = 1000,
+    progress: Progress = silent,
 ) -> LongTextResult:
     check_strategies(strategies)
     representation = Representation(recipe).eval()
@@ -91,14 +103,22 @@ def compare_long_text(
         pass_of[name] = key
         if key not in passes:
             start = time.perf_counter()
-            passes[key] = encode_pieces(encoder, representation, texts, spec,
-                                        progress=lambda stage, d, t, key=key: progress(f"encoding ({key})", d, t))
+            passes[key] = encode_pieces(
+                encoder,
+                representation,
+                texts,
+                spec,
+                progress=lambda stage, d, t, key=key: progress(f"encoding ({key})", d, t),
+            )
             seconds[key] = time.perf_counter() - start
     n = len(texts)
     vector_names = [s for s in strategies if not s.startswith("hier:")]
     features = {s: passes[pass_of[s]].aggregate(n, parse_long_text(s).piece_aggregate) for s in vector_names}
-    sequences = {key: ChunkSequences.build(p.vectors, p.doc_index, p.order, n)  # padded once, reused by every fold
-                 for key, p in passes.items() if any(pass_of[s] == key for s in strategies if s.startswith("hier:"))}
+    sequences = {
+        key: ChunkSequences.build(p.vectors, p.doc_index, p.order, n)  # padded once, reused by every fold
+        for key, p in passes.items()
+        if any(pass_of[s] == key for s in strategies if s.startswith("hier:"))
+    }
     stacked = torch.from_numpy(np.stack([features[s] for s in vector_names])) if vector_names else None  # [S, n, D]
     predictions = np.zeros((len(strategies), n), dtype=np.int64)
     splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
@@ -107,16 +127,20 @@ def compare_long_text(
         inner_train, inner_dev = carve_dev(train, labels, seed, stratify=True)
         if vector_names:
             rows = np.concatenate([inner_train, inner_dev, test])
-            selected = logistic_on_dev(stacked[:, rows], len(inner_train), len(inner_dev), labels[inner_train],
-                                       labels[inner_dev], C_GRID)  # [S, n_test]
+            selected = logistic_on_dev(
+                stacked[:, rows], len(inner_train), len(inner_dev), labels[inner_train], labels[inner_dev], C_GRID
+            )  # [S, n_test]
             for k, s in enumerate(vector_names):
                 predictions[strategies.index(s), test] = selected.predictions[k]
         for s in (s for s in strategies if s.startswith("hier:")):
-            model = train_chunk_classifier(s[5:], sequences[pass_of[s]], labels, inner_train, inner_dev, seed=seed + fold)
+            model = train_chunk_classifier(
+                s[5:], sequences[pass_of[s]], labels, inner_train, inner_dev, seed=seed + fold
+            )
             predictions[strategies.index(s), test] = model.predict(sequences[pass_of[s]], test)
     progress("probing", folds, folds)
     intervals = bootstrap(predictions, labels, "accuracy", resamples=resamples, seed=seed)
     windows_pass = next((p for k, p in passes.items() if k.startswith("windows")), None)
     per_doc = len(windows_pass.doc_index) / n if windows_pass is not None else 1.0
-    return LongTextResult(task, encoder.ref.name, strategies, intervals, seconds, pass_of, n, folds, per_doc,
-                          encoder.max_length)
+    return LongTextResult(
+        task, encoder.ref.name, strategies, intervals, seconds, pass_of, n, folds, per_doc, encoder.max_length
+    )

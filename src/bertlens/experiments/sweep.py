@@ -24,7 +24,6 @@ from bertlens.representation.postprocess import PostProcessor, parse_steps
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import TaskData
 
-
 MIX_EXAMPLES = 1000  # training rows (a seeded sample) used to learn a classification ScalarMix
 
 
@@ -92,8 +91,14 @@ def _examples(task: TaskData, index: dict[str, int]) -> tuple[_Examples, dict[st
 
 def sweep_folds(task: TaskData, targets: np.ndarray, where: dict[str, np.ndarray], config: SweepConfig) -> list[Fold]:
     """The task's own splits (dev carved when missing), or k-fold CV when it has no test split."""
-    return make_folds(where, targets, stratify=task.kind != "similarity", cv_folds=task.folds if task.uses_cv else None,
-                      seed=config.seed, dev_fraction=config.dev_fraction)
+    return make_folds(
+        where,
+        targets,
+        stratify=task.kind != "similarity",
+        cv_folds=task.folds if task.uses_cv else None,
+        seed=config.seed,
+        dev_fraction=config.dev_fraction,
+    )
 
 
 def _groups(candidates: list[Candidate], bank: Bank) -> dict[int, list[int]]:
@@ -104,8 +109,9 @@ def _groups(candidates: list[Candidate], bank: Bank) -> dict[int, list[int]]:
     return groups
 
 
-def _pair_features(bank: Bank, candidate: Candidate, ex: _Examples, rows: np.ndarray, kind: str,
-                   mix_weights: np.ndarray | None = None) -> np.ndarray:
+def _pair_features(
+    bank: Bank, candidate: Candidate, ex: _Examples, rows: np.ndarray, kind: str, mix_weights: np.ndarray | None = None
+) -> np.ndarray:
     u = candidate_features(bank, candidate, ex.a[rows], mix_weights)
     v = candidate_features(bank, candidate, ex.b[rows], mix_weights) if ex.b is not None else None
     return pair_features(u, v, kind)
@@ -139,7 +145,8 @@ def _probe_classification(bank, candidates, ex, folds, kind, config) -> tuple[np
         sample = np.sort(rng.choice(len(fold.train), min(len(fold.train), MIX_EXAMPLES), replace=False))
         mixes = {
             c.name: fit_classification_mix(bank.pooled(c.pooler, c.layers, ex.a[fold.train[sample]]), y_train[sample])
-            for c in candidates if c.mixer == "scalar_mix"
+            for c in candidates
+            if c.mixer == "scalar_mix"
         }
         for name, weights in mixes.items():
             learned.setdefault(name, []).append(weights)
@@ -168,22 +175,30 @@ def _cosine(bank, candidates, ex, folds, config, fitted: dict | None = None) -> 
     for i, candidate in enumerate(candidates):
         if candidate.mixer == "scalar_mix":
             train_rows = folds[0].train
-            mix = fit_similarity_mix(bank.pooled(candidate.pooler, candidate.layers, ex.a[train_rows]),
-                                     bank.pooled(candidate.pooler, candidate.layers, ex.b[train_rows]),
-                                     ex.targets[train_rows], seed=config.seed)
+            mix = fit_similarity_mix(
+                bank.pooled(candidate.pooler, candidate.layers, ex.a[train_rows]),
+                bank.pooled(candidate.pooler, candidate.layers, ex.b[train_rows]),
+                ex.targets[train_rows],
+                seed=config.seed,
+            )
             mix_weights[candidate.name] = tuple(float(x) for x in mix)
         transform = lambda x: x  # noqa: E731
         if candidate.post:
             train_rows = np.unique(np.concatenate([ex.a[folds[0].train], ex.b[folds[0].train]]))
             try:
-                processor = PostProcessor.fit(parse_steps(candidate.post), candidate_features(bank, candidate, train_rows))
+                processor = PostProcessor.fit(
+                    parse_steps(candidate.post), candidate_features(bank, candidate, train_rows)
+                )
             except BertlensError:  # e.g. constant vectors ([CLS] at layer 0): the candidate is undefined
                 scores[i], validation[i] = np.nan, np.nan
                 continue
             transform = processor.transform
             if fitted is not None:
                 fitted[candidate.name] = processor
-        feats = lambda rows, side, c=candidate, t=transform: t(candidate_features(bank, c, side[rows], mix_weights.get(c.name)))  # noqa: E731
+
+        def feats(rows, side, c=candidate, t=transform):
+            return t(candidate_features(bank, c, side[rows], mix_weights.get(c.name)))
+
         scores[i] = row_cosine(feats(test_rows, ex.a), feats(test_rows, ex.b))
         dev_rows = folds[0].dev  # cosine needs no training: one dev set suffices for selection
         validation[i] = spearman(row_cosine(feats(dev_rows, ex.a), feats(dev_rows, ex.b)), ex.targets[dev_rows])
@@ -197,8 +212,11 @@ def _probe_similarity(bank, candidates, ex, folds, config) -> tuple[np.ndarray, 
     offset = 0
     for fold in folds:
         for ids in _groups(candidates, bank).values():
-            fit = fit_ridge(_stack(bank, candidates, ids, ex, fold.train, "similarity"),
-                            torch.from_numpy(ex.targets[fold.train]), config.alphas)
+            fit = fit_ridge(
+                _stack(bank, candidates, ids, ex, fold.train, "similarity"),
+                torch.from_numpy(ex.targets[fold.train]),
+                config.alphas,
+            )
             dev = fit.predict(_stack(bank, candidates, ids, ex, fold.dev, "similarity")).numpy()  # [C, A, n]
             dev_rho = spearman(dev, ex.targets[fold.dev][None, None])  # [C, A]
             best = np.nanargmax(np.nan_to_num(dev_rho, nan=-2), axis=1)
@@ -214,7 +232,9 @@ def _choose(result: ProtocolResult, bank: Bank) -> int:
     """Best validation score; ties broken by fewer dimensions, then a single layer."""
     widths = [c.width(bank.vectors.shape[-1]) for c in result.candidates]
     valid = np.nan_to_num(result.validation, nan=-np.inf)
-    order = sorted(range(len(valid)), key=lambda i: (-round(valid[i], 6), widths[i], result.candidates[i].mixer != "single"))
+    order = sorted(
+        range(len(valid)), key=lambda i: (-round(valid[i], 6), widths[i], result.candidates[i].mixer != "single")
+    )
     return order[0]
 
 
@@ -232,8 +252,16 @@ def run_sweep(
     texts = task.all_texts()
     index = {text: i for i, text in enumerate(texts)}
     start = time.perf_counter()
-    bank = build_bank(encoder, texts, cache_dir, poolers=config.poolers, include_special=base.include_special,
-                      dtype=config.bank_dtype, long_text=base.long_text_strategy, progress=progress)
+    bank = build_bank(
+        encoder,
+        texts,
+        cache_dir,
+        poolers=config.poolers,
+        include_special=base.include_special,
+        dtype=config.bank_dtype,
+        long_text=base.long_text_strategy,
+        progress=progress,
+    )
     timings["bank_seconds"] = time.perf_counter() - start
     ex, where = _examples(task, index)
     folds = sweep_folds(task, ex.targets, where, config)
@@ -243,17 +271,38 @@ def run_sweep(
     plans = []
     fitted: dict[str, PostProcessor] = {}
     if task.kind == "similarity":
-        cosine_pool = candidates + ([replace(c, post=config.postprocess) for c in candidates if c.mixer != "scalar_mix"]
-                                    if config.postprocess else [])
-        plans.append(("cosine", cosine_pool, lambda: _cosine(bank, cosine_pool, ex, folds, config, fitted),
-                      "cosine similarity of the two vectors vs gold score (no training); ScalarMix weights fitted on train pairs"))
-        plans.append(("probe", without_mix, lambda: _probe_similarity(bank, without_mix, ex, folds, config),
-                      "ridge regression on (|u-v|, u*v), alpha chosen on dev Spearman (SentEval-style pair features)"))
+        cosine_pool = candidates + (
+            [replace(c, post=config.postprocess) for c in candidates if c.mixer != "scalar_mix"]
+            if config.postprocess
+            else []
+        )
+        plans.append(
+            (
+                "cosine",
+                cosine_pool,
+                lambda: _cosine(bank, cosine_pool, ex, folds, config, fitted),
+                "cosine similarity of the two vectors vs gold score (no training); ScalarMix weights fitted on train pairs",
+            )
+        )
+        plans.append(
+            (
+                "probe",
+                without_mix,
+                lambda: _probe_similarity(bank, without_mix, ex, folds, config),
+                "ridge regression on (|u-v|, u*v), alpha chosen on dev Spearman (SentEval-style pair features)",
+            )
+        )
     else:
         pool = candidates if task.kind == "classification" else without_mix
-        plans.append(("probe", pool, lambda: _probe_classification(bank, pool, ex, folds, task.kind, config),
-                      "L2 logistic regression on standardised features, C chosen on "
-                      + ("an inner 10% dev split per fold" if task.uses_cv else "dev")))
+        plans.append(
+            (
+                "probe",
+                pool,
+                lambda: _probe_classification(bank, pool, ex, folds, task.kind, config),
+                "L2 logistic regression on standardised features, C chosen on "
+                + ("an inner 10% dev split per fold" if task.uses_cv else "dev"),
+            )
+        )
     protocols = {}
     for number, (name, cands, compute, description) in enumerate(plans):
         progress(f"probing ({name})", number, len(plans))
@@ -261,14 +310,18 @@ def run_sweep(
         outputs, validation, mixes = compute()
         intervals = bootstrap(outputs, test_gold, task.metric, resamples=config.resamples, seed=config.seed)
         timings[f"{name}_seconds"] = time.perf_counter() - start
-        protocols[name] = ProtocolResult(name, task.metric, tuple(cands), validation, intervals, len(test_gold), mixes, description)
+        protocols[name] = ProtocolResult(
+            name, task.metric, tuple(cands), validation, intervals, len(test_gold), mixes, description
+        )
     main = protocols["cosine" if task.kind == "similarity" else "probe"]
     chosen = _choose(main, bank)
     recommended = main.candidates[chosen]
     recipe = recommended.recipe(base, main.mix_weights.get(recommended.name))
     split_word = "mean inner-dev score over folds" if task.uses_cv else "dev score"
-    basis = (f"protocol '{main.protocol}' ({main.description}); chosen by {split_word} "
-             f"{main.validation[chosen]:.4f}, ties broken by fewer dimensions then single layers")
+    basis = (
+        f"protocol '{main.protocol}' ({main.description}); chosen by {split_word} "
+        f"{main.validation[chosen]:.4f}, ties broken by fewer dimensions then single layers"
+    )
     if task.kind == "similarity":
         basis += "; cosine is how similarity embeddings are used and needs no training"
     disagreement = None
@@ -277,18 +330,41 @@ def run_sweep(
         best_cos, best_probe = cos.candidates[cos.test.best].name, probe.candidates[probe.test.best].name
         if best_cos != best_probe:
             in_probe = {c.name: i for i, c in enumerate(probe.candidates)}
-            disagreement = f"cosine and probe disagree on the best candidate: {best_cos} (cosine) vs {best_probe} (probe)"
+            disagreement = (
+                f"cosine and probe disagree on the best candidate: {best_cos} (cosine) vs {best_probe} (probe)"
+            )
             if best_cos in in_probe:
                 tied = bool(probe.test.tied_with_best[in_probe[best_cos]])
-                disagreement += f"; under the probe, {best_cos} is {'statistically tied with' if tied else 'significantly below'} {best_probe}"
+                verdict = "statistically tied with" if tied else "significantly below"
+                disagreement += f"; under the probe, {best_cos} is {verdict} {best_probe}"
             else:
-                disagreement += f"; the probe does not score {best_cos} (its weights are fitted for cosine)"
+                disagreement += (
+                    f"; the probe does not score {best_cos} (ScalarMix weights and post-processing are "
+                    "fitted for the cosine protocol only)"
+                )
     notes = LIMITATIONS
     if base.long_text and ":max" in base.long_text:
-        notes += ("with max-aggregated windows, layer mixes are scored as the mix of per-layer maxima; the recipe "
-                  "applies the max to the mixed vectors, so mixed candidates reproduce closely, not exactly",)
+        notes += (
+            "with max-aggregated windows, layer mixes are scored as the mix of per-layer maxima; the recipe "
+            "applies the max to the mixed vectors, so mixed candidates reproduce closely, not exactly",
+        )
     if config.postprocess and task.kind != "similarity":
-        notes += (f"post-processing ({config.postprocess}) is scored for similarity tasks only: the linear probe "
-                  "standardises its features, so centring and whitening cannot change what it learns",)
-    return SweepResult(task.name, task.kind, encoder.ref.name, encoder.ref.fingerprint, config.seed, protocols,
-                       recommended, recipe, basis, disagreement, timings, notes, fitted.get(recommended.name))
+        notes += (
+            f"post-processing ({config.postprocess}) is scored for similarity tasks only: the linear probe "
+            "standardises its features, so centring and whitening cannot change what it learns",
+        )
+    return SweepResult(
+        task.name,
+        task.kind,
+        encoder.ref.name,
+        encoder.ref.fingerprint,
+        config.seed,
+        protocols,
+        recommended,
+        recipe,
+        basis,
+        disagreement,
+        timings,
+        notes,
+        fitted.get(recommended.name),
+    )

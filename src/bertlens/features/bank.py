@@ -64,7 +64,9 @@ class Bank:
         """[L+1, N, H] float32 for one pooler, read from disk once and kept (probes reuse it many times)."""
         if pooler not in self._loaded:
             p = self.poolers.index(pooler)
-            self._loaded[pooler] = np.ascontiguousarray(np.asarray(self.vectors[:, :, p], dtype=np.float32).transpose(1, 0, 2))
+            self._loaded[pooler] = np.ascontiguousarray(
+                np.asarray(self.vectors[:, :, p], dtype=np.float32).transpose(1, 0, 2)
+            )
         return self._loaded[pooler]
 
     def layer(self, pooler: str, layer: int, rows: np.ndarray | None = None) -> np.ndarray:
@@ -122,8 +124,15 @@ def build_bank(
         check_pooler(name)
     if "attention" in poolers and encoder.attentions == "none":
         raise ValueError("the attention pooler needs an Encoder built with attentions='cls'")
-    settings = [BANK_VERSION, encoder.ref.fingerprint, encoder.max_length, encoder.precision, include_special,
-                list(poolers), dtype] + ([long_text.name] if long_text else [])
+    settings = [
+        BANK_VERSION,
+        encoder.ref.fingerprint,
+        encoder.max_length,
+        encoder.precision,
+        include_special,
+        list(poolers),
+        dtype,
+    ] + ([long_text.name] if long_text else [])
     final = cache_dir / "banks" / content_key(settings, texts, length=24)
     meta = open_entry(final, "feature bank")
     if meta is not None:
@@ -135,8 +144,12 @@ def build_bank(
     vectors = np.lib.format.open_memmap(tmp / "vectors.npy", mode="w+", dtype=dtype, shape=shape)
     mix_array = None
     if mixes:
-        mix_array = np.lib.format.open_memmap(tmp / "mixes.npy", mode="w+", dtype=dtype,
-                                              shape=(len(texts), len(nonlinear(poolers)), len(mixes), encoder.hidden_size))
+        mix_array = np.lib.format.open_memmap(
+            tmp / "mixes.npy",
+            mode="w+",
+            dtype=dtype,
+            shape=(len(texts), len(nonlinear(poolers)), len(mixes), encoder.hidden_size),
+        )
     if long_text is not None:
         _fill_from_pieces(encoder, texts, long_text, poolers, include_special, mixes, vectors, mix_array, progress)
         truncated = 0
@@ -154,10 +167,19 @@ def build_bank(
         mix_array.flush()
     del vectors, mix_array
     meta = {
-        "bank_version": BANK_VERSION, "model": encoder.ref.name, "model_fingerprint": encoder.ref.fingerprint,
-        "max_length": encoder.max_length, "precision": encoder.precision, "include_special": include_special,
-        "poolers": list(poolers), "mix_names": list(mixes), "texts": len(texts), "dtype": dtype,
-        "truncated": truncated, "attention_layer": -1, "long_text": long_text.name if long_text else None,
+        "bank_version": BANK_VERSION,
+        "model": encoder.ref.name,
+        "model_fingerprint": encoder.ref.fingerprint,
+        "max_length": encoder.max_length,
+        "precision": encoder.precision,
+        "include_special": include_special,
+        "poolers": list(poolers),
+        "mix_names": list(mixes),
+        "texts": len(texts),
+        "dtype": dtype,
+        "truncated": truncated,
+        "attention_layer": -1,
+        "long_text": long_text.name if long_text else None,
     }
     publish(tmp, final, meta)
     return _open(final, open_entry(final, "feature bank") or meta)
@@ -189,8 +211,11 @@ def _fill_from_pieces(encoder, texts, long_text, poolers, include_special, mixes
             pooled[rows] = stacked
             if pooled_mixes is not None:
                 pooled_mixes[rows] = batch_mixes
-        vectors[first : first + count] = aggregate(pooled, owner, pieces.tokens, pieces.order, count, how).astype(vectors.dtype)
+        vectors[first : first + count] = aggregate(pooled, owner, pieces.tokens, pieces.order, count, how).astype(
+            vectors.dtype
+        )
         if mix_array is not None:
-            mix_array[first : first + count] = aggregate(pooled_mixes, owner, pieces.tokens, pieces.order, count,
-                                                         how).astype(mix_array.dtype)
+            mix_array[first : first + count] = aggregate(
+                pooled_mixes, owner, pieces.tokens, pieces.order, count, how
+            ).astype(mix_array.dtype)
         progress("encoding", first + count, len(texts))

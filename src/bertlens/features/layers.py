@@ -19,8 +19,9 @@ def pool_layers(states: LayerStates, poolers: Sequence[str], include_special: bo
     return [pool(name, states.hidden, mask, weights) for name in poolers]
 
 
-def layer_vectors(encoder: Encoder, texts: Sequence[str], poolers: Sequence[str] = ("mean",),
-                  progress: Progress = silent) -> dict[str, np.ndarray]:
+def layer_vectors(
+    encoder: Encoder, texts: Sequence[str], poolers: Sequence[str] = ("mean",), progress: Progress = silent
+) -> dict[str, np.ndarray]:
     """pooler -> [L+1, N, H] float32, rows in input order."""
     out = {p: np.zeros((encoder.num_layers + 1, len(texts), encoder.hidden_size), dtype=np.float32) for p in poolers}
     for states in encoder.stream(encoder.tokenize(list(texts)), progress):

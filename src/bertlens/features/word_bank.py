@@ -69,8 +69,9 @@ def build_word_bank(
     starts = np.concatenate([[0], np.cumsum([len(row) for row in spans])])  # [S+1] first word row of each sentence
     total = int(starts[-1])
     tmp = staging_dir(final)
-    vectors = np.lib.format.open_memmap(tmp / "vectors.npy", mode="w+", dtype=dtype,
-                                        shape=(total, encoder.num_layers + 1, encoder.hidden_size))
+    vectors = np.lib.format.open_memmap(
+        tmp / "vectors.npy", mode="w+", dtype=dtype, shape=(total, encoder.num_layers + 1, encoder.hidden_size)
+    )
     aligned = np.zeros(total, dtype=bool)
     tokenized = encoder.tokenize(texts, offsets=True)
     for states in encoder.stream(tokenized, progress):
@@ -87,9 +88,18 @@ def build_word_bank(
     del vectors
     np.save(tmp / "aligned.npy", aligned)
     np.save(tmp / "sentence.npy", np.repeat(np.arange(len(texts)), np.diff(starts)))
-    meta = {"word_bank_version": WORD_BANK_VERSION, "model": encoder.ref.name, "model_fingerprint": encoder.ref.fingerprint,
-            "subword": subword, "max_length": encoder.max_length, "precision": encoder.precision, "dtype": dtype,
-            "sentences": len(texts), "words": total, "unaligned_words": int((~aligned).sum()),
-            "truncated_sentences": tokenized.truncated}
+    meta = {
+        "word_bank_version": WORD_BANK_VERSION,
+        "model": encoder.ref.name,
+        "model_fingerprint": encoder.ref.fingerprint,
+        "subword": subword,
+        "max_length": encoder.max_length,
+        "precision": encoder.precision,
+        "dtype": dtype,
+        "sentences": len(texts),
+        "words": total,
+        "unaligned_words": int((~aligned).sum()),
+        "truncated_sentences": tokenized.truncated,
+    }
     publish(tmp, final, meta)
     return _open(final, open_entry(final, "word bank") or meta)

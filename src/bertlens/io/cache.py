@@ -95,8 +95,9 @@ def open_entry(path: Path, what: str) -> dict | None:
     return meta
 
 
-def cached_result(path: Path, key: str, compute: Callable[[], T], to_dict: Callable[[T], dict],
-                  from_dict: Callable[[dict], T]) -> T:
+def cached_result(
+    path: Path, key: str, compute: Callable[[], T], to_dict: Callable[[T], dict], from_dict: Callable[[dict], T]
+) -> T:
     """The result stored at `path` for `key`, or compute() stored there; a damaged file is recomputed."""
     if path.is_file():
         try:

@@ -46,7 +46,9 @@ def check_file(path: Path, file_format: str | None = None) -> None:
     if path.stat().st_size == 0:
         raise BertlensError(f"input file {path} is empty; give a file with at least one text")
     if (file_format or path.suffix.lower()) not in FORMATS:
-        raise BertlensError(f"input file {path}: unsupported extension '{path.suffix}'; use one of {', '.join(FORMATS)}")
+        raise BertlensError(
+            f"input file {path}: unsupported extension '{path.suffix}'; use one of {', '.join(FORMATS)}"
+        )
 
 
 def _decoded_lines(path: Path, encoding: str = "utf-8") -> Iterator[str]:
@@ -110,7 +112,9 @@ def _delimited_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]
                 )
             yield start, tuple(row[i] for i in indices)
     except csv.Error as exc:
-        raise BertlensError(f"{spec.path} line {reader.line_num}: malformed {spec.format[1:].upper()} ({exc})") from None
+        raise BertlensError(
+            f"{spec.path} line {reader.line_num}: malformed {spec.format[1:].upper()} ({exc})"
+        ) from None
 
 
 def _jsonl_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]:
@@ -122,7 +126,9 @@ def _jsonl_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise BertlensError(f"{spec.path} line {number}: invalid JSON ({exc.msg}); one JSON object per line") from None
+            raise BertlensError(
+                f"{spec.path} line {number}: invalid JSON ({exc.msg}); one JSON object per line"
+            ) from None
         if not isinstance(record, dict):
             raise BertlensError(f"{spec.path} line {number}: expected a JSON object, got {type(record).__name__}")
         values = []

@@ -46,7 +46,9 @@ def _pearson(x: np.ndarray, y: np.ndarray, weights: np.ndarray | None) -> np.nda
     dy = y - (w * y).sum(-1, keepdims=True) / total
     denominator = np.sqrt((w * dx * dx).sum(-1) * (w * dy * dy).sum(-1))
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(denominator > 1e-12, (w * dx * dy).sum(-1) / np.where(denominator > 1e-12, denominator, 1), np.nan)
+        return np.where(
+            denominator > 1e-12, (w * dx * dy).sum(-1) / np.where(denominator > 1e-12, denominator, 1), np.nan
+        )
 
 
 def _resample_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -65,11 +67,20 @@ def _resample_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 def _draws(units: int, resamples: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    return np.stack([np.bincount(rng.integers(0, units, units), minlength=units) for _ in range(resamples)]).astype(np.float64)  # [B, units]
+    return np.stack([np.bincount(rng.integers(0, units, units), minlength=units) for _ in range(resamples)]).astype(
+        np.float64
+    )  # [B, units]
 
 
-def bootstrap(outputs: np.ndarray, gold: np.ndarray, metric: str, *, resamples: int = 1000, seed: int = 0,
-              groups: np.ndarray | None = None) -> Intervals:
+def bootstrap(
+    outputs: np.ndarray,
+    gold: np.ndarray,
+    metric: str,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    groups: np.ndarray | None = None,
+) -> Intervals:
     """outputs [C, n]: predicted classes (accuracy) or similarity scores (spearman).
 
     groups [n] (accuracy only): resample whole groups, e.g. the sentences that words come
@@ -82,8 +93,12 @@ def bootstrap(outputs: np.ndarray, gold: np.ndarray, metric: str, *, resamples: 
             raise ValueError("grouped resampling is implemented for accuracy only")
         _, group = np.unique(groups, return_inverse=True)
         counts = _draws(int(group.max()) + 1, resamples, seed)  # [B, G]
-        correct = np.stack([np.bincount(group, weights=row, minlength=counts.shape[1])
-                            for row in (outputs == gold[None]).astype(np.float64)])  # [C, G]
+        correct = np.stack(
+            [
+                np.bincount(group, weights=row, minlength=counts.shape[1])
+                for row in (outputs == gold[None]).astype(np.float64)
+            ]
+        )  # [C, G]
         sizes = np.bincount(group, minlength=counts.shape[1]).astype(np.float64)  # [G]
         samples = (counts @ correct.T).T / (counts @ sizes)[None]  # [C, B]
         return _intervals(accuracy(outputs, gold), samples)

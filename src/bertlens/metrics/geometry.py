@@ -24,7 +24,9 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
 
 
-def random_pairs(n: int, count: int, rng: np.random.Generator, groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def random_pairs(
+    n: int, count: int, rng: np.random.Generator, groups: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """`count` index pairs (i, j), i != j (and from different groups when groups are given)."""
     i = rng.integers(0, n, count * 2)
     j = rng.integers(0, n, count * 2)
@@ -64,8 +66,14 @@ def uniformity(x: np.ndarray, i: np.ndarray, j: np.ndarray) -> float:
     return float(np.log(np.exp(-2 * distance).mean()))
 
 
-def self_similarity(tokens: np.ndarray, types: np.ndarray, sentence: np.ndarray, rng: np.random.Generator,
-                    min_contexts: int = 5, max_types: int = 500) -> float:
+def self_similarity(
+    tokens: np.ndarray,
+    types: np.ndarray,
+    sentence: np.ndarray,
+    rng: np.random.Generator,
+    min_contexts: int = 5,
+    max_types: int = 500,
+) -> float:
     """Mean over word types (seen in >= min_contexts sentences) of the mean pairwise cosine of their occurrences."""
     by_type: dict[int, list[int]] = defaultdict(list)
     seen: set[tuple[int, int]] = set()

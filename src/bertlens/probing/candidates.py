@@ -48,11 +48,18 @@ class Candidate:
         return self.layers[0] if self.mixer == "single" and not self.post else None
 
     def recipe(self, base: Recipe, mix_weights: tuple[float, ...] | None = None) -> Recipe:
-        return base.replace(pooler=self.pooler, mixer=self.mixer, layers=self.layers, mix_weights=mix_weights,
-                            postprocess=POSTPROCESS_FILE if self.post else None)
+        return base.replace(
+            pooler=self.pooler,
+            mixer=self.mixer,
+            layers=self.layers,
+            mix_weights=mix_weights,
+            postprocess=POSTPROCESS_FILE if self.post else None,
+        )
 
 
-def enumerate_candidates(num_layers: int, poolers: tuple[str, ...], layers: tuple[int, ...] | None = None) -> list[Candidate]:
+def enumerate_candidates(
+    num_layers: int, poolers: tuple[str, ...], layers: tuple[int, ...] | None = None
+) -> list[Candidate]:
     """Single layers (all, or `layers`), the named mixes, concat of the last 4, and ScalarMix."""
     singles = resolve_layers(layers, num_layers) if layers else tuple(range(num_layers + 1))
     last = tuple(range(max(num_layers - 3, 0), num_layers + 1))[-4:]
@@ -67,8 +74,9 @@ def enumerate_candidates(num_layers: int, poolers: tuple[str, ...], layers: tupl
     return out
 
 
-def candidate_features(bank: Bank, candidate: Candidate, rows: np.ndarray | None = None,
-                       mix_weights: np.ndarray | None = None) -> np.ndarray:
+def candidate_features(
+    bank: Bank, candidate: Candidate, rows: np.ndarray | None = None, mix_weights: np.ndarray | None = None
+) -> np.ndarray:
     """[n, D] float32 features of one candidate for the given bank rows (ScalarMix needs its weights)."""
     if candidate.mixer == "scalar_mix":
         if mix_weights is None:

@@ -129,16 +129,25 @@ def probe_layers(
     control_acc = selectivity = None
     if control is not None:
         chosen_c = np.array([strengths[i] for i in chosen])  # [L+2]: the C each slot chose on the real task
-        control_fit = logistic_on_dev(candidates, features.n_train, features.n_dev, control[0], y_dev, strengths,
-                                      candidate_strengths=chosen_c)  # one strength per slot: nothing to choose
+        control_fit = logistic_on_dev(
+            candidates, features.n_train, features.n_dev, control[0], y_dev, strengths, candidate_strengths=chosen_c
+        )  # one strength per slot: nothing to choose
         control_acc = (control_fit.predictions[:-1] == control[1]).mean(axis=-1)  # [L+1] at the task's chosen C
         selectivity = intervals.value - control_acc
     return LayerwiseResult(
-        accuracy=intervals.value.tolist(), low=intervals.low.tolist(), high=intervals.high.tolist(),
-        tied_with_best=intervals.tied_with_best.tolist(), dev_accuracy=selected.dev_accuracy[:-1].tolist(),
-        strength=[strengths[i] for i in chosen], best_layer=int(np.argmax(selected.dev_accuracy[:-1])), mix_weights=mix.tolist(),
-        mix_accuracy=float(mixed.value[0]), mix_low=float(mixed.low[0]), mix_high=float(mixed.high[0]),
-        centre_of_gravity=centre_of_gravity(mix), n_test=len(y_test),
+        accuracy=intervals.value.tolist(),
+        low=intervals.low.tolist(),
+        high=intervals.high.tolist(),
+        tied_with_best=intervals.tied_with_best.tolist(),
+        dev_accuracy=selected.dev_accuracy[:-1].tolist(),
+        strength=[strengths[i] for i in chosen],
+        best_layer=int(np.argmax(selected.dev_accuracy[:-1])),
+        mix_weights=mix.tolist(),
+        mix_accuracy=float(mixed.value[0]),
+        mix_low=float(mixed.low[0]),
+        mix_high=float(mixed.high[0]),
+        centre_of_gravity=centre_of_gravity(mix),
+        n_test=len(y_test),
         control_accuracy=None if control_acc is None else control_acc.tolist(),
         selectivity=None if selectivity is None else selectivity.tolist(),
     )

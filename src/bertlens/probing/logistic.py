@@ -90,8 +90,17 @@ def _standardise(features: torch.Tensor, dtype: torch.dtype):
     return mean, scale, cov, x
 
 
-def _minimise(x: torch.Tensor, y: torch.Tensor, unwhiten: torch.Tensor, coef: torch.Tensor, bias: torch.Tensor,
-              per_strength: torch.Tensor, outputs: int, max_iter: int, tol: float) -> None:
+def _minimise(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    unwhiten: torch.Tensor,
+    coef: torch.Tensor,
+    bias: torch.Tensor,
+    per_strength: torch.Tensor,
+    outputs: int,
+    max_iter: int,
+    tol: float,
+) -> None:
     """L-BFGS over whitened coefficients v (weights w = L^-T v), updating coef and bias in place.
 
     The objective is exactly scikit-learn's in w; only the coordinates change, which removes
@@ -99,8 +108,15 @@ def _minimise(x: torch.Tensor, y: torch.Tensor, unwhiten: torch.Tensor, coef: to
     """
     n = x.shape[1]
     penalty = (per_strength / n).repeat_interleave(outputs, dim=-1)[:, None, :]  # [C, 1, R*K]
-    optimizer = torch.optim.LBFGS([coef, bias], lr=1, max_iter=max_iter, history_size=20,
-                                  tolerance_grad=tol, tolerance_change=1e-12, line_search_fn="strong_wolfe")
+    optimizer = torch.optim.LBFGS(
+        [coef, bias],
+        lr=1,
+        max_iter=max_iter,
+        history_size=20,
+        tolerance_grad=tol,
+        tolerance_change=1e-12,
+        line_search_fn="strong_wolfe",
+    )
 
     def closure() -> torch.Tensor:
         optimizer.zero_grad()
@@ -134,8 +150,12 @@ def fit_logistic(
     count, n, dim = features.shape
     mean, scale, cov, x = _standardise(features, compute_dtype)  # x [C, n, D] in compute_dtype
     factor = _whitener(cov)  # [C, D, D]
-    unwhiten = torch.linalg.solve_triangular(factor.transpose(1, 2), torch.eye(dim).expand_as(factor), upper=True)  # L^-T
-    params = torch.float64 if compute_dtype == torch.float64 else torch.float32  # float64: end to end, for reference checks
+    unwhiten = torch.linalg.solve_triangular(
+        factor.transpose(1, 2), torch.eye(dim).expand_as(factor), upper=True
+    )  # L^-T
+    params = (
+        torch.float64 if compute_dtype == torch.float64 else torch.float32
+    )  # float64: end to end, for reference checks
     unwhiten = unwhiten.to(params)
     if candidate_strengths is not None:
         strengths = (0.0,)  # one strength per candidate: the grid has a single, per-candidate column
@@ -143,9 +163,13 @@ def fit_logistic(
     coef = torch.zeros(count, dim, width, dtype=params, requires_grad=True)  # [C, D, R*K] whitened coefficients
     bias = torch.zeros(count, 1, width, dtype=params, requires_grad=True)  # [C, 1, R*K]
     if candidate_strengths is not None:
-        per_strength = torch.as_tensor(1.0 / (2.0 * np.asarray(candidate_strengths, dtype=np.float64)), dtype=params)[:, None]  # [C, 1]
+        per_strength = torch.as_tensor(1.0 / (2.0 * np.asarray(candidate_strengths, dtype=np.float64)), dtype=params)[
+            :, None
+        ]  # [C, 1]
     else:
-        per_strength = torch.tensor([1.0 / (2.0 * c) for c in strengths], dtype=params)[None].expand(count, -1)  # [C, R]
+        per_strength = torch.tensor([1.0 / (2.0 * c) for c in strengths], dtype=params)[None].expand(
+            count, -1
+        )  # [C, R]
     _minimise(x, y, unwhiten, coef, bias, per_strength, outputs, max_iter, tol)
     with torch.no_grad():
         weight = torch.bmm(unwhiten, coef).float()  # [C, D, R*K]

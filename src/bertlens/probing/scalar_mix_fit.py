@@ -31,8 +31,15 @@ def fit_classification_mix(
     mix = torch.zeros(layers, requires_grad=True)
     weight = torch.zeros(width, outputs, requires_grad=True)
     bias = torch.zeros(outputs, requires_grad=True)
-    optimizer = torch.optim.LBFGS([mix, weight, bias], lr=1, max_iter=max_iter, history_size=20,
-                                  tolerance_grad=1e-6, tolerance_change=1e-10, line_search_fn="strong_wolfe")
+    optimizer = torch.optim.LBFGS(
+        [mix, weight, bias],
+        lr=1,
+        max_iter=max_iter,
+        history_size=20,
+        tolerance_grad=1e-6,
+        tolerance_change=1e-10,
+        line_search_fn="strong_wolfe",
+    )
 
     def closure() -> torch.Tensor:
         optimizer.zero_grad()
@@ -51,7 +58,9 @@ def fit_classification_mix(
     return mix.detach().numpy().copy()
 
 
-def fit_similarity_mix(u: np.ndarray, v: np.ndarray, scores: np.ndarray, *, steps: int = 300, seed: int = 0) -> np.ndarray:
+def fit_similarity_mix(
+    u: np.ndarray, v: np.ndarray, scores: np.ndarray, *, steps: int = 300, seed: int = 0
+) -> np.ndarray:
     """u, v [n, K, H] per-layer vectors of each pair side; returns mix weights [K].
 
     With p = softmax(w), mix(u).mix(v) = p^T G p where G[k, l] = u_k . v_l, so three Gram

@@ -26,8 +26,15 @@ class Selected:
     predictions: np.ndarray
 
 
-def logistic_on_dev(features: torch.Tensor, n_train: int, n_dev: int, y_train: np.ndarray, y_dev: np.ndarray,
-                    strengths: tuple[float, ...] = C_GRID, candidate_strengths: np.ndarray | None = None) -> Selected:
+def logistic_on_dev(
+    features: torch.Tensor,
+    n_train: int,
+    n_dev: int,
+    y_train: np.ndarray,
+    y_dev: np.ndarray,
+    strengths: tuple[float, ...] = C_GRID,
+    candidate_strengths: np.ndarray | None = None,
+) -> Selected:
     """features [C, n_train + n_dev + n_rest, D] (rows in that order): fit on train, choose on dev, predict the rest."""
     fit = fit_logistic(features[:, :n_train], y_train, strengths, candidate_strengths=candidate_strengths)
     held_out = fit.predict(features[:, n_train:]).numpy()  # [C, R, n_dev + n_rest]

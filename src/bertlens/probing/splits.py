@@ -23,16 +23,25 @@ class Fold:
     test: np.ndarray
 
 
-def carve_dev(rows: np.ndarray, targets: np.ndarray, seed: int, stratify: bool,
-              fraction: float = DEV_FRACTION) -> tuple[np.ndarray, np.ndarray]:
+def carve_dev(
+    rows: np.ndarray, targets: np.ndarray, seed: int, stratify: bool, fraction: float = DEV_FRACTION
+) -> tuple[np.ndarray, np.ndarray]:
     """(train, dev) sorted row indices: a seeded `fraction` of `rows` (stratified by class when asked)."""
-    train, dev = train_test_split(rows, test_size=fraction, random_state=seed,
-                                  stratify=targets[rows] if stratify else None)
+    train, dev = train_test_split(
+        rows, test_size=fraction, random_state=seed, stratify=targets[rows] if stratify else None
+    )
     return np.sort(train), np.sort(dev)
 
 
-def make_folds(where: dict[str, np.ndarray], targets: np.ndarray, *, stratify: bool, cv_folds: int | None,
-               seed: int, dev_fraction: float = DEV_FRACTION) -> list[Fold]:
+def make_folds(
+    where: dict[str, np.ndarray],
+    targets: np.ndarray,
+    *,
+    stratify: bool,
+    cv_folds: int | None,
+    seed: int,
+    dev_fraction: float = DEV_FRACTION,
+) -> list[Fold]:
     """train/dev/test as given (a seeded dev carved from train when missing); k-fold CV over 'all' otherwise.
 
     Under cross-validation each fold's dev split is carved from that fold's training rows only,

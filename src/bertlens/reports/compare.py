@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from bertlens.version import __version__
-from bertlens.reports.plots import pyplot, save_figure
+from bertlens.experiments.compare import CompareResult, curve, payoff
 from bertlens.io.atomic import write_json, write_text
 from bertlens.reports.markdown import table
-from bertlens.experiments.compare import CompareResult, curve, payoff
+from bertlens.reports.plots import pyplot, save_figure
+from bertlens.version import __version__
 
 
 def drift_summary(result: CompareResult) -> list[dict]:
@@ -21,7 +21,11 @@ def drift_summary(result: CompareResult) -> list[dict]:
     for strategy in dict.fromkeys(r.strategy for r in result.runs if r.cka is not None):
         for size in sorted({r.size for r in result.runs if r.strategy == strategy}):
             chosen = [r for r in result.runs if r.strategy == strategy and r.size == size]
-            row = {"strategy": strategy, "size": size, "cka": np.mean([r.cka for r in chosen], axis=0).round(4).tolist()}
+            row = {
+                "strategy": strategy,
+                "size": size,
+                "cka": np.mean([r.cka for r in chosen], axis=0).round(4).tolist(),
+            }
             if chosen[0].drift_before is not None:
                 row["probe_before"] = chosen[0].drift_before
                 row["probe_after"] = float(np.mean([r.drift_after for r in chosen]))
@@ -31,12 +35,25 @@ def drift_summary(result: CompareResult) -> list[dict]:
 
 def to_json(result: CompareResult) -> dict:
     return {
-        "command": "compare", "task": result.task, "kind": result.kind, "metric": result.metric, "model": result.model,
-        "recipe": result.recipe.to_dict(), "bertlens_version": __version__, "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        "sizes": list(result.config.sizes), "strategies": [s.name for s in result.config.strategies],
-        "seeds": list(result.config.seeds), "train_config": asdict(result.config.train), "n_test": result.n_test,
-        "payoff": payoff(result), "curve": [asdict(p) for p in curve(result)], "drift_task": result.drift_task,
-        "drift": drift_summary(result), "notes": list(result.notes), "runs": [asdict(r) for r in result.runs],
+        "command": "compare",
+        "task": result.task,
+        "kind": result.kind,
+        "metric": result.metric,
+        "model": result.model,
+        "recipe": result.recipe.to_dict(),
+        "bertlens_version": __version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "sizes": list(result.config.sizes),
+        "strategies": [s.name for s in result.config.strategies],
+        "seeds": list(result.config.seeds),
+        "train_config": asdict(result.config.train),
+        "n_test": result.n_test,
+        "payoff": payoff(result),
+        "curve": [asdict(p) for p in curve(result)],
+        "drift_task": result.drift_task,
+        "drift": drift_summary(result),
+        "notes": list(result.notes),
+        "runs": [asdict(r) for r in result.runs],
     }
 
 
@@ -53,7 +70,9 @@ def learning_curve_plot(result: CompareResult, path: Path) -> Path:
     ax.set_xscale("log")
     ax.set_xlabel("training examples")
     ax.set_ylabel(f"test {result.metric}")
-    ax.set_title(f"{result.task}: frozen vs fine-tuned ({Path(result.model).name}); mean and 95% CI over seeds", fontsize=9)
+    ax.set_title(
+        f"{result.task}: frozen vs fine-tuned ({Path(result.model).name}); mean and 95% CI over seeds", fontsize=9
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -99,21 +118,37 @@ def markdown_table(result: CompareResult) -> list[str]:
 
 
 def markdown(result: CompareResult, images: dict[str, str]) -> str:
-    lines = [f"# bertlens compare: {result.task}", "",
-             f"Model `{result.model}`, recipe pooler `{result.recipe.pooler}`, layers {list(result.recipe.layers)} "
-             f"({result.recipe.mixer}); seeds {list(result.config.seeds)}; test {result.metric} in % on "
-             f"{result.n_test} examples, mean over seeds with a 95% t-interval. bertlens {__version__}.", "",
-             f"**{payoff(result)}.**", ""]
+    lines = [
+        f"# bertlens compare: {result.task}",
+        "",
+        f"Model `{result.model}`, recipe pooler `{result.recipe.pooler}`, layers {list(result.recipe.layers)} "
+        f"({result.recipe.mixer}); seeds {list(result.config.seeds)}; test {result.metric} in % on "
+        f"{result.n_test} examples, mean over seeds with a 95% t-interval. bertlens {__version__}.",
+        "",
+        f"**{payoff(result)}.**",
+        "",
+    ]
     lines += markdown_table(result)
     lines += ["", f"![learning curves]({images['curves']})", ""]
     drift = drift_summary(result)
     if drift:
-        lines += ["## Drift", "", "Linear CKA per layer between the encoder before and after fine-tuning (1 = unchanged)"
-                  + (f"; and a linear probe on `{result.drift_task}` before -> after" if result.drift_task else "") + ".", "",
-                  "| strategy | n | CKA by layer | second-task probe |", "|---|---|---|---|"]
+        lines += [
+            "## Drift",
+            "",
+            "Linear CKA per layer between the encoder before and after fine-tuning (1 = unchanged)"
+            + (f"; and a linear probe on `{result.drift_task}` before -> after" if result.drift_task else "")
+            + ".",
+            "",
+            "| strategy | n | CKA by layer | second-task probe |",
+            "|---|---|---|---|",
+        ]
         for row in drift:
-            probe = (f"{100 * row['probe_before']:.1f} -> {100 * row['probe_after']:.1f}" if "probe_before" in row else "")
-            lines.append(f"| {row['strategy']} | {row['size']} | {' '.join(f'{c:.2f}' for c in row['cka'])} | {probe} |")
+            probe = (
+                f"{100 * row['probe_before']:.1f} -> {100 * row['probe_after']:.1f}" if "probe_before" in row else ""
+            )
+            lines.append(
+                f"| {row['strategy']} | {row['size']} | {' '.join(f'{c:.2f}' for c in row['cka'])} | {probe} |"
+            )
         if images.get("cka"):
             lines += ["", f"![CKA]({images['cka']})"]
     if result.notes:

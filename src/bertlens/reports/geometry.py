@@ -5,14 +5,18 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from bertlens.version import __version__
-from bertlens.reports.plots import pyplot, save_figure
 from bertlens.io.atomic import write_json, write_text
+from bertlens.reports.plots import pyplot, save_figure
+from bertlens.version import __version__
 
-PLOTTED = (("sentence_cosine", "random sentence-pair cosine"), ("token_cosine", "random token-pair cosine"),
-           ("self_similarity_adjusted", "self-similarity - token cosine"),
-           ("intra_sentence_adjusted", "intra-sentence sim. - token cosine"),
-           ("variance_top1", "variance explained, top PC"), ("uniformity", "uniformity (lower = more uniform)"))
+PLOTTED = (
+    ("sentence_cosine", "random sentence-pair cosine"),
+    ("token_cosine", "random token-pair cosine"),
+    ("self_similarity_adjusted", "self-similarity - token cosine"),
+    ("intra_sentence_adjusted", "intra-sentence sim. - token cosine"),
+    ("variance_top1", "variance explained, top PC"),
+    ("uniformity", "uniformity (lower = more uniform)"),
+)
 
 
 def plot(rows: list[dict], path: Path, title: str) -> Path:
@@ -36,16 +40,20 @@ def plot(rows: list[dict], path: Path, title: str) -> Path:
 
 def markdown_table(rows: list[dict]) -> list[str]:
     has_alignment = "alignment" in rows[0]
-    header = ("| layer | pooler | sentence cos | token cos | self-sim (adj.) | intra-sent. (adj.) | var. top1 | var. top10 | "
-              "rogue dims (share) | uniformity |" + (" alignment |" if has_alignment else ""))
+    header = (
+        "| layer | pooler | sentence cos | token cos | self-sim (adj.) | intra-sent. (adj.) | var. top1 | var. top10 | "
+        "rogue dims (share) | uniformity |" + (" alignment |" if has_alignment else "")
+    )
     lines = [header, "|" + "---|" * (10 + has_alignment)]
     for r in rows:
         rogue = ", ".join(f"{d} ({share:.0%})" for d, share in r["rogue_dimensions"])
-        lines.append(f"| {r['layer']} | {r['pooler']} | {r['sentence_cosine']:.3f} | {r['token_cosine']:.3f} | "
-                     f"{r['self_similarity']:.3f} ({r['self_similarity_adjusted']:.3f}) | "
-                     f"{r['intra_sentence']:.3f} ({r['intra_sentence_adjusted']:.3f}) | {r['variance_top1']:.3f} | "
-                     f"{r['variance_top10']:.3f} | {rogue} | {r['uniformity']:.3f} |"
-                     + (f" {r['alignment']:.3f} |" if has_alignment else ""))
+        lines.append(
+            f"| {r['layer']} | {r['pooler']} | {r['sentence_cosine']:.3f} | {r['token_cosine']:.3f} | "
+            f"{r['self_similarity']:.3f} ({r['self_similarity_adjusted']:.3f}) | "
+            f"{r['intra_sentence']:.3f} ({r['intra_sentence_adjusted']:.3f}) | {r['variance_top1']:.3f} | "
+            f"{r['variance_top10']:.3f} | {rogue} | {r['uniformity']:.3f} |"
+            + (f" {r['alignment']:.3f} |" if has_alignment else "")
+        )
     return lines
 
 
@@ -53,11 +61,30 @@ def write_outputs(rows: list[dict], out: Path, *, model: str, source: str, texts
     out.mkdir(parents=True, exist_ok=True)
     title = f"geometry of {Path(model).name} on {source} ({texts} texts)"
     image = plot(rows, out / "geometry.png", title)
-    write_json(out / "results.json", {"command": "geometry", "model": model, "source": source, "texts": texts, "seed": seed,
-                                      "bertlens_version": __version__, "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                                      "rows": rows})
-    lines = [f"# bertlens geometry: {Path(model).name}", "", f"Model `{model}`, {texts} texts from {source}, seed {seed}. "
-             "Cosines are means over 5,000 random pairs; token pairs come from different texts; adjusted = minus the "
-             "random token cosine (Ethayarajh 2019).", ""] + markdown_table(rows) + ["", f"![geometry]({image.name})", ""]
+    write_json(
+        out / "results.json",
+        {
+            "command": "geometry",
+            "model": model,
+            "source": source,
+            "texts": texts,
+            "seed": seed,
+            "bertlens_version": __version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "rows": rows,
+        },
+    )
+    lines = (
+        [
+            f"# bertlens geometry: {Path(model).name}",
+            "",
+            f"Model `{model}`, {texts} texts from {source}, seed {seed}. "
+            "Cosines are means over 5,000 random pairs; token pairs come from different texts; adjusted = minus the "
+            "random token cosine (Ethayarajh 2019).",
+            "",
+        ]
+        + markdown_table(rows)
+        + ["", f"![geometry]({image.name})", ""]
+    )
     write_text(out / "report.md", "\n".join(lines))
     return {"results": out / "results.json", "report": out / "report.md", "plot": image}

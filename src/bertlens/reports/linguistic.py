@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bertlens.version import __version__
-from bertlens.reports.plots import annotated_grid, pyplot, save_figure
-from bertlens.io.atomic import write_json, write_text
 from bertlens.experiments.linguistic import SuiteResult, TaskOutcome
+from bertlens.io.atomic import write_json, write_text
+from bertlens.reports.plots import annotated_grid, pyplot, save_figure
+from bertlens.version import __version__
 
 
 def summary_row(outcome: TaskOutcome) -> dict:
@@ -20,23 +20,42 @@ def summary_row(outcome: TaskOutcome) -> dict:
     r = outcome.result
     best = r.best_layer
     row = {
-        "task": outcome.name, "level": outcome.level, "classes": outcome.classes, "n_test": r.n_test,
-        "layer0": r.accuracy[0], "best_layer": best, "best": r.accuracy[best], "best_low": r.low[best],
-        "best_high": r.high[best], "mix": r.mix_accuracy, "mix_low": r.mix_low, "mix_high": r.mix_high,
+        "task": outcome.name,
+        "level": outcome.level,
+        "classes": outcome.classes,
+        "n_test": r.n_test,
+        "layer0": r.accuracy[0],
+        "best_layer": best,
+        "best": r.accuracy[best],
+        "best_low": r.low[best],
+        "best_high": r.high[best],
+        "mix": r.mix_accuracy,
+        "mix_low": r.mix_low,
+        "mix_high": r.mix_high,
         "centre_of_gravity": r.centre_of_gravity,
     }
     if r.selectivity is not None:
-        row |= {"control_at_best": r.control_accuracy[best], "selectivity_at_best": r.selectivity[best],
-                "most_selective_layer": int(np.argmax(r.selectivity)), "max_selectivity": max(r.selectivity)}
+        row |= {
+            "control_at_best": r.control_accuracy[best],
+            "selectivity_at_best": r.selectivity[best],
+            "most_selective_layer": int(np.argmax(r.selectivity)),
+            "max_selectivity": max(r.selectivity),
+        }
     return row
 
 
 def to_json(result: SuiteResult) -> dict:
     return {
-        "suite": "linguistic", "model": result.model, "model_fingerprint": result.fingerprint,
-        "num_layers": result.num_layers, "bertlens_version": __version__, "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        "config": asdict(result.config), "timings": {k: round(v, 3) for k, v in result.timings.items()},
-        "notes": list(result.notes), "summary": [summary_row(o) for o in result.outcomes.values()],
+        "suite": "linguistic",
+        "model": result.model,
+        "model_fingerprint": result.fingerprint,
+        "num_layers": result.num_layers,
+        "bertlens_version": __version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "config": asdict(result.config),
+        "timings": {k: round(v, 3) for k, v in result.timings.items()},
+        "notes": list(result.notes),
+        "summary": [summary_row(o) for o in result.outcomes.values()],
         "tasks": {name: o.to_dict() for name, o in result.outcomes.items()},
     }
 
@@ -76,7 +95,7 @@ def curves(result: SuiteResult, path: Path) -> Path:
         ax.set_xlabel("layer", fontsize=8)
         ax.set_xticks(layers)
         ax.tick_params(labelsize=7)
-    for ax in list(axes.flat)[len(names):]:
+    for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)
     fig.suptitle(f"accuracy by layer (95% bootstrap CI): {result.model}", fontsize=10)
@@ -89,30 +108,47 @@ def _pct(x: float) -> str:
 
 
 def markdown_table(result: SuiteResult) -> list[str]:
-    lines = ["| task | level | classes | n test | layer 0 | best layer (dev) | its test acc [95% CI] | ScalarMix acc | "
-             "centre of gravity | control acc | selectivity |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| task | level | classes | n test | layer 0 | best layer (dev) | its test acc [95% CI] | ScalarMix acc | "
+        "centre of gravity | control acc | selectivity |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for o in result.outcomes.values():
         s = summary_row(o)
         control = _pct(s["control_at_best"]) if "control_at_best" in s else "n/a"
         selectivity = _pct(s["selectivity_at_best"]) if "selectivity_at_best" in s else "n/a"
-        lines.append(f"| {o.name} | {o.level} | {o.classes} | {s['n_test']} | {_pct(s['layer0'])} | {s['best_layer']} | "
-                     f"{_pct(s['best'])} [{_pct(s['best_low'])}, {_pct(s['best_high'])}] | {_pct(s['mix'])} | "
-                     f"{s['centre_of_gravity']:.2f} | {control} | {selectivity} |")
+        lines.append(
+            f"| {o.name} | {o.level} | {o.classes} | {s['n_test']} | {_pct(s['layer0'])} | {s['best_layer']} | "
+            f"{_pct(s['best'])} [{_pct(s['best_low'])}, {_pct(s['best_high'])}] | {_pct(s['mix'])} | "
+            f"{s['centre_of_gravity']:.2f} | {control} | {selectivity} |"
+        )
     return lines
 
 
 def markdown(result: SuiteResult, images: dict[str, str]) -> str:
     c = result.config
-    lines = [f"# bertlens probe --suite linguistic: {result.model}", "",
-             f"Model `{result.model}` (fingerprint `{result.fingerprint}`, {result.num_layers} layers), seed {c.seed}, "
-             f"bertlens {__version__}. Word vectors: {c.subword} of subwords; sentence vectors: {c.sentence_pooler} pooling. "
-             f"Accuracies in %, test split; intervals from {c.resamples} bootstrap resamples (token tasks resample "
-             "sentences). The best layer is chosen on dev; control accuracy and selectivity (Hewitt & Liang 2019) are "
-             "at that layer.", ""]
+    lines = [
+        f"# bertlens probe --suite linguistic: {result.model}",
+        "",
+        f"Model `{result.model}` (fingerprint `{result.fingerprint}`, {result.num_layers} layers), seed {c.seed}, "
+        f"bertlens {__version__}. Word vectors: {c.subword} of subwords; sentence vectors: {c.sentence_pooler} pooling. "
+        f"Accuracies in %, test split; intervals from {c.resamples} bootstrap resamples (token tasks resample "
+        "sentences). The best layer is chosen on dev; control accuracy and selectivity (Hewitt & Liang 2019) are "
+        "at that layer.",
+        "",
+    ]
     lines += markdown_table(result)
-    lines += ["", f"![layer x task heatmap]({images['heatmap']})", "", f"![curves]({images['curves']})", "",
-              "## Per layer", "", "| task | " + " | ".join(f"L{k}" for k in range(result.num_layers + 1)) + " |",
-              "|---|" + "---|" * (result.num_layers + 1)]
+    lines += [
+        "",
+        f"![layer x task heatmap]({images['heatmap']})",
+        "",
+        f"![curves]({images['curves']})",
+        "",
+        "## Per layer",
+        "",
+        "| task | " + " | ".join(f"L{k}" for k in range(result.num_layers + 1)) + " |",
+        "|---|" + "---|" * (result.num_layers + 1),
+    ]
     for o in result.outcomes.values():
         lines.append(f"| {o.name} | " + " | ".join(_pct(a) for a in o.result.accuracy) + " |")
         if o.result.selectivity is not None:
@@ -129,5 +165,9 @@ def write_outputs(result: SuiteResult, out: Path) -> dict[str, Path]:
     images = {"heatmap": heatmap(result, out / "heatmap.png").name, "curves": curves(result, out / "curves.png").name}
     write_json(out / "results.json", to_json(result))
     write_text(out / "report.md", markdown(result, images))
-    return {"results": out / "results.json", "report": out / "report.md", "heatmap": out / "heatmap.png",
-            "curves": out / "curves.png"}
+    return {
+        "results": out / "results.json",
+        "report": out / "report.md",
+        "heatmap": out / "heatmap.png",
+        "curves": out / "curves.png",
+    }

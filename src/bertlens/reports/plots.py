@@ -24,8 +24,18 @@ def annotated_grid(ax, grid: np.ndarray, fmt: str = "{:.3f}"):
     image = ax.imshow(grid, cmap="viridis", aspect="auto")
     middle = np.nanmean(grid) if np.isfinite(grid).any() else 0.0
     for (r, c), value in np.ndenumerate(grid):
-        colour = "white" if np.isfinite(value) and value <= middle else "black"  # readable on dark, light and empty cells
-        ax.text(c, r, "undefined" if np.isnan(value) else fmt.format(value), ha="center", va="center", color=colour, fontsize=8)
+        colour = (
+            "white" if np.isfinite(value) and value <= middle else "black"
+        )  # readable on dark, light and empty cells
+        ax.text(
+            c,
+            r,
+            "undefined" if np.isnan(value) else fmt.format(value),
+            ha="center",
+            va="center",
+            color=colour,
+            fontsize=8,
+        )
     return image
 
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 
-from bertlens.version import __version__
-from bertlens.reports.plots import annotated_grid, pyplot, save_figure
+from bertlens.experiments.sweep import ProtocolResult, SweepResult
 from bertlens.io.atomic import write_json, write_text
 from bertlens.probing.candidates import POSTPROCESS_FILE
-from bertlens.experiments.sweep import ProtocolResult, SweepResult
+from bertlens.reports.plots import annotated_grid, pyplot, save_figure
+from bertlens.version import __version__
 
 
 def result_rows(result: SweepResult) -> list[dict]:
@@ -20,14 +20,24 @@ def result_rows(result: SweepResult) -> list[dict]:
     for protocol in result.protocols.values():
         t = protocol.test
         for i, candidate in enumerate(protocol.candidates):
-            rows.append({
-                "task": result.task, "split": "test" if "cv" not in protocol.description else "cv",
-                "candidate": candidate.name, "pooler": candidate.pooler, "mix": candidate.mix,
-                "protocol": protocol.protocol, "metric": protocol.metric,
-                "value": _num(t.value[i]), "ci_low": _num(t.low[i]), "ci_high": _num(t.high[i]),
-                "tied_with_best": bool(t.tied_with_best[i]), "validation": _num(protocol.validation[i]),
-                "seed": result.seed, "n": protocol.n_test,
-            })
+            rows.append(
+                {
+                    "task": result.task,
+                    "split": "test" if "cv" not in protocol.description else "cv",
+                    "candidate": candidate.name,
+                    "pooler": candidate.pooler,
+                    "mix": candidate.mix,
+                    "protocol": protocol.protocol,
+                    "metric": protocol.metric,
+                    "value": _num(t.value[i]),
+                    "ci_low": _num(t.low[i]),
+                    "ci_high": _num(t.high[i]),
+                    "tied_with_best": bool(t.tied_with_best[i]),
+                    "validation": _num(protocol.validation[i]),
+                    "seed": result.seed,
+                    "n": protocol.n_test,
+                }
+            )
     return rows
 
 
@@ -37,14 +47,29 @@ def _num(x) -> float | None:
 
 def to_json(result: SweepResult) -> dict:
     return {
-        "task": result.task, "kind": result.kind, "model": result.model, "model_fingerprint": result.fingerprint,
-        "bertlens_version": __version__, "seed": result.seed, "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        "recommended": result.recommended.name, "recipe": result.recipe.to_dict(), "basis": result.basis,
-        "disagreement": result.disagreement, "timings": {k: round(v, 3) for k, v in result.timings.items()},
+        "task": result.task,
+        "kind": result.kind,
+        "model": result.model,
+        "model_fingerprint": result.fingerprint,
+        "bertlens_version": __version__,
+        "seed": result.seed,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "recommended": result.recommended.name,
+        "recipe": result.recipe.to_dict(),
+        "basis": result.basis,
+        "disagreement": result.disagreement,
+        "timings": {k: round(v, 3) for k, v in result.timings.items()},
         "notes": list(result.notes),
-        "protocols": {name: {"description": p.description, "metric": p.metric, "n": p.n_test,
-                             "best_on_test": p.candidates[p.test.best].name, "scalar_mix_weights": p.mix_weights}
-                      for name, p in result.protocols.items()},
+        "protocols": {
+            name: {
+                "description": p.description,
+                "metric": p.metric,
+                "n": p.n_test,
+                "best_on_test": p.candidates[p.test.best].name,
+                "scalar_mix_weights": p.mix_weights,
+            }
+            for name, p in result.protocols.items()
+        },
         "rows": result_rows(result),
     }
 
@@ -54,15 +79,24 @@ def recommended_score(result: SweepResult) -> str:
     protocol = result.protocols["cosine" if "cosine" in result.protocols else "probe"]
     i = next(k for k, c in enumerate(protocol.candidates) if c.name == result.recommended.name)
     t = protocol.test
-    return f"{protocol.metric} {t.value[i]:.4f} [{t.low[i]:.4f}, {t.high[i]:.4f}]" + (", tied with the best" if t.tied_with_best[i] else "")
+    return f"{protocol.metric} {t.value[i]:.4f} [{t.low[i]:.4f}, {t.high[i]:.4f}]" + (
+        ", tied with the best" if t.tied_with_best[i] else ""
+    )
 
 
 def leaderboard(protocol: ProtocolResult, top: int = 10) -> list[tuple[str, str, str, str]]:
     """(rank, candidate, value [low, high], tie mark), best first."""
     t = protocol.test
     order = np.argsort(-np.nan_to_num(t.value, nan=-np.inf))[:top]
-    return [(str(r + 1), protocol.candidates[i].name, f"{t.value[i]:.4f} [{t.low[i]:.4f}, {t.high[i]:.4f}]",
-             "tied with best" if t.tied_with_best[i] else "") for r, i in enumerate(order)]
+    return [
+        (
+            str(r + 1),
+            protocol.candidates[i].name,
+            f"{t.value[i]:.4f} [{t.low[i]:.4f}, {t.high[i]:.4f}]",
+            "tied with best" if t.tied_with_best[i] else "",
+        )
+        for r, i in enumerate(order)
+    ]
 
 
 def heatmap(protocol: ProtocolResult, path: Path, title: str) -> Path:
@@ -86,14 +120,26 @@ def heatmap(protocol: ProtocolResult, path: Path, title: str) -> Path:
 
 
 def markdown(result: SweepResult, images: dict[str, str]) -> str:
-    lines = [f"# bertlens sweep: {result.task}", "",
-             f"Model `{result.model}` (fingerprint `{result.fingerprint}`), seed {result.seed}, bertlens {__version__}.", "",
-             f"**Recommended:** `{result.recommended.name}` (test {recommended_score(result)}), {result.basis}.", ""]
+    lines = [
+        f"# bertlens sweep: {result.task}",
+        "",
+        f"Model `{result.model}` (fingerprint `{result.fingerprint}`), seed {result.seed}, bertlens {__version__}.",
+        "",
+        f"**Recommended:** `{result.recommended.name}` (test {recommended_score(result)}), {result.basis}.",
+        "",
+    ]
     if result.disagreement:
         lines += [f"**Note:** {result.disagreement}.", ""]
     for name, protocol in result.protocols.items():
-        lines += [f"## Protocol: {name}", "", protocol.description + f"; {protocol.metric} on {protocol.n_test} test examples, "
-                  "95% paired-bootstrap intervals.", "", "| rank | candidate | test [95% CI] | |", "|---|---|---|---|"]
+        lines += [
+            f"## Protocol: {name}",
+            "",
+            protocol.description + f"; {protocol.metric} on {protocol.n_test} test examples, "
+            "95% paired-bootstrap intervals.",
+            "",
+            "| rank | candidate | test [95% CI] | |",
+            "|---|---|---|---|",
+        ]
         lines += [f"| {r} | `{c}` | {v} | {t} |" for r, c, v, t in leaderboard(protocol, top=15)]
         lines += ["", f"![{name} heatmap]({images[name]})", ""]
     lines += ["## Timings", ""] + [f"- {k}: {v:.1f}" for k, v in result.timings.items()]
@@ -106,7 +152,9 @@ def write_outputs(result: SweepResult, out: Path) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     images = {}
     for name, protocol in result.protocols.items():
-        file = heatmap(protocol, out / f"heatmap-{name}.png", f"{result.task}: {name} ({protocol.metric}), {result.model}")
+        file = heatmap(
+            protocol, out / f"heatmap-{name}.png", f"{result.task}: {name} ({protocol.metric}), {result.model}"
+        )
         images[name] = file.name
     write_json(out / "results.json", to_json(result))
     if result.postprocessor is not None:

@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def aggregate(values: np.ndarray, owner: np.ndarray, tokens: np.ndarray, order: np.ndarray, texts: int,
-              how: str) -> np.ndarray:
+def aggregate(
+    values: np.ndarray, owner: np.ndarray, tokens: np.ndarray, order: np.ndarray, texts: int, how: str
+) -> np.ndarray:
     """values [C, ...] of pieces owned by texts 0..texts-1 -> [texts, ...].
 
     mean/weighted accumulate in float64 (callers cast); max and first keep the values' dtype.
@@ -36,4 +37,3 @@ def aggregate(values: np.ndarray, owner: np.ndarray, tokens: np.ndarray, order: 
     np.add.at(total, owner, values * broadcast)
     norm = np.bincount(owner, weights=weights, minlength=texts).reshape(-1, *([1] * (values.ndim - 1)))
     return total / norm
-

@@ -36,8 +36,9 @@ class Representation(nn.Module):
         self.recipe = recipe
         self.scalar_mix = None
         if recipe.mixer == "scalar_mix":
-            self.scalar_mix = ScalarMix(len(recipe.layers), recipe.mix_weights, recipe.mix_gamma, recipe.mix_layer_norm,
-                                        trainable=trainable)
+            self.scalar_mix = ScalarMix(
+                len(recipe.layers), recipe.mix_weights, recipe.mix_gamma, recipe.mix_layer_norm, trainable=trainable
+            )
 
     def forward(self, states: LayerStates) -> torch.Tensor:
         recipe = self.recipe

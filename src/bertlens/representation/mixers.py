@@ -54,7 +54,9 @@ def parse_layers(spec: str, num_layers: int) -> tuple[int, ...]:
             try:
                 indices.append(int(part))
             except ValueError:
-                raise BertlensError(f"layer spec '{spec}': '{part}' is not an integer; use e.g. -1 or -4: or 0,6") from None
+                raise BertlensError(
+                    f"layer spec '{spec}': '{part}' is not an integer; use e.g. -1 or -4: or 0,6"
+                ) from None
     return resolve_layers(indices, num_layers)
 
 
@@ -68,11 +70,19 @@ class ScalarMix(nn.Module):
     per-token normalisation keeps results independent of how texts are batched.
     """
 
-    def __init__(self, num_mixed: int, weights: Sequence[float] | None = None, gamma: float = 1.0,
-                 layer_norm: bool = False, trainable: bool = True):
+    def __init__(
+        self,
+        num_mixed: int,
+        weights: Sequence[float] | None = None,
+        gamma: float = 1.0,
+        layer_norm: bool = False,
+        trainable: bool = True,
+    ):
         super().__init__()
         if weights is not None and len(weights) != num_mixed:
-            raise BertlensError(f"ScalarMix got {len(weights)} weights for {num_mixed} layers; give one weight per layer")
+            raise BertlensError(
+                f"ScalarMix got {len(weights)} weights for {num_mixed} layers; give one weight per layer"
+            )
         init = torch.tensor(list(weights), dtype=torch.float32) if weights is not None else torch.zeros(num_mixed)
         self.scalar_weights = nn.Parameter(init, requires_grad=trainable)  # [K]
         self.gamma = nn.Parameter(torch.tensor(float(gamma)), requires_grad=trainable)  # []
@@ -99,7 +109,9 @@ def softmax(weights: Sequence[float] | np.ndarray) -> np.ndarray:
     return (shifted / shifted.sum()).astype(np.float32)
 
 
-def mix_pooled(layers: Iterable[np.ndarray], weights: Sequence[float] | np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+def mix_pooled(
+    layers: Iterable[np.ndarray], weights: Sequence[float] | np.ndarray, out: np.ndarray | None = None
+) -> np.ndarray:
     """sum_k softmax(w)_k * v_k over already-pooled layer vectors (exact for linear poolers) [n, H] float32.
 
     `out` receives the sum in place, so a caller holding a large array avoids a copy.
@@ -121,7 +133,9 @@ def check_mixer(name: str) -> str:
     return name
 
 
-def mix_layers(stack: torch.Tensor, mixer: str, layers: Sequence[int], scalar_mix: ScalarMix | None = None) -> torch.Tensor:
+def mix_layers(
+    stack: torch.Tensor, mixer: str, layers: Sequence[int], scalar_mix: ScalarMix | None = None
+) -> torch.Tensor:
     """Combine the chosen layers of `stack` [L+1, ...] into one tensor [..., H or K*H].
 
     `layers` index `stack` directly (negative allowed); 'first_last' ignores them and
@@ -137,7 +151,9 @@ def mix_layers(stack: torch.Tensor, mixer: str, layers: Sequence[int], scalar_mi
         raise BertlensError(f"mixer '{mixer}' needs at least one layer")
     if mixer == "single":
         if len(picked) != 1:
-            raise BertlensError(f"mixer 'single' takes exactly one layer, got {len(picked)}; use 'mean', 'sum' or 'concat'")
+            raise BertlensError(
+                f"mixer 'single' takes exactly one layer, got {len(picked)}; use 'mean', 'sum' or 'concat'"
+            )
         return stack[picked[0]]  # [..., H]
     chosen = stack[list(picked)]  # [K, ..., H]
     if mixer in {"mean", "first_last"}:

@@ -103,28 +103,39 @@ class PostProcessor:
                 k = step.k or x.shape[1]
                 if k > x.shape[1]:
                     raise BertlensError(f"whiten:{k} keeps more components than the {x.shape[1]} dimensions")
-                if step.k is None and n > k:  # all components that have variance (constant dimensions cannot be whitened)
+                if (
+                    step.k is None and n > k
+                ):  # all components that have variance (constant dimensions cannot be whitened)
                     spectrum = np.linalg.eigvalsh(x.T @ x / n)
                     rank = int((spectrum > RANK_TOLERANCE * spectrum.max()).sum())
                     if rank == 0:
                         raise BertlensError("whiten: the fitting vectors are all the same; there is nothing to whiten")
                     if rank < k:
-                        warnings.warn(f"whiten: the fitting vectors vary in only {rank} of {k} directions; "
-                                      f"keeping {rank} components", stacklevel=2)
+                        warnings.warn(
+                            f"whiten: the fitting vectors vary in only {rank} of {k} directions; "
+                            f"keeping {rank} components",
+                            stacklevel=2,
+                        )
                     k = rank
                 if n <= k:
-                    raise BertlensError(f"whitening with {k} components needs more than {k} fitting texts, got {n}: "
-                                        f"fit on more texts or keep fewer components (whiten:K with K < {n})")
+                    raise BertlensError(
+                        f"whitening with {k} components needs more than {k} fitting texts, got {n}: "
+                        f"fit on more texts or keep fewer components (whiten:K with K < {n})"
+                    )
                 values, vectors_ = _top_directions(x, k)
                 if values[-1] <= RANK_TOLERANCE * values[0]:
-                    raise BertlensError(f"whiten:{k}: the fitting vectors span fewer than {k} directions; keep fewer components")
+                    raise BertlensError(
+                        f"whiten:{k}: the fitting vectors span fewer than {k} directions; keep fewer components"
+                    )
                 transform = vectors_ / np.sqrt(values)  # [D, k]
                 arrays[f"{i}.transform"] = transform
                 x = x @ transform
             elif step.kind == "abtt":
                 d = step.k or max(1, x.shape[1] // 100)
                 if d >= min(n, x.shape[1]):
-                    raise BertlensError(f"abtt:{d} removes too many directions for {n} texts of {x.shape[1]} dimensions")
+                    raise BertlensError(
+                        f"abtt:{d} removes too many directions for {n} texts of {x.shape[1]} dimensions"
+                    )
                 _, directions = _top_directions(x, d)
                 arrays[f"{i}.directions"] = directions
                 x = x - (x @ directions) @ directions.T
@@ -135,8 +146,10 @@ class PostProcessor:
     def transform(self, vectors: np.ndarray) -> np.ndarray:
         x = np.asarray(vectors, dtype=np.float64)
         if x.shape[1] != self.dim:
-            raise BertlensError(f"post-processor was fitted on {self.dim}-dimensional vectors, got {x.shape[1]}; "
-                                "it belongs to another recipe or model")
+            raise BertlensError(
+                f"post-processor was fitted on {self.dim}-dimensional vectors, got {x.shape[1]}; "
+                "it belongs to another recipe or model"
+            )
         for i, step in enumerate(self.steps):
             if f"{i}.mean" in self.arrays:
                 x = x - self.arrays[f"{i}.mean"]
@@ -152,8 +165,12 @@ class PostProcessor:
     def save(self, path: str | Path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        meta = {"version": str(POSTPROCESS_VERSION), "steps": json.dumps([[s.kind, s.k] for s in self.steps]),
-                "dim": str(self.dim), "fitted_on": str(self.fitted_on)}
+        meta = {
+            "version": str(POSTPROCESS_VERSION),
+            "steps": json.dumps([[s.kind, s.k] for s in self.steps]),
+            "dim": str(self.dim),
+            "fitted_on": str(self.fitted_on),
+        }
         tmp = temporary_sibling(path, ".safetensors")
         save_file({k: np.ascontiguousarray(v) for k, v in self.arrays.items()}, str(tmp), metadata=meta)
         tmp.replace(path)

@@ -61,9 +61,13 @@ class Recipe:
         if self.mixer != "first_last" and not self.layers:
             raise BertlensError(f"mixer '{self.mixer}' needs at least one layer in 'layers'")
         if self.mixer == "single" and len(self.layers) != 1:
-            raise BertlensError(f"mixer 'single' takes exactly one layer, got {list(self.layers)}; use 'mean', 'sum' or 'concat'")
+            raise BertlensError(
+                f"mixer 'single' takes exactly one layer, got {list(self.layers)}; use 'mean', 'sum' or 'concat'"
+            )
         if self.mixer == "scalar_mix" and self.mix_weights is not None and len(self.mix_weights) != len(self.layers):
-            raise BertlensError(f"scalar_mix has {len(self.mix_weights)} weights for {len(self.layers)} layers; give one per layer")
+            raise BertlensError(
+                f"scalar_mix has {len(self.mix_weights)} weights for {len(self.layers)} layers; give one per layer"
+            )
         if self.mix_weights is not None and not all(math.isfinite(x) for x in self.mix_weights):
             raise BertlensError("mix_weights must be finite numbers")
         if self.long_text is not None:
@@ -89,7 +93,7 @@ class Recipe:
         """Width of the pooled vector before post-processing."""
         return hidden_size * self.width_multiplier
 
-    def replace(self, **changes) -> "Recipe":
+    def replace(self, **changes) -> Recipe:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:
@@ -99,11 +103,13 @@ class Recipe:
         return {"schema_version": SCHEMA_VERSION, **data}
 
     @classmethod
-    def from_dict(cls, data: dict, where: str = "recipe") -> "Recipe":
+    def from_dict(cls, data: dict, where: str = "recipe") -> Recipe:
         data = dict(data)
         version = data.pop("schema_version", None)
         if version != SCHEMA_VERSION:
-            raise BertlensError(f"{where}: schema_version {version!r} is not supported (this bertlens reads {SCHEMA_VERSION})")
+            raise BertlensError(
+                f"{where}: schema_version {version!r} is not supported (this bertlens reads {SCHEMA_VERSION})"
+            )
         known = {field.name for field in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -116,7 +122,7 @@ class Recipe:
         return json.dumps(self.to_dict(), indent=2) + "\n"
 
     @classmethod
-    def from_json(cls, text: str, where: str = "recipe") -> "Recipe":
+    def from_json(cls, text: str, where: str = "recipe") -> Recipe:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -133,7 +139,7 @@ class Recipe:
         return path
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "Recipe":
+    def load(cls, path: str | os.PathLike) -> Recipe:
         path = Path(path)
         if not path.is_file():
             raise BertlensError(f"recipe file {path} does not exist")
@@ -154,7 +160,10 @@ def _is_number(value) -> bool:
 # field -> (check, what the field must be): JSON types, checked before any value is used
 _FIELD_TYPES = {
     "model": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
-    "layers": (lambda v: isinstance(v, list) and all(_is_int(x) for x in v), "a list of integers, e.g. [-1] or [-4, -3, -2, -1]"),
+    "layers": (
+        lambda v: isinstance(v, list) and all(_is_int(x) for x in v),
+        "a list of integers, e.g. [-1] or [-4, -3, -2, -1]",
+    ),
     "mixer": (lambda v: isinstance(v, str), "a string"),
     "pooler": (lambda v: isinstance(v, str), "a string"),
     "include_special": (lambda v: isinstance(v, bool), "true or false"),
@@ -162,12 +171,14 @@ _FIELD_TYPES = {
     "normalize": (lambda v: isinstance(v, bool), "true or false"),
     "max_length": (lambda v: v is None or _is_int(v), "an integer or null"),
     "precision": (lambda v: isinstance(v, str), "a string"),
-    "mix_weights": (lambda v: v is None or (isinstance(v, list) and all(_is_number(x) for x in v)),
-                    "a list of finite numbers or null"),
+    "mix_weights": (
+        lambda v: v is None or (isinstance(v, list) and all(_is_number(x) for x in v)),
+        "a list of finite numbers or null",
+    ),
     "mix_gamma": (_is_number, "a finite number"),
     "mix_layer_norm": (lambda v: isinstance(v, bool), "true or false"),
     "postprocess": (lambda v: v is None or isinstance(v, str), "a file name or null"),
-    "long_text": (lambda v: v is None or isinstance(v, str), "a strategy name such as \"windows:mean\" or null"),
+    "long_text": (lambda v: v is None or isinstance(v, str), 'a strategy name such as "windows:mean" or null'),
 }
 
 

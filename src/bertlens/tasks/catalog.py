@@ -38,27 +38,60 @@ class TaskSpec:
 CATALOG: dict[str, TaskSpec] = {
     spec.name: spec
     for spec in (
-        TaskSpec("sst2", "classification", "label_prefixed",
-                 (("train", "sst2/train.txt"), ("dev", "sst2/dev.txt"), ("test", "sst2/test.txt")),
-                 description="SST-2 binary sentiment (sentence level)"),
-        TaskSpec("mr", "classification", "label_prefixed", (("all", "mr/rt-polarity.all"),),
-                 description="MR movie-review polarity, 10-fold CV", encoding="latin-1"),
-        TaskSpec("subj", "classification", "label_prefixed", (("all", "subj/subj.all"),),
-                 description="SUBJ subjective vs objective, 10-fold CV", encoding="latin-1"),
-        TaskSpec("trec", "classification", "label_prefixed", (("train", "trec/train.txt"), ("test", "trec/test.txt")),
-                 description="TREC question type (6 classes); dev carved from train", encoding="latin-1"),
-        TaskSpec("stsb", "similarity", "sts_csv",
-                 (("train", "stsb/train.csv"), ("dev", "stsb/dev.csv"), ("test", "stsb/test.csv")),
-                 description="STS Benchmark sentence-pair similarity (0-5)"),
-        TaskSpec("movie_reviews", "classification", "jsonl", (("all", "movie_reviews/reviews.jsonl"),),
-                 description="long movie reviews (about 750 words, most over 512 word pieces), polarity, 10-fold CV"),
+        TaskSpec(
+            "sst2",
+            "classification",
+            "label_prefixed",
+            (("train", "sst2/train.txt"), ("dev", "sst2/dev.txt"), ("test", "sst2/test.txt")),
+            description="SST-2 binary sentiment (sentence level)",
+        ),
+        TaskSpec(
+            "mr",
+            "classification",
+            "label_prefixed",
+            (("all", "mr/rt-polarity.all"),),
+            description="MR movie-review polarity, 10-fold CV",
+            encoding="latin-1",
+        ),
+        TaskSpec(
+            "subj",
+            "classification",
+            "label_prefixed",
+            (("all", "subj/subj.all"),),
+            description="SUBJ subjective vs objective, 10-fold CV",
+            encoding="latin-1",
+        ),
+        TaskSpec(
+            "trec",
+            "classification",
+            "label_prefixed",
+            (("train", "trec/train.txt"), ("test", "trec/test.txt")),
+            description="TREC question type (6 classes); dev carved from train",
+            encoding="latin-1",
+        ),
+        TaskSpec(
+            "stsb",
+            "similarity",
+            "sts_csv",
+            (("train", "stsb/train.csv"), ("dev", "stsb/dev.csv"), ("test", "stsb/test.csv")),
+            description="STS Benchmark sentence-pair similarity (0-5)",
+        ),
+        TaskSpec(
+            "movie_reviews",
+            "classification",
+            "jsonl",
+            (("all", "movie_reviews/reviews.jsonl"),),
+            description="long movie reviews (about 750 words, most over 512 word pieces), polarity, 10-fold CV",
+        ),
     )
 }
 
 
 def get_task(name: str) -> TaskSpec:
     if name not in CATALOG:
-        raise BertlensError(f"unknown task '{name}': {did_you_mean(name, CATALOG)}; or pass --data FILE with column flags")
+        raise BertlensError(
+            f"unknown task '{name}': {did_you_mean(name, CATALOG)}; or pass --data FILE with column flags"
+        )
     return CATALOG[name]
 
 

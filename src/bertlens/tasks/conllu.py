@@ -99,16 +99,24 @@ def rebuild_text(sentence_tokens: list[tuple[str, tuple[int, ...], dict[str, str
     return "".join(parts).rstrip()
 
 
-def _sentence(path: Path, start: int, comments: dict[str, str], words: list[Word], multiwords: list[Multiword]) -> Sentence:
+def _sentence(
+    path: Path, start: int, comments: dict[str, str], words: list[Word], multiwords: list[Multiword]
+) -> Sentence:
     for position, word in enumerate(words, start=1):
         if word.id != position:
-            raise BertlensError(f"{path}:{start}: word ids must run 1, 2, 3, ...; found {word.id} at position {position}")
+            raise BertlensError(
+                f"{path}:{start}: word ids must run 1, 2, 3, ...; found {word.id} at position {position}"
+            )
     for word in words:
         if not 0 <= word.head <= len(words):
             raise BertlensError(f"{path}:{start}: word {word.id} has head {word.head}, outside 0..{len(words)}")
-    sentence = Sentence(comments.get("sent_id", f"line{start}"), comments.get("text", ""), tuple(words), tuple(multiwords), start)
+    sentence = Sentence(
+        comments.get("sent_id", f"line{start}"), comments.get("text", ""), tuple(words), tuple(multiwords), start
+    )
     if not sentence.text:
-        sentence = Sentence(sentence.sent_id, rebuild_text(sentence.surface_tokens()), sentence.words, sentence.multiwords, start)
+        sentence = Sentence(
+            sentence.sent_id, rebuild_text(sentence.surface_tokens()), sentence.words, sentence.multiwords, start
+        )
     return sentence
 
 
@@ -139,8 +147,10 @@ def read_conllu(path: str | Path) -> Iterator[Sentence]:
                 continue
             cols = line.split("\t")
             if len(cols) != COLUMNS:
-                raise BertlensError(f"{path}:{number}: expected {COLUMNS} tab-separated columns, found {len(cols)}; "
-                                    "is this a CoNLL-U file (spaces instead of tabs?)")
+                raise BertlensError(
+                    f"{path}:{number}: expected {COLUMNS} tab-separated columns, found {len(cols)}; "
+                    "is this a CoNLL-U file (spaces instead of tabs?)"
+                )
             ident = cols[0]
             if _EMPTY.match(ident):
                 continue  # empty node of the enhanced graph: not part of the basic tree
@@ -153,8 +163,19 @@ def read_conllu(path: str | Path) -> Iterator[Sentence]:
                 continue
             if not ident.isdigit() or not (cols[6].isdigit()):
                 raise BertlensError(f"{path}:{number}: bad id '{ident}' or head '{cols[6]}'; both must be integers")
-            words.append(Word(int(ident), cols[1], cols[2], cols[3], cols[4], _fields(cols[5]), int(cols[6]), cols[7],
-                              _fields(cols[9])))
+            words.append(
+                Word(
+                    int(ident),
+                    cols[1],
+                    cols[2],
+                    cols[3],
+                    cols[4],
+                    _fields(cols[5]),
+                    int(cols[6]),
+                    cols[7],
+                    _fields(cols[9]),
+                )
+            )
     if words:
         yield _sentence(path, start, comments, words, multiwords)
 

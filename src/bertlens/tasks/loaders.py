@@ -26,7 +26,7 @@ class Split:
     def __len__(self) -> int:
         return len(self.texts_a)
 
-    def subset(self, rows: np.ndarray) -> "Split":
+    def subset(self, rows: np.ndarray) -> Split:
         pick = lambda seq: tuple(seq[i] for i in rows)  # noqa: E731
         return Split(pick(self.texts_a), None if self.texts_b is None else pick(self.texts_b), self.targets[rows])
 
@@ -133,7 +133,9 @@ def _check_classes(data: TaskData, where: str) -> None:
         if name in ("train", "all"):
             counts = Counter(split.targets.tolist())
             if len(counts) < 2:
-                raise BertlensError(f"{where}: only one class ({data.class_names[0]!r}) in the labels; a probe needs two or more")
+                raise BertlensError(
+                    f"{where}: only one class ({data.class_names[0]!r}) in the labels; a probe needs two or more"
+                )
             if data.uses_cv and min(counts.values()) < data.folds:
                 rare = min(counts, key=counts.get)
                 raise BertlensError(
@@ -142,7 +144,9 @@ def _check_classes(data: TaskData, where: str) -> None:
                 )
 
 
-def build_task(name: str, kind: str, raw_splits: dict[str, list], where: str, *, drop_invalid: bool, folds: int, source: str) -> TaskData:
+def build_task(
+    name: str, kind: str, raw_splits: dict[str, list], where: str, *, drop_invalid: bool, folds: int, source: str
+) -> TaskData:
     cleaned, dropped = {}, 0
     for split, rows in raw_splits.items():
         rows, n = _validate(rows, kind, f"{where}" if len(raw_splits) == 1 else f"{where} ({split})", drop_invalid)
@@ -156,11 +160,20 @@ def build_task(name: str, kind: str, raw_splits: dict[str, list], where: str, *,
     return data
 
 
-def load_catalog_task(spec: TaskSpec, root: Path, *, drop_invalid: bool = False, max_examples: int | None = None, seed: int = 0) -> TaskData:
+def load_catalog_task(
+    spec: TaskSpec, root: Path, *, drop_invalid: bool = False, max_examples: int | None = None, seed: int = 0
+) -> TaskData:
     reader = READERS[spec.file_format]
     raw = {split: reader(root / rel, spec.encoding) for split, rel in spec.splits}
-    data = build_task(spec.name, spec.kind, raw, str(root / spec.splits[0][1]), drop_invalid=drop_invalid,
-                      folds=spec.folds, source=str(root))
+    data = build_task(
+        spec.name,
+        spec.kind,
+        raw,
+        str(root / spec.splits[0][1]),
+        drop_invalid=drop_invalid,
+        folds=spec.folds,
+        source=str(root),
+    )
     return limit_examples(data, max_examples, seed)
 
 
@@ -181,9 +194,13 @@ def load_user_task(
         raise BertlensError(f"unknown task type '{kind}': valid: {', '.join(KINDS)}")
     needed = 1 if kind == "classification" else 2
     if len(text_cols) != needed:
-        raise BertlensError(f"task type '{kind}' needs {needed} text column(s) (--text-col{' and --text-col2' if needed == 2 else ''})")
+        raise BertlensError(
+            f"task type '{kind}' needs {needed} text column(s) (--text-col{' and --text-col2' if needed == 2 else ''})"
+        )
     rows = list(iter_records(TableSpec(path, (*text_cols, label_col), header)))
-    data = build_task(path.stem, kind, {"all": rows}, str(path), drop_invalid=drop_invalid, folds=folds, source=str(path))
+    data = build_task(
+        path.stem, kind, {"all": rows}, str(path), drop_invalid=drop_invalid, folds=folds, source=str(path)
+    )
     return limit_examples(data, max_examples, seed)
 
 
@@ -197,7 +214,9 @@ def limit_examples(data: TaskData, max_examples: int | None, seed: int) -> TaskD
         if len(split) > max_examples:
             split = split.subset(np.sort(rng.choice(len(split), max_examples, replace=False)))
         splits[name] = split
-    limited = TaskData(data.name, data.kind, splits, data.class_names, data.folds, data.dropped, data.source, data.notes)
+    limited = TaskData(
+        data.name, data.kind, splits, data.class_names, data.folds, data.dropped, data.source, data.notes
+    )
     _check_classes(limited, data.source)
     return limited
 
@@ -229,8 +248,10 @@ def load_hf_task(
         raise BertlensError("Hugging Face datasets need the 'datasets' package: pip install datasets") from None
     try:
         loaded = datasets.load_dataset(name, config)
-    except Exception as exc:  # network, missing dataset or config: one user-facing line
-        raise BertlensError(f"could not load Hugging Face dataset '{name}'{f' ({config})' if config else ''}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - network, missing dataset or config: one user-facing line
+        raise BertlensError(
+            f"could not load Hugging Face dataset '{name}'{f' ({config})' if config else ''}: {exc}"
+        ) from None
     raw: dict[str, list] = {}
     for split, rows in loaded.items():
         ours = HF_SPLITS.get(split)
@@ -238,7 +259,9 @@ def load_hf_task(
             continue
         missing = [c for c in (*text_cols, label_col) if c not in rows.column_names]
         if missing:
-            raise BertlensError(f"dataset '{name}' split '{split}' has no column '{missing[0]}': {did_you_mean(missing[0], rows.column_names)}")
+            raise BertlensError(
+                f"dataset '{name}' split '{split}' has no column '{missing[0]}': {did_you_mean(missing[0], rows.column_names)}"
+            )
         labels = [str(v) for v in rows[label_col]]
         if kind != "similarity" and all(v.lstrip("-").isdigit() and int(v) < 0 for v in labels):
             continue  # hidden test labels
@@ -250,6 +273,13 @@ def load_hf_task(
         raw["test"] = raw.pop("dev")
     if "test" not in raw:
         raw = {"all": raw["train"]}
-    data = build_task(name if not config else f"{name}/{config}", kind, raw, f"hf:{name}", drop_invalid=drop_invalid,
-                      folds=folds, source=f"hf:{name}")
+    data = build_task(
+        name if not config else f"{name}/{config}",
+        kind,
+        raw,
+        f"hf:{name}",
+        drop_invalid=drop_invalid,
+        folds=folds,
+        source=f"hf:{name}",
+    )
     return limit_examples(data, max_examples, seed)

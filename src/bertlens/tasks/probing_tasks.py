@@ -28,8 +28,17 @@ TOKEN_TASKS: dict[str, Callable[[Word], str]] = {
     "xpos": lambda w: w.xpos,
     "deprel": lambda w: w.relation,
 }
-SENTENCE_TASKS = ("sentence_length", "word_content", "tree_depth", "top_dependents", "tense", "subject_number",
-                  "object_number", "bigram_shift", "coordination_inversion")
+SENTENCE_TASKS = (
+    "sentence_length",
+    "word_content",
+    "tree_depth",
+    "top_dependents",
+    "tense",
+    "subject_number",
+    "object_number",
+    "bigram_shift",
+    "coordination_inversion",
+)
 LENGTH_BINS = ((3, 5), (6, 8), (9, 12), (13, 16), (17, 21), (22, 28))
 MAX_DEPTH_CLASS = 8  # depths >= 8 share one class
 CONTENT_WORDS = 30  # word-content candidates: mid-frequency words (rare ones are dropped below)
@@ -110,7 +119,11 @@ def tense_label(sentence: Sentence) -> str | None:
         return None
     tense = root.feats.get("Tense") if root.feats.get("VerbForm") == "Fin" else None
     if tense is None:
-        helpers = [w for w in _dependents(sentence, root.id) if w.relation in ("aux", "cop") and w.feats.get("VerbForm") == "Fin"]
+        helpers = [
+            w
+            for w in _dependents(sentence, root.id)
+            if w.relation in ("aux", "cop") and w.feats.get("VerbForm") == "Fin"
+        ]
         tense = helpers[0].feats.get("Tense") if helpers else None
     return tense if tense in ("Past", "Pres") else None
 
@@ -143,8 +156,11 @@ def bigram_shift(sentence: Sentence, rng: np.random.Generator, swap: bool) -> st
     if len(words) < 5:
         return None
     forms = [w.form for w in words]
-    places = [i for i in range(1, len(words) - 1)
-              if not is_punct(words[i]) and not is_punct(words[i + 1]) and forms[i].lower() != forms[i + 1].lower()]
+    places = [
+        i
+        for i in range(1, len(words) - 1)
+        if not is_punct(words[i]) and not is_punct(words[i + 1]) and forms[i].lower() != forms[i + 1].lower()
+    ]
     if not places:
         return None
     i = places[int(rng.integers(len(places)))]
@@ -210,7 +226,9 @@ def coordination(sentence: Sentence, invert: bool) -> str | None:
 
 def _content_vocabulary(train: list[Sentence]) -> list[str]:
     """Mid-frequency alphabetic words (lower-cased), by how many training sentences contain them."""
-    counts = Counter(word for s in train for word in {w.form.lower() for w in s.words if w.form.isalpha() and len(w.form) > 2})
+    counts = Counter(
+        word for s in train for word in {w.form.lower() for w in s.words if w.form.isalpha() and len(w.form) > 2}
+    )
     ranked = sorted(counts, key=lambda word: (-counts[word], word))
     return ranked[CONTENT_SKIP : CONTENT_SKIP + CONTENT_WORDS]
 
@@ -219,19 +237,33 @@ def _balance(texts: list[str], labels: list[str], classes: tuple[str, ...], rng:
     """Down-sample every class to the rarest one's count; keeps the input order of what remains."""
     by_class = {c: [i for i, label in enumerate(labels) if label == c] for c in classes}
     smallest = min(len(rows) for rows in by_class.values())
-    keep = sorted(i for rows in by_class.values() for i in rng.choice(rows, smallest, replace=False).tolist()) if smallest else []
+    keep = (
+        sorted(i for rows in by_class.values() for i in rng.choice(rows, smallest, replace=False).tolist())
+        if smallest
+        else []
+    )
     return tuple(texts[i] for i in keep), tuple(labels[i] for i in keep)
 
 
-def _property_task(name: str, description: str, label_of: Callable[[Sentence], str | None],
-                   splits: dict[str, list[Sentence]], seed: int, classes: tuple[str, ...] | None = None) -> ProbingDataset | None:
+def _property_task(
+    name: str,
+    description: str,
+    label_of: Callable[[Sentence], str | None],
+    splits: dict[str, list[Sentence]],
+    seed: int,
+    classes: tuple[str, ...] | None = None,
+) -> ProbingDataset | None:
     labelled = {split: [(s.text, label_of(s)) for s in sentences] for split, sentences in splits.items()}
     labelled = {split: [(t, y) for t, y in rows if y is not None] for split, rows in labelled.items()}
     counts = {split: Counter(y for _, y in rows) for split, rows in labelled.items()}
     if classes is None:
         classes = tuple(sorted(counts["train"]))
-    classes = tuple(c for c in classes if counts["train"][c] >= MIN_TRAIN_PER_CLASS
-                    and min(counts[split][c] for split in SPLITS[1:]) >= MIN_EVAL_PER_CLASS)
+    classes = tuple(
+        c
+        for c in classes
+        if counts["train"][c] >= MIN_TRAIN_PER_CLASS
+        and min(counts[split][c] for split in SPLITS[1:]) >= MIN_EVAL_PER_CLASS
+    )
     return _finish(name, description, labelled, classes, seed)
 
 
@@ -249,8 +281,14 @@ def _finish(name, description, labelled, classes, seed) -> ProbingDataset | None
     return ProbingDataset(name, description, out, classes)
 
 
-def _transform_task(name, description, make: Callable[[Sentence, np.random.Generator, bool], str | None],
-                    labels: tuple[str, str], splits, seed) -> ProbingDataset | None:
+def _transform_task(
+    name,
+    description,
+    make: Callable[[Sentence, np.random.Generator, bool], str | None],
+    labels: tuple[str, str],
+    splits,
+    seed,
+) -> ProbingDataset | None:
     labelled = {}
     for split, sentences in splits.items():
         rng = np.random.default_rng([seed, sum(name.encode()), SPLITS.index(split)])
@@ -274,31 +312,55 @@ def sentence_tasks(splits: dict[str, list[Sentence]], seed: int = 0) -> dict[str
 
     builders = {
         "sentence_length": lambda: _property_task(
-            "sentence_length", "number of words, in 6 bins", length_label, splits, seed,
-            tuple(f"{lo}-{hi}" for lo, hi in LENGTH_BINS)),
+            "sentence_length",
+            "number of words, in 6 bins",
+            length_label,
+            splits,
+            seed,
+            tuple(f"{lo}-{hi}" for lo, hi in LENGTH_BINS),
+        ),
         "word_content": lambda: _property_task(
-            "word_content", "which of a set of mid-frequency words the sentence contains (exactly one)", content,
-            splits, seed, tuple(vocabulary)),
+            "word_content",
+            "which of a set of mid-frequency words the sentence contains (exactly one)",
+            content,
+            splits,
+            seed,
+            tuple(vocabulary),
+        ),
         "tree_depth": lambda: _property_task(
-            "tree_depth", f"depth of the dependency tree (3 .. {MAX_DEPTH_CLASS}+)", depth_label, splits, seed),
+            "tree_depth", f"depth of the dependency tree (3 .. {MAX_DEPTH_CLASS}+)", depth_label, splits, seed
+        ),
         "top_dependents": lambda: _property_task(
-            "top_dependents", "sequence of the root's dependent relations (most frequent sequences)",
-            top_sequence, splits, seed,
-            tuple(seq for seq, _ in Counter(filter(None, map(top_sequence, splits["train"]))).most_common(TOP_SEQUENCES))),
+            "top_dependents",
+            "sequence of the root's dependent relations (most frequent sequences)",
+            top_sequence,
+            splits,
+            seed,
+            tuple(
+                seq for seq, _ in Counter(filter(None, map(top_sequence, splits["train"]))).most_common(TOP_SEQUENCES)
+            ),
+        ),
         "tense": lambda: _property_task("tense", "tense of the main clause (Past / Pres)", tense_label, splits, seed),
         "subject_number": lambda: _property_task(
-            "subject_number", "number of the main clause's subject (Sing / Plur)", subject_number, splits, seed),
+            "subject_number", "number of the main clause's subject (Sing / Plur)", subject_number, splits, seed
+        ),
         "object_number": lambda: _property_task(
-            "object_number", "number of the main clause's direct object (Sing / Plur)", object_number, splits, seed),
+            "object_number", "number of the main clause's direct object (Sing / Plur)", object_number, splits, seed
+        ),
         "bigram_shift": lambda: _transform_task(
-            "bigram_shift", "two adjacent words swapped or not", bigram_shift, ("original", "swapped"), splits, seed),
+            "bigram_shift", "two adjacent words swapped or not", bigram_shift, ("original", "swapped"), splits, seed
+        ),
         "coordination_inversion": lambda: _transform_task(
-            "coordination_inversion", "two coordinated clauses in original or inverted order",
-            lambda s, rng, flip: coordination(s, flip), ("original", "inverted"), splits, seed),
+            "coordination_inversion",
+            "two coordinated clauses in original or inverted order",
+            lambda s, rng, flip: coordination(s, flip),
+            ("original", "inverted"),
+            splits,
+            seed,
+        ),
     }
     built = {name: make() for name, make in builders.items()}
     return {name: task for name, task in built.items() if task is not None}
-
 
 
 def save_jsonl(dataset: ProbingDataset, path: Path) -> Path:
@@ -307,7 +369,10 @@ def save_jsonl(dataset: ProbingDataset, path: Path) -> Path:
     tmp = temporary_sibling(path)
     with open(tmp, "w", encoding="utf-8") as handle:
         for split in SPLITS:
-            handle.writelines(json.dumps({"split": split, "text": text, "label": label}, ensure_ascii=False) + "\n" for text, label in zip(*dataset.splits[split]))
+            handle.writelines(
+                json.dumps({"split": split, "text": text, "label": label}, ensure_ascii=False) + "\n"
+                for text, label in zip(*dataset.splits[split])
+            )
     tmp.replace(path)
     return path
 

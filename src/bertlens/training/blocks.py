@@ -17,8 +17,10 @@ def encoder_blocks(model: nn.Module) -> list[nn.Module]:
             layers = getattr(layers, name, None)
         if embeddings is not None and isinstance(layers, nn.ModuleList):
             return [embeddings, *layers]
-    raise BertlensError(f"cannot find the embedding and layer blocks of a {type(model).__name__}; fine-tuning "
-                        "strategies support BERT-style encoders (model.embeddings + model.encoder.layer)")
+    raise BertlensError(
+        f"cannot find the embedding and layer blocks of a {type(model).__name__}; fine-tuning "
+        "strategies support BERT-style encoders (model.embeddings + model.encoder.layer)"
+    )
 
 
 def block_of_parameters(model: nn.Module) -> dict[str, int]:

@@ -42,8 +42,13 @@ def _optimizer_state(tensors: dict[str, torch.Tensor], meta: dict) -> dict:
     return {"state": state, "param_groups": meta["param_groups"]}
 
 
-def save_checkpoint(directory: Path, modules: dict[str, nn.Module], optimizer: torch.optim.Optimizer,
-                    state: dict, best: dict[str, dict[str, torch.Tensor]] | None) -> None:
+def save_checkpoint(
+    directory: Path,
+    modules: dict[str, nn.Module],
+    optimizer: torch.optim.Optimizer,
+    state: dict,
+    best: dict[str, dict[str, torch.Tensor]] | None,
+) -> None:
     """Write a complete checkpoint to `directory` (replacing the previous one atomically).
 
     modules: name -> module (the encoder as "model", then the objective's modules); each is one
@@ -93,7 +98,10 @@ def load_checkpoint(directory: Path, modules: dict[str, nn.Module], optimizer: t
     meta = json.loads((directory / "optimizer.json").read_text())
     optimizer.load_state_dict(_optimizer_state(load_file(str(directory / "optimizer.safetensors")), meta))
     torch.set_rng_state(load_file(str(directory / "rng.safetensors"))["torch"])
-    best = {name: load_file(str(directory / f"best_{name}.safetensors")) for name in modules
-            if (directory / f"best_{name}.safetensors").is_file()} or None
+    best = {
+        name: load_file(str(directory / f"best_{name}.safetensors"))
+        for name in modules
+        if (directory / f"best_{name}.safetensors").is_file()
+    } or None
     state.pop("modules", None)
     return state, best

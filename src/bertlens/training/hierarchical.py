@@ -77,9 +77,19 @@ class FittedChunkClassifier:
         return predict_chunks(self.model, x, m)
 
 
-def train_chunk_classifier(kind: str, data: ChunkSequences, labels: np.ndarray, train: np.ndarray, dev: np.ndarray, *,
-                           epochs: int = 40, batch_size: int = 32, lr: float = 1e-3, patience: int = 5,
-                           seed: int = 0) -> FittedChunkClassifier:
+def train_chunk_classifier(
+    kind: str,
+    data: ChunkSequences,
+    labels: np.ndarray,
+    train: np.ndarray,
+    dev: np.ndarray,
+    *,
+    epochs: int = 40,
+    batch_size: int = 32,
+    lr: float = 1e-3,
+    patience: int = 5,
+    seed: int = 0,
+) -> FittedChunkClassifier:
     """Fit on `train` rows, keep the epoch with the best `dev` accuracy."""
     torch.manual_seed(seed)
     x = torch.from_numpy(data.vectors)

@@ -84,8 +84,9 @@ def lr_factor(step: int, total: int, warmup: int) -> float:
     return max(0.0, (total - step) / max(1, total - warmup))
 
 
-def _param_groups(model: nn.Module, extra: dict[str, nn.Module], strategy: Strategy, config: TrainConfig,
-                  num_layers: int) -> list[dict]:
+def _param_groups(
+    model: nn.Module, extra: dict[str, nn.Module], strategy: Strategy, config: TrainConfig, num_layers: int
+) -> list[dict]:
     """One AdamW group per (block, decay or not), each with its own base learning rate, plus the objective's modules."""
     blocks = block_of_parameters(model)
     groups: dict[tuple[int, bool], dict] = {}
@@ -95,9 +96,15 @@ def _param_groups(model: nn.Module, extra: dict[str, nn.Module], strategy: Strat
             continue
         block = blocks[name]
         no_decay = any(name.endswith(suffix) for suffix in NO_DECAY)
-        group = groups.setdefault((block, no_decay), {
-            "params": [], "block": block, "base_lr": strategy.block_lr(block, num_layers, config.lr),
-            "weight_decay": 0.0 if no_decay else config.weight_decay})
+        group = groups.setdefault(
+            (block, no_decay),
+            {
+                "params": [],
+                "block": block,
+                "base_lr": strategy.block_lr(block, num_layers, config.lr),
+                "weight_decay": 0.0 if no_decay else config.weight_decay,
+            },
+        )
         group["params"].append(param)
     head_params = [p for module in extra.values() for p in module.parameters() if p.requires_grad]
     head_group = {"params": head_params, "block": -1, "base_lr": config.head_lr, "weight_decay": 0.0}
@@ -149,21 +156,33 @@ def fine_tune(
     total = epochs * per_epoch
     warmup = int(config.warmup * total)
     key = content_key([encoder.ref.fingerprint, objective.identity(), strategy.name, asdict(config)])
-    state = {"key": key, "step": 0, "history": [], "losses": [], "best": -math.inf, "best_epoch": -1, "bad_epochs": 0,
-             "done": False}
+    state = {
+        "key": key,
+        "step": 0,
+        "history": [],
+        "losses": [],
+        "best": -math.inf,
+        "best_epoch": -1,
+        "bad_epochs": 0,
+        "done": False,
+    }
     best = None
     found = find_checkpoint(checkpoint_dir) if checkpoint_dir else None
     if found is not None:
         if read_state(found).get("key") != key:
-            raise BertlensError(f"{checkpoint_dir} holds a checkpoint of a different run (model, data, objective, strategy "
-                                "or settings changed); remove it or choose another output directory")
+            raise BertlensError(
+                f"{checkpoint_dir} holds a checkpoint of a different run (model, data, objective, strategy "
+                "or settings changed); remove it or choose another output directory"
+            )
         state, best = load_checkpoint(found, modules, optimizer)
     step = state["step"]
     while not state["done"] and step < total:
         epoch, offset = divmod(step, per_epoch)
         apply_strategy(model, strategy, num_layers, epoch)
         _set_mode(modules, True)
-        order = torch.randperm(objective.size, generator=torch.Generator().manual_seed(config.seed * 100_003 + epoch)).numpy()
+        order = torch.randperm(
+            objective.size, generator=torch.Generator().manual_seed(config.seed * 100_003 + epoch)
+        ).numpy()
         for index in range(offset, per_epoch):
             rows = order[index * config.batch_size : (index + 1) * config.batch_size]
             for group in optimizer.param_groups:
@@ -198,6 +217,14 @@ def fine_tune(
     _set_mode(modules, False)
     losses = state["losses"] or [math.nan]
     tail = max(1, len(losses) // 10)
-    return FineTuneResult(tuple(state["history"]), state["best_epoch"], state["best"], step,
-                          len(state["history"]) or math.ceil(step / per_epoch), step < total,
-                          time.perf_counter() - start_time, losses[0], float(np.mean(losses[-tail:])))
+    return FineTuneResult(
+        tuple(state["history"]),
+        state["best_epoch"],
+        state["best"],
+        step,
+        len(state["history"]) or math.ceil(step / per_epoch),
+        step < total,
+        time.perf_counter() - start_time,
+        losses[0],
+        float(np.mean(losses[-tail:])),
+    )

@@ -46,13 +46,19 @@ class Encoded:
         return len(self.targets)
 
 
-def sentence_vectors(encoder: Encoder, representation: Representation, tokenized: Tokenized, rows: np.ndarray) -> torch.Tensor:
+def sentence_vectors(
+    encoder: Encoder, representation: Representation, tokenized: Tokenized, rows: np.ndarray
+) -> torch.Tensor:
     """Differentiable recipe vectors [B, D] for the given rows (the model's current mode applies)."""
     batch = encoder.pad(tokenized, rows)
     special = batch.pop("special_tokens_mask")
     out = encoder.model(**batch, output_hidden_states=True)
-    states = LayerStates(hidden=torch.stack(out.hidden_states), attention_mask=batch["attention_mask"].bool(),
-                         special_tokens_mask=special, doc_index=torch.as_tensor(rows))  # hidden [L+1, B, T, H]
+    states = LayerStates(
+        hidden=torch.stack(out.hidden_states),
+        attention_mask=batch["attention_mask"].bool(),
+        special_tokens_mask=special,
+        doc_index=torch.as_tensor(rows),
+    )  # hidden [L+1, B, T, H]
     return representation(states)
 
 
@@ -72,8 +78,9 @@ def info_nce(u: torch.Tensor, v: torch.Tensor, temperature: float) -> torch.Tens
 class Supervised:
     """A head on the recipe's vectors: classification, pair classification (u, v, |u-v|, u*v) or cosine regression."""
 
-    def __init__(self, encoder: Encoder, representation: Representation, head: Head, train: Encoded, dev: Encoded,
-                 kind: str):
+    def __init__(
+        self, encoder: Encoder, representation: Representation, head: Head, train: Encoded, dev: Encoded, kind: str
+    ):
         if representation.recipe.pooler == "attention":
             raise BertlensError("fine-tuning with the 'attention' pooler is not supported; use cls, mean or max")
         self.encoder, self.representation, self.head = encoder, representation, head
@@ -88,9 +95,13 @@ class Supervised:
         return {"head": self.head, "representation": self.representation}
 
     def identity(self) -> str:
-        return content_key(["supervised", self.representation.recipe.to_dict(), self.kind],
-                           arrays=[*(np.asarray(ids, dtype=np.int64) for ids in self.train.a.input_ids),
-                                   np.asarray(self.train.targets)])
+        return content_key(
+            ["supervised", self.representation.recipe.to_dict(), self.kind],
+            arrays=[
+                *(np.asarray(ids, dtype=np.int64) for ids in self.train.a.input_ids),
+                np.asarray(self.train.targets),
+            ],
+        )
 
     def _outputs(self, data: Encoded, rows: np.ndarray) -> torch.Tensor:
         u = sentence_vectors(self.encoder, self.representation, data.a, rows)
@@ -125,10 +136,18 @@ class Contrastive:
       pairs; the other positives in the batch are the negatives.
     """
 
-    def __init__(self, encoder: Encoder, representation: Representation, anchors: Tokenized,
-                 positives: Tokenized | None, temperature: float = 0.05):
+    def __init__(
+        self,
+        encoder: Encoder,
+        representation: Representation,
+        anchors: Tokenized,
+        positives: Tokenized | None,
+        temperature: float = 0.05,
+    ):
         if representation.recipe.pooler == "attention":
-            raise BertlensError("contrastive training with the 'attention' pooler is not supported; use cls, mean or max")
+            raise BertlensError(
+                "contrastive training with the 'attention' pooler is not supported; use cls, mean or max"
+            )
         if positives is not None and len(positives.input_ids) != len(anchors.input_ids):
             raise ValueError("anchors and positives must pair up")
         if len(anchors.input_ids) < 2:
@@ -146,15 +165,19 @@ class Contrastive:
 
     def identity(self) -> str:
         sides = [self.anchors] + ([self.positives] if self.positives is not None else [])
-        return content_key([self.name, self.representation.recipe.to_dict(), self.temperature],
-                           arrays=[np.asarray(ids, dtype=np.int64) for side in sides for ids in side.input_ids])
+        return content_key(
+            [self.name, self.representation.recipe.to_dict(), self.temperature],
+            arrays=[np.asarray(ids, dtype=np.int64) for side in sides for ids in side.input_ids],
+        )
 
     def loss(self, rows: np.ndarray) -> torch.Tensor | None:
         rows = np.sort(rows)
         if len(rows) < 2:
             return None  # a single example has no in-batch negative
         u = sentence_vectors(self.encoder, self.representation, self.anchors, rows)  # [B, D], dropout on
-        v = sentence_vectors(self.encoder, self.representation, self.positives if self.positives is not None else self.anchors, rows)  # [B, D]
+        v = sentence_vectors(
+            self.encoder, self.representation, self.positives if self.positives is not None else self.anchors, rows
+        )  # [B, D]
         return info_nce(u, v, self.temperature)
 
     def evaluate(self) -> None:

@@ -73,8 +73,10 @@ def parse_strategy(text: str, num_layers: int) -> Strategy:
         reinit = _int(value, "reinit K", spec)
     kind, _, arg = base.partition(":")
     if kind not in BASES:
-        raise BertlensError(f"unknown strategy '{kind}' in '{spec}': {did_you_mean(kind, BASES)} "
-                            "(forms: frozen, full, partial:K, gradual, llrd[:DECAY], each with optional +reinit:K)")
+        raise BertlensError(
+            f"unknown strategy '{kind}' in '{spec}': {did_you_mean(kind, BASES)} "
+            "(forms: frozen, full, partial:K, gradual, llrd[:DECAY], each with optional +reinit:K)"
+        )
     if arg and kind not in ("partial", "llrd"):
         raise BertlensError(f"strategy '{spec}': '{kind}' takes no argument")
     freeze, decay = 0, 1.0
@@ -83,8 +85,10 @@ def parse_strategy(text: str, num_layers: int) -> Strategy:
             raise BertlensError(f"strategy '{spec}': partial needs the number of frozen layers, e.g. partial:4")
         freeze = _int(arg, "the number of frozen layers", spec)
         if freeze >= num_layers:
-            raise BertlensError(f"strategy '{spec}': the model has {num_layers} layers, so partial:K needs K < {num_layers} "
-                                "(use 'frozen' to freeze everything)")
+            raise BertlensError(
+                f"strategy '{spec}': the model has {num_layers} layers, so partial:K needs K < {num_layers} "
+                "(use 'frozen' to freeze everything)"
+            )
     if kind == "llrd":
         try:
             decay = float(arg) if arg else DEFAULT_DECAY
