@@ -13,65 +13,88 @@ from tests.conftest import DATA, edit_cached_result
 FAST = ["--epochs", "1", "--min-steps", "2", "--batch-size", "16", "--max-dev", "40", "--quiet"]
 
 
-def test_finetune_saves_a_model_every_command_accepts(tmp_path, tiny_bert_dir, capsys):
+def hf_mean_pooled(model_dir, texts: list[str]) -> np.ndarray:
+    """The reference: Hugging Face's own model and tokenizer, last layer, mean over real tokens."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer, model = AutoTokenizer.from_pretrained(model_dir), AutoModel.from_pretrained(model_dir).eval()
+    batch = tokenizer(texts, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        hidden = model(**batch).last_hidden_state  # [B, T, H]
+    mask = batch["attention_mask"].unsqueeze(-1).float()  # [B, T, 1]
+    return ((hidden * mask).sum(1) / mask.sum(1)).numpy()
+
+
+def test_finetune_saves_a_model_every_command_accepts(tmp_path, tiny_bert_dir):
     out = tmp_path / "tuned"
-    assert (
-        main(
-            [
-                "finetune",
-                "--task",
-                "sst2",
-                "--data-dir",
-                str(DATA),
-                "--model",
-                str(tiny_bert_dir),
-                "--size",
-                "48",
-                "--strategy",
-                "partial:1",
-                "--out",
-                str(out),
-                *FAST,
-            ]
-        )
-        == 0
-    )
+    args = [
+        "finetune",
+        "--task",
+        "sst2",
+        "--data-dir",
+        str(DATA),
+        "--model",
+        str(tiny_bert_dir),
+        "--size",
+        "48",
+        "--strategy",
+        "partial:1",
+        "--out",
+        str(out),
+        *FAST,
+    ]
+    assert main(args) == 0
     assert (out / "model.safetensors").is_file() and (out / "head" / "head.json").is_file()
     assert not (out / "checkpoint").exists()
     record = json.loads((out / "training.json").read_text())
     assert record["strategy"] == "partial:1" and record["train_examples"] == 48 and 0 <= record["test"] <= 1
-    recipe = json.loads((out / "recipe.json").read_text())
+    assert json.loads((out / "recipe.json").read_text())["model"] == str(out.resolve())
+    sentences = ["a fine film", "a dull film that never ends"]
     texts = tmp_path / "texts.txt"
-    texts.write_text("a fine film\na dull film\n")
-    assert main(["embed", str(texts), "--model", str(out), "--out", str(tmp_path / "v.npy")]) == 0
-    assert np.load(tmp_path / "v.npy").shape == (2, 32)
-    assert main(["embed", str(texts), "--recipe", str(out / "recipe.json"), "--out", str(tmp_path / "w.npy")]) == 0
-    assert recipe["model"] == str(out.resolve())
+    texts.write_text("\n".join(sentences) + "\n")
+    assert main(["embed", str(texts), "--model", str(out), "--out", str(tmp_path / "v.npy"), "--quiet"]) == 0
     assert (
-        main(
-            [
-                "sweep",
-                "--task",
-                "sst2",
-                "--data-dir",
-                str(DATA),
-                "--model",
-                str(out),
-                "--max-examples",
-                "60",
-                "--poolers",
-                "mean",
-                "--resamples",
-                "50",
-                "--out",
-                str(tmp_path / "sweep"),
-                "--cache-dir",
-                str(tmp_path / "cache"),
-                "--quiet",
-            ]
-        )
+        main(["embed", str(texts), "--recipe", str(out / "recipe.json"), "--out", str(tmp_path / "w.npy"), "--quiet"])
         == 0
     )
+    by_model, by_recipe = np.load(tmp_path / "v.npy"), np.load(tmp_path / "w.npy")
+    np.testing.assert_allclose(
+        by_model, hf_mean_pooled(out, sentences), atol=1e-5
+    )  # the saved weights, as HF loads them
+    np.testing.assert_array_equal(by_recipe, by_model)
+    assert np.abs(by_model - hf_mean_pooled(tiny_bert_dir, sentences)).max() > 1e-3  # fine-tuning changed the encoder
+    sweep = [
+        "sweep",
+        "--task",
+        "sst2",
+        "--data-dir",
+        str(DATA),
+        "--model",
+        str(out),
+        "--max-examples",
+        "60",
+        "--poolers",
+        "mean",
+        "--resamples",
+        "50",
+        "--bank-dtype",
+        "float32",
+        "--out",
+        str(tmp_path / "sweep"),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--quiet",
+    ]
+    assert main(sweep) == 0
+    from bertlens.encoding.encoder import Encoder
+    from bertlens.features.bank import build_bank
+    from bertlens.models import fingerprint
+
+    swept = json.loads((tmp_path / "sweep" / "results.json").read_text())
+    assert swept["model_fingerprint"] == fingerprint(out)  # the tuned model was swept, not its base
+    bank = build_bank(Encoder(str(out)), sentences, tmp_path / "bank", poolers=("mean",), dtype="float32")
+    np.testing.assert_allclose(bank.layer("mean", 2), by_model, atol=1e-5)  # the sweep's features are the same vectors
 
 
 def test_compare_writes_curves_payoff_and_drift(tmp_path, tiny_bert_dir):

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+import pytest
+
 from bertlens.cli.main import main
+from bertlens.embedding.embedder import Embedder
+from bertlens.encoding.chunking import parse_long_text
+from bertlens.encoding.encoder import Encoder
+from bertlens.features.bank import build_bank
+from bertlens.representation.recipe import Recipe
+from bertlens.tasks.catalog import get_task
+from bertlens.tasks.loaders import load_catalog_task
 from tests.conftest import DATA
 
 
@@ -66,37 +76,47 @@ def test_bad_strategy_is_one_line(tmp_path, tiny_bert_dir, capsys):
     assert code == 1 and "unknown chunk classifier 'hier:lstm'" in err and len(err.splitlines()) == 1
 
 
-def test_sweep_accepts_a_long_text_strategy_and_records_it(tmp_path, tiny_bert_dir):
+@pytest.mark.parametrize("strategy", ["windows:max", "windows:mean"])
+def test_sweep_with_a_long_text_strategy_scores_what_its_recipe_embeds(tmp_path, tiny_bert_dir, strategy):
+    """The bank built from windows and the recipe the sweep writes must give the same vectors per document."""
     out = tmp_path / "sw"
-    assert (
-        main(
-            [
-                "sweep",
-                "--task",
-                "movie_reviews",
-                "--data-dir",
-                str(DATA),
-                "--model",
-                str(tiny_bert_dir),
-                "--max-length",
-                "64",
-                "--max-examples",
-                "60",
-                "--folds",
-                "3",
-                "--poolers",
-                "mean,max",
-                "--long-text",
-                "windows:max",
-                "--resamples",
-                "50",
-                "--out",
-                str(out),
-                "--cache-dir",
-                str(tmp_path / "cache"),
-                "--quiet",
-            ]
-        )
-        == 0
-    )
-    assert json.loads((out / "recipe.json").read_text())["long_text"] == "windows:max"
+    args = [
+        "sweep",
+        "--task",
+        "movie_reviews",
+        "--data-dir",
+        str(DATA),
+        "--model",
+        str(tiny_bert_dir),
+        "--max-length",
+        "64",
+        "--max-examples",
+        "60",
+        "--folds",
+        "3",
+        "--poolers",
+        "mean,max",
+        "--long-text",
+        strategy,
+        "--resamples",
+        "50",
+        "--bank-dtype",
+        "float32",
+        "--out",
+        str(out),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--quiet",
+    ]
+    assert main(args) == 0
+    recipe = Recipe.load(out / "recipe.json")
+    assert recipe.long_text == strategy and recipe.max_length == 64
+    task = load_catalog_task(get_task("movie_reviews"), DATA, max_examples=60, seed=0)
+    docs = task.all_texts()
+    encoder = Encoder(str(tiny_bert_dir), max_length=64)
+    bank = build_bank(
+        encoder, docs, tmp_path / "cache", poolers=("mean", "max"), dtype="float32", long_text=parse_long_text(strategy)
+    )  # the sweep's own cache entry: verified, not rebuilt
+    for pooler in ("mean", "max"):
+        single = Recipe(model=str(tiny_bert_dir), max_length=64, pooler=pooler, layers=(-1,), long_text=strategy)
+        np.testing.assert_allclose(Embedder(single, encoder=encoder).encode(docs), bank.layer(pooler, 2), atol=1e-5)

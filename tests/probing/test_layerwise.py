@@ -73,3 +73,29 @@ def test_features_keep_splits_in_order_with_a_scratch_slot():
     assert features.stacked.shape == (4, 9, 2) and features.num_layers == 2
     assert np.all(features.train == 1.0) and np.all(features.test == 3.0)
     assert np.all(features.stacked[-1] == 0.0)  # the ScalarMix slot, filled by probe_layers
+
+
+def test_selectivity_matches_a_hand_computed_case():
+    """Six word types, two layers. Layer 0 knows the word type; layer 1 knows only the real label.
+
+    Real label = type % 2; control label (Hewitt & Liang: a label per type, at random) = CONTROL[type].
+    Layer 0 can memorise any per-type labelling: task 100%, control 100%, selectivity 0.
+    Layer 1 sees the real label only; the best control guess per real label is right for 2 of its
+    3 types, so control accuracy is exactly 2/3 on balanced data and selectivity 1/3.
+    """
+    control_of = np.array([0, 0, 1, 1, 0, 1])  # types with label 0 -> (0, 1, 0); label 1 -> (0, 1, 1)
+
+    def split(per_type: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        types = np.repeat(np.arange(6), per_type)
+        layer0 = np.eye(6, dtype=np.float32)[types]  # exact features: the hand computation holds exactly
+        layer1 = np.zeros((len(types), 6), dtype=np.float32)
+        layer1[np.arange(len(types)), types % 2] = 1.0
+        return np.stack([layer0, layer1]), types % 2, control_of[types], types
+
+    (train, y_train, c_train, _), (dev, y_dev, _, _), (test, y_test, c_test, _) = split(40), split(10), split(30)
+    result = probe_layers(
+        LayerFeatures.from_splits(train, dev, test), y_train, y_dev, y_test, resamples=50, control=(c_train, c_test)
+    )
+    assert result.accuracy == pytest.approx([1.0, 1.0])
+    assert result.control_accuracy == pytest.approx([1.0, 2 / 3])
+    assert result.selectivity == pytest.approx([0.0, 1 / 3])

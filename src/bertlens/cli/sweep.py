@@ -42,6 +42,13 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--exclude-special", action="store_true", help="pool without [CLS]/[SEP]")
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
     parser.add_argument(
+        "--bank-dtype",
+        choices=("float16", "float32"),
+        default="float16",
+        help="precision of the stored feature bank: float16 halves memory and disk; float32 makes every score equal "
+        "to what the recommended recipe gives (whitening can amplify float16 rounding on ill-conditioned spaces)",
+    )
+    parser.add_argument(
         "--cache-dir", type=Path, default=None, help="feature-bank cache (default $BERTLENS_CACHE or ~/.cache/bertlens)"
     )
     add_run_options(parser, Path("out/sweep"))
@@ -70,7 +77,12 @@ def run(args: argparse.Namespace) -> None:
     )
     layers = parse_layers(args.layers, encoder.num_layers) if args.layers else None
     config = SweepConfig(
-        poolers=poolers, layers=layers, seed=args.seed, resamples=args.resamples, postprocess=args.postprocess_steps
+        poolers=poolers,
+        layers=layers,
+        seed=args.seed,
+        resamples=args.resamples,
+        postprocess=args.postprocess_steps,
+        bank_dtype=args.bank_dtype,
     )
     if task.dropped:
         say(f"dropped {task.dropped} invalid rows (--drop-invalid)")

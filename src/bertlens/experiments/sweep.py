@@ -348,6 +348,12 @@ def run_sweep(
             "with max-aggregated windows, layer mixes are scored as the mix of per-layer maxima; the recipe "
             "applies the max to the mixed vectors, so mixed candidates reproduce closely, not exactly",
         )
+    if config.postprocess and config.bank_dtype == "float16" and task.kind == "similarity":
+        notes += (
+            "post-processed candidates are scored from a float16 bank; whitening can amplify its rounding where the "
+            "space is ill-conditioned (a few points on a random model). --bank-dtype float32 makes the scores equal "
+            "to what the recipe gives",
+        )
     if config.postprocess and task.kind != "similarity":
         notes += (
             f"post-processing ({config.postprocess}) is scored for similarity tasks only: the linear probe "
