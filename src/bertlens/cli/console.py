@@ -4,10 +4,8 @@ a plain line per stage and every 30 s otherwise), the cache location, tables of 
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 from rich.console import Console
 from rich.progress import (
@@ -25,11 +23,6 @@ from bertlens.progress import silent
 
 STDERR = Console(stderr=True)
 PLAIN_EVERY = 30.0  # seconds between progress lines when stderr is not a terminal
-
-
-def cache_dir(explicit: Path | None) -> Path:
-    """--cache-dir, else $BERTLENS_CACHE, else ~/.cache/bertlens (feature banks live there)."""
-    return explicit or Path(os.environ.get("BERTLENS_CACHE", Path.home() / ".cache" / "bertlens"))
 
 
 def say(message: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bertlens.cli.console import STDERR, cache_dir, print_table, progress_bar, say
+from bertlens.cli.console import STDERR, print_table, progress_bar, say
 from bertlens.cli.options import add_encoder_options, add_run_options
 from bertlens.encoding.encoder import Encoder
 from bertlens.encoding.word_alignment import SUBWORD_POOLING
@@ -17,6 +17,7 @@ from bertlens.experiments.linguistic import (
     load_treebank,
     run_linguistic_suite,
 )
+from bertlens.io.cache import default_cache_dir
 from bertlens.reports.linguistic import summary_row, write_outputs
 from bertlens.representation.poolers import check_pooler
 from bertlens.tasks.catalog import data_dir
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> None:
         result = run_linguistic_suite(
             encoder,
             splits,
-            cache_dir(args.cache_dir),
+            default_cache_dir(args.cache_dir),
             config,
             datasets_dir=args.out / "datasets",
             checkpoint_dir=args.out / "tasks",

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bertlens.cli.console import STDERR, cache_dir, print_table, progress_bar, say
+from bertlens.cli.console import STDERR, print_table, progress_bar, say
 from bertlens.cli.options import add_encoder_options, add_run_options
 from bertlens.cli.sources import add_task_options, load_task
 from bertlens.encoding.encoder import Encoder
 from bertlens.experiments.sweep import SweepConfig, run_sweep
 from bertlens.features.bank import DEFAULT_POOLERS
+from bertlens.io.cache import default_cache_dir
 from bertlens.reports.sweep import leaderboard, recommended_score, write_outputs
 from bertlens.representation.mixers import parse_layers
 from bertlens.representation.poolers import check_pooler
@@ -91,7 +92,7 @@ def run(args: argparse.Namespace) -> None:
             task,
             encoder,
             base.replace(max_length=encoder.max_length),
-            cache_dir(args.cache_dir),
+            default_cache_dir(args.cache_dir),
             config,
             progress=update,
         )

@@ -12,6 +12,7 @@ import torch
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
 from bertlens.features.bank import DEFAULT_POOLERS, Bank, build_bank
+from bertlens.io.cache import default_cache_dir
 from bertlens.metrics.bootstrap import Intervals, bootstrap, spearman
 from bertlens.probing.candidates import LIMITATIONS, Candidate, candidate_features, enumerate_candidates
 from bertlens.probing.pairs import pair_features, row_cosine
@@ -240,13 +241,29 @@ def _choose(result: ProtocolResult, bank: Bank) -> int:
 
 def run_sweep(
     task: TaskData,
-    encoder: Encoder,
-    base: Recipe,
-    cache_dir: Path,
+    encoder: Encoder | str = "default",
+    base: Recipe = Recipe(),
+    cache_dir: Path | None = None,
     config: SweepConfig = SweepConfig(),
     progress: Progress = silent,
 ) -> SweepResult:
-    """Score every candidate on `task` with one encoding pass; recommend a Recipe."""
+    """Score every candidate on `task` with one encoding pass; recommend a Recipe.
+
+    `encoder`: an Encoder, or a model name (built with what the poolers need); `base`: what every
+    candidate shares (max_length, precision, include_special, long_text); `cache_dir`: where banks
+    are cached (default $BERTLENS_CACHE or ~/.cache/bertlens).
+    """
+    if isinstance(encoder, str):
+        encoder = Encoder(
+            encoder,
+            max_length=base.max_length,
+            precision=base.precision,
+            attentions="cls" if "attention" in config.poolers else "none",
+        )
+    base = base.replace(
+        model=base.model if base.model != "default" else encoder.ref.name, max_length=encoder.max_length
+    )
+    cache_dir = default_cache_dir(cache_dir)
     torch.manual_seed(config.seed)
     timings: dict[str, float] = {}
     texts = task.all_texts()

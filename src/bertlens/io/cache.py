@@ -28,6 +28,11 @@ from bertlens.io.atomic import write_json
 T = TypeVar("T")
 
 
+def default_cache_dir(explicit: Path | None = None) -> Path:
+    """`explicit`, else $BERTLENS_CACHE, else ~/.cache/bertlens (feature banks live there)."""
+    return Path(explicit) if explicit else Path(os.environ.get("BERTLENS_CACHE", Path.home() / ".cache" / "bertlens"))
+
+
 def content_key(settings, texts: Iterable[str] = (), arrays: Iterable[np.ndarray] = (), length: int = 16) -> str:
     """sha256 over JSON settings, then each text (NUL-separated) and each array's bytes."""
     digest = hashlib.sha256(json.dumps(settings, default=str).encode())

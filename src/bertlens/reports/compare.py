@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import numpy as np
 
 from bertlens.experiments.compare import CompareResult, curve, payoff
 from bertlens.io.atomic import write_json, write_text
-from bertlens.reports.markdown import table
+from bertlens.reports.common import provenance, table
 from bertlens.reports.plots import pyplot, save_figure
 from bertlens.version import __version__
 
@@ -41,8 +40,7 @@ def to_json(result: CompareResult) -> dict:
         "metric": result.metric,
         "model": result.model,
         "recipe": result.recipe.to_dict(),
-        "bertlens_version": __version__,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        **provenance(),
         "sizes": list(result.config.sizes),
         "strategies": [s.name for s in result.config.strategies],
         "seeds": list(result.config.seeds),

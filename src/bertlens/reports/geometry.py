@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from bertlens.io.atomic import write_json, write_text
+from bertlens.reports.common import provenance
 from bertlens.reports.plots import pyplot, save_figure
-from bertlens.version import __version__
 
 PLOTTED = (
     ("sentence_cosine", "random sentence-pair cosine"),
@@ -69,8 +68,7 @@ def write_outputs(rows: list[dict], out: Path, *, model: str, source: str, texts
             "source": source,
             "texts": texts,
             "seed": seed,
-            "bertlens_version": __version__,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            **provenance(),
             "rows": rows,
         },
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import numpy as np
 
 from bertlens.experiments.linguistic import SuiteResult, TaskOutcome
 from bertlens.io.atomic import write_json, write_text
+from bertlens.reports.common import provenance
 from bertlens.reports.plots import annotated_grid, pyplot, save_figure
 from bertlens.version import __version__
 
@@ -50,8 +50,7 @@ def to_json(result: SuiteResult) -> dict:
         "model": result.model,
         "model_fingerprint": result.fingerprint,
         "num_layers": result.num_layers,
-        "bertlens_version": __version__,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        **provenance(),
         "config": asdict(result.config),
         "timings": {k: round(v, 3) for k, v in result.timings.items()},
         "notes": list(result.notes),

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from bertlens.experiments.longdoc import LongTextResult
 from bertlens.io.atomic import write_json, write_text
-from bertlens.version import __version__
+from bertlens.reports.common import provenance
 
 
 def rows(result: LongTextResult) -> list[dict]:
@@ -58,8 +57,7 @@ def write_outputs(result: LongTextResult, out: Path) -> dict[str, Path]:
             "folds": result.folds,
             "max_length": result.max_length,
             "windows_per_document": round(result.pieces_per_document, 2),
-            "bertlens_version": __version__,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            **provenance(),
             "rows": rows(result),
         },
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +9,7 @@ import numpy as np
 from bertlens.experiments.sweep import ProtocolResult, SweepResult
 from bertlens.io.atomic import write_json, write_text
 from bertlens.probing.candidates import POSTPROCESS_FILE
+from bertlens.reports.common import provenance
 from bertlens.reports.plots import annotated_grid, pyplot, save_figure
 from bertlens.version import __version__
 
@@ -51,9 +51,8 @@ def to_json(result: SweepResult) -> dict:
         "kind": result.kind,
         "model": result.model,
         "model_fingerprint": result.fingerprint,
-        "bertlens_version": __version__,
+        **provenance(),
         "seed": result.seed,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "recommended": result.recommended.name,
         "recipe": result.recipe.to_dict(),
         "basis": result.basis,
