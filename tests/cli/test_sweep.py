@@ -118,7 +118,7 @@ def test_recommended_recipe_reproduces_the_sweep_vectors(tmp_path, labelled, tin
 @pytest.mark.parametrize(
     "content, extra, message",
     [
-        ("text,label\na,1\nb,\nc,0\n", [], r"blank text or label on line 3"),
+        ("text,label\na,1\nb,\nc,0\n", [], r"blank label on line 3"),
         ("text,label\n" + "a,1\n" * 12, [], "only one class"),
         ("text,label\n" + "a,1\n" * 12 + "b,0\n" * 2, [], "fewer than the 10 folds"),
         ("a,b,score\nx,y,high\n", ["--text-col2", "b"], "score 'high' is not a number"),

@@ -24,6 +24,7 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("--column", help="CSV/TSV text column: header name, or 0-based index")
     parser.add_argument("--no-header", action="store_true", help="the CSV/TSV file has no header row")
+    parser.add_argument("--multiline", action="store_true", help="CSV quoted fields really span lines (see README)")
     parser.add_argument("--field", help="JSONL field holding the text")
     parser.add_argument(
         "--empty", choices=EMPTY_POLICIES, default="error", help="what to do with empty texts (default: error)"
@@ -37,7 +38,12 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> None:
     column = args.field if args.field is not None else args.column
-    spec = TableSpec(args.input, () if column is None else (parse_column(column),), header=not args.no_header)
+    spec = TableSpec(
+        args.input,
+        () if column is None else (parse_column(column),),
+        header=not args.no_header,
+        multiline=args.multiline,
+    )
     embedder = Embedder(recipe_from_args(args), trust_remote_code=args.trust_remote_code)
     with progress_bar("embed", enabled=not args.quiet) as update:
         summary = run_embed(

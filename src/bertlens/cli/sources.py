@@ -34,8 +34,23 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-header", action="store_true", help="for --data: the CSV/TSV has no header row")
     parser.add_argument("--folds", type=int, default=10, help="cross-validation folds for data without a test split")
     parser.add_argument(
-        "--drop-invalid", action="store_true", help="drop rows with blank text or label instead of failing"
+        "--drop-invalid",
+        action="store_true",
+        help="drop rows with a blank text, a blank or missing-value label (nan, NA, null) or a non-finite score, "
+        "and count them, instead of failing",
     )
+    parser.add_argument(
+        "--multiline",
+        action="store_true",
+        help="for --data CSV: quoted fields really span lines (otherwise a field whose inner lines look like rows "
+        "is reported as an unbalanced quote)",
+    )
+    parser.add_argument(
+        "--label-first",
+        action="store_true",
+        help="for --data: a SentEval-style text file, one 'LABEL TEXT' per line (like MR/SUBJ's .all files)",
+    )
+    parser.add_argument("--encoding", default="utf-8", help="for --data: the file's encoding (e.g. latin-1)")
 
 
 def load_task(args: argparse.Namespace) -> TaskData:
@@ -68,8 +83,21 @@ def load_task(args: argparse.Namespace) -> TaskData:
             max_examples=max_examples,
             seed=args.seed,
         )
+    if args.label_first:
+        return load_user_task(
+            args.data,
+            kind=args.task_type or "classification",
+            text_cols=(),
+            label_col=0,
+            drop_invalid=args.drop_invalid,
+            folds=args.folds,
+            max_examples=max_examples,
+            seed=args.seed,
+            label_first=True,
+            encoding=args.encoding,
+        )
     if args.text_col is None or args.label_col is None:
-        raise BertlensError("--data needs --text-col and --label-col (and --text-col2 for pairs)")
+        raise BertlensError("--data needs --text-col and --label-col (and --text-col2 for pairs), or --label-first")
     texts = tuple(parse_column(c) for c in (args.text_col, args.text_col2) if c is not None)
     kind = args.task_type or ("classification" if len(texts) == 1 else "similarity")
     return load_user_task(
@@ -82,6 +110,8 @@ def load_task(args: argparse.Namespace) -> TaskData:
         folds=args.folds,
         max_examples=max_examples,
         seed=args.seed,
+        multiline=args.multiline,
+        encoding=args.encoding,
     )
 
 

@@ -99,13 +99,21 @@ def run(args: argparse.Namespace) -> None:
     paths = write_outputs(result, args.out)
     for name, protocol in result.protocols.items():
         print_table(
-            f"{task.name}: {name} ({protocol.metric}, test, 95% CI)",
+            f"{task.name}: {name} ({protocol.metric}, {protocol.split}, 95% CI)",
             ("#", "candidate", "score [95% CI]", ""),
             leaderboard(protocol),
         )
     if result.disagreement:
         STDERR.print(f"[yellow]note:[/] {result.disagreement}")
-    STDERR.print(f"recommended [bold]{result.recommended.name}[/] (test {recommended_score(result)}): {result.basis}")
+    STDERR.print(f"recommended [bold]{result.recommended.name}[/] ({recommended_score(result)}): {result.basis}")
+    main = result.protocols["cosine" if "cosine" in result.protocols else "probe"]
+    if main.selection is not None:
+        s = main.selection
+        say(
+            f"the choice, cross-validated (chosen per fold on inner dev): {main.metric} {s.value[0]:.4f} "
+            f"[{s.low[0]:.4f}, {s.high[0]:.4f}]"
+        )
+    say("tied with best: the paired-bootstrap interval of (best - candidate) includes 0")
     say(
         f"wrote {paths['report']}, {paths['results']} and {paths['recipe']} "
         f"(reproduce: bertlens embed FILE --recipe {paths['recipe']})"

@@ -51,6 +51,14 @@ class ProtocolResult:
     n_test: int
     mix_weights: dict[str, tuple[float, ...]]
     description: str
+    folds: int = 1  # > 1: scores are out-of-fold (cross-validation), not a test split
+    selection: Intervals | None = None  # cross-validation: the choice itself, made per fold on inner dev (nested)
+    selected: tuple[str, ...] = ()  # the candidate each fold chose
+
+    @property
+    def split(self) -> str:
+        """Where the scores come from: 'test', or 'cv10' for 10-fold out-of-fold scores."""
+        return f"cv{self.folds}" if self.folds > 1 else "test"
 
 
 @dataclass(frozen=True)
@@ -137,11 +145,11 @@ def _probe_classification(bank, candidates, ex, folds, kind, config) -> tuple[np
     then join every other candidate in one batched probe with the same C selection.
     """
     predictions = np.zeros((len(candidates), sum(len(f.test) for f in folds)), dtype=np.int64)
-    validation = np.zeros(len(candidates))
+    per_fold = np.zeros((len(folds), len(candidates)))
     learned: dict[str, list] = {}
     offset = 0
     rng = np.random.default_rng(config.seed)
-    for fold in folds:
+    for k, fold in enumerate(folds):
         y_train, y_dev = ex.targets[fold.train], ex.targets[fold.dev]
         sample = np.sort(rng.choice(len(fold.train), min(len(fold.train), MIX_EXAMPLES), replace=False))
         mixes = {
@@ -157,61 +165,83 @@ def _probe_classification(bank, candidates, ex, folds, kind, config) -> tuple[np
             selected = logistic_on_dev(features, len(fold.train), len(fold.dev), y_train, y_dev, config.strengths)
             for j, i in enumerate(ids):
                 predictions[i, offset : offset + len(fold.test)] = selected.predictions[j]
-                validation[i] += selected.dev_accuracy[j] / len(folds)
+                per_fold[k, i] = selected.dev_accuracy[j]
         offset += len(fold.test)
     mix_weights = {name: tuple(float(x) for x in np.mean(ws, axis=0)) for name, ws in learned.items()}
-    return predictions, validation, mix_weights
+    return predictions, per_fold, mix_weights
+
+
+def _all_rows(folds: list[Fold]) -> np.ndarray:
+    return np.unique(np.concatenate([np.concatenate([f.train, f.dev, f.test]) for f in folds]))
 
 
 def _cosine(bank, candidates, ex, folds, config, fitted: dict | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Cosine similarity per test pair [C, n_test]; dev Spearman [C]; ScalarMix learned on train pairs.
+    """Cosine similarity per test pair [C, n_test]; dev Spearman per fold [F, C]; ScalarMix learned on train pairs.
 
-    A candidate with post-processing has it fitted on the vectors of every training text (both
-    sides of fold 1's training pairs); the fitted processors are left in `fitted` by name.
+    Everything learned is fitted inside each fold on that fold's training pairs only: a ScalarMix
+    (to make cosine track the gold score) and post-processing (on the vectors of both sides of the
+    training pairs). The recipe then gets them fitted on all rows it may use: the training pairs
+    with given splits; every row under cross-validation (mix weights: the mean over folds).
+    Fitted processors for the recipe are left in `fitted` by name.
     """
-    test_rows = np.concatenate([f.test for f in folds])
-    scores = np.zeros((len(candidates), len(test_rows)))
-    validation = np.zeros(len(candidates))
+    scores = np.zeros((len(candidates), sum(len(f.test) for f in folds)))
+    per_fold = np.zeros((len(folds), len(candidates)))
     mix_weights = {}
     for i, candidate in enumerate(candidates):
-        if candidate.mixer == "scalar_mix":
-            train_rows = folds[0].train
-            mix = fit_similarity_mix(
-                bank.pooled(candidate.pooler, candidate.layers, ex.a[train_rows]),
-                bank.pooled(candidate.pooler, candidate.layers, ex.b[train_rows]),
-                ex.targets[train_rows],
-                seed=config.seed,
-            )
-            mix_weights[candidate.name] = tuple(float(x) for x in mix)
-        transform = lambda x: x  # noqa: E731
-        if candidate.post:
-            train_rows = np.unique(np.concatenate([ex.a[folds[0].train], ex.b[folds[0].train]]))
-            try:
-                processor = PostProcessor.fit(
-                    parse_steps(candidate.post), candidate_features(bank, candidate, train_rows)
+        offset, learned = 0, []
+        for k, fold in enumerate(folds):
+            mix = None
+            if candidate.mixer == "scalar_mix":
+                mix = fit_similarity_mix(
+                    bank.pooled(candidate.pooler, candidate.layers, ex.a[fold.train]),
+                    bank.pooled(candidate.pooler, candidate.layers, ex.b[fold.train]),
+                    ex.targets[fold.train],
+                    seed=config.seed,
                 )
-            except BertlensError:  # e.g. constant vectors ([CLS] at layer 0): the candidate is undefined
-                scores[i], validation[i] = np.nan, np.nan
-                continue
-            transform = processor.transform
-            if fitted is not None:
+                learned.append(mix)
+            transform = _fit_post(bank, candidate, np.concatenate([ex.a[fold.train], ex.b[fold.train]]))
+            if transform is None:  # e.g. constant vectors ([CLS] at layer 0): the candidate is undefined
+                scores[i], per_fold[:, i] = np.nan, np.nan
+                break
+
+            def feats(rows, side, c=candidate, t=transform, m=mix):
+                return t(candidate_features(bank, c, side[rows], m))
+
+            scores[i, offset : offset + len(fold.test)] = row_cosine(feats(fold.test, ex.a), feats(fold.test, ex.b))
+            per_fold[k, i] = spearman(row_cosine(feats(fold.dev, ex.a), feats(fold.dev, ex.b)), ex.targets[fold.dev])
+            offset += len(fold.test)
+        if learned:
+            mix_weights[candidate.name] = tuple(float(x) for x in np.mean(learned, axis=0))
+        if candidate.post and fitted is not None and np.isfinite(per_fold[:, i]).all():
+            recipe_rows = folds[0].train if len(folds) == 1 else _all_rows(folds)
+            processor = _fit_post(
+                bank, candidate, np.concatenate([ex.a[recipe_rows], ex.b[recipe_rows]]), processor=True
+            )
+            if processor is not None:
                 fitted[candidate.name] = processor
+    return scores, per_fold, mix_weights
 
-        def feats(rows, side, c=candidate, t=transform):
-            return t(candidate_features(bank, c, side[rows], mix_weights.get(c.name)))
 
-        scores[i] = row_cosine(feats(test_rows, ex.a), feats(test_rows, ex.b))
-        dev_rows = folds[0].dev  # cosine needs no training: one dev set suffices for selection
-        validation[i] = spearman(row_cosine(feats(dev_rows, ex.a), feats(dev_rows, ex.b)), ex.targets[dev_rows])
-    return scores, validation, mix_weights
+def _fit_post(bank: Bank, candidate: Candidate, text_rows: np.ndarray, processor: bool = False):
+    """The candidate's post-processing fitted on the given texts' vectors: a transform (identity without
+    post-processing), the PostProcessor itself when `processor`, or None when it cannot be fitted."""
+    if not candidate.post:
+        return (lambda x: x) if not processor else None
+    try:
+        fitted = PostProcessor.fit(
+            parse_steps(candidate.post), candidate_features(bank, candidate, np.unique(text_rows))
+        )
+    except BertlensError:
+        return None
+    return fitted if processor else fitted.transform
 
 
 def _probe_similarity(bank, candidates, ex, folds, config) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Ridge on (|u-v|, u*v) -> predicted score per test pair [C, n_test]; dev Spearman [C]."""
+    """Ridge on (|u-v|, u*v) -> predicted score per test pair [C, n_test]; dev Spearman per fold [F, C]."""
     outputs = np.zeros((len(candidates), sum(len(f.test) for f in folds)))
-    validation = np.zeros(len(candidates))
+    per_fold = np.zeros((len(folds), len(candidates)))
     offset = 0
-    for fold in folds:
+    for k, fold in enumerate(folds):
         for ids in _groups(candidates, bank).values():
             fit = fit_ridge(
                 _stack(bank, candidates, ids, ex, fold.train, "similarity"),
@@ -224,19 +254,52 @@ def _probe_similarity(bank, candidates, ex, folds, config) -> tuple[np.ndarray, 
             test = fit.predict(_stack(bank, candidates, ids, ex, fold.test, "similarity")).numpy()
             for j, i in enumerate(ids):
                 outputs[i, offset : offset + len(fold.test)] = test[j, best[j]]
-                validation[i] += dev_rho[j, best[j]] / len(folds)
+                per_fold[k, i] = dev_rho[j, best[j]]
         offset += len(fold.test)
-    return outputs, validation, {}
+    return outputs, per_fold, {}
+
+
+def _mean_over_folds(per_fold: np.ndarray) -> np.ndarray:
+    """[F, C] -> [C], summed fold by fold (the order the published figures used)."""
+    validation = np.zeros(per_fold.shape[1])
+    for row in per_fold:
+        validation += row / len(per_fold)
+    return validation
+
+
+def _rank(validation: np.ndarray, test_value: np.ndarray, candidates, width: int) -> list[int]:
+    """Candidates with a defined score, best validation first; ties: fewer dimensions, then a single layer."""
+    defined = [i for i in range(len(candidates)) if np.isfinite(validation[i]) and np.isfinite(test_value[i])]
+    return sorted(
+        defined,
+        key=lambda i: (-round(validation[i], 6), candidates[i].width(width), candidates[i].mixer != "single"),
+    )
 
 
 def _choose(result: ProtocolResult, bank: Bank) -> int:
-    """Best validation score; ties broken by fewer dimensions, then a single layer."""
-    widths = [c.width(bank.vectors.shape[-1]) for c in result.candidates]
-    valid = np.nan_to_num(result.validation, nan=-np.inf)
-    order = sorted(
-        range(len(valid)), key=lambda i: (-round(valid[i], 6), widths[i], result.candidates[i].mixer != "single")
-    )
+    """Best validation score among candidates whose score is defined; never an undefined one."""
+    order = _rank(result.validation, result.test.value, result.candidates, bank.vectors.shape[-1])
+    if not order:
+        raise BertlensError(
+            f"no candidate has a defined {result.metric} under protocol '{result.protocol}' (constant vectors or "
+            "constant targets?); check the task's labels or scores"
+        )
     return order[0]
+
+
+def _nested_selection(
+    per_fold: np.ndarray, outputs: np.ndarray, folds: list[Fold], candidates, bank: Bank, test_value: np.ndarray
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Cross-validation of the choice itself: in each fold, the candidate chosen on that fold's inner dev
+    split, scored on that fold's held-out rows. Returns its out-of-fold outputs [n] and the names chosen."""
+    chosen, selected, offset = [], np.zeros(outputs.shape[1]), 0
+    for k, fold in enumerate(folds):
+        order = _rank(per_fold[k], test_value, candidates, bank.vectors.shape[-1])
+        pick = order[0] if order else 0
+        selected[offset : offset + len(fold.test)] = outputs[pick, offset : offset + len(fold.test)]
+        chosen.append(candidates[pick].name)
+        offset += len(fold.test)
+    return selected, tuple(chosen)
 
 
 def run_sweep(
@@ -298,7 +361,8 @@ def run_sweep(
                 "cosine",
                 cosine_pool,
                 lambda: _cosine(bank, cosine_pool, ex, folds, config, fitted),
-                "cosine similarity of the two vectors vs gold score (no training); ScalarMix weights fitted on train pairs",
+                "cosine similarity of the two vectors vs gold score (no training); ScalarMix weights and "
+                "post-processing fitted on the training pairs" + (" of each fold" if task.uses_cv else ""),
             )
         )
         plans.append(
@@ -324,17 +388,34 @@ def run_sweep(
     for number, (name, cands, compute, description) in enumerate(plans):
         progress(f"probing ({name})", number, len(plans))
         start = time.perf_counter()
-        outputs, validation, mixes = compute()
+        outputs, per_fold, mixes = compute()
+        validation = _mean_over_folds(per_fold)
         intervals = bootstrap(outputs, test_gold, task.metric, resamples=config.resamples, seed=config.seed)
+        selection, selected = None, ()
+        if task.uses_cv:  # the same resamples (seed), so the choice's interval is paired with the candidates'
+            chosen_outputs, selected = _nested_selection(per_fold, outputs, folds, cands, bank, intervals.value)
+            selection = bootstrap(
+                chosen_outputs[None], test_gold, task.metric, resamples=config.resamples, seed=config.seed
+            )
         timings[f"{name}_seconds"] = time.perf_counter() - start
         protocols[name] = ProtocolResult(
-            name, task.metric, tuple(cands), validation, intervals, len(test_gold), mixes, description
+            name,
+            task.metric,
+            tuple(cands),
+            validation,
+            intervals,
+            len(test_gold),
+            mixes,
+            description,
+            len(folds),
+            selection,
+            selected,
         )
     main = protocols["cosine" if task.kind == "similarity" else "probe"]
     chosen = _choose(main, bank)
     recommended = main.candidates[chosen]
     recipe = recommended.recipe(base, main.mix_weights.get(recommended.name))
-    split_word = "mean inner-dev score over folds" if task.uses_cv else "dev score"
+    split_word = f"mean inner-dev score over {len(folds)} folds" if task.uses_cv else "dev score"
     basis = (
         f"protocol '{main.protocol}' ({main.description}); chosen by {split_word} "
         f"{main.validation[chosen]:.4f}, ties broken by fewer dimensions then single layers"

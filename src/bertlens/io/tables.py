@@ -27,6 +27,8 @@ class TableSpec:
     header: bool = True
     encoding: str = "utf-8"
     file_format: str | None = None  # overrides the extension, e.g. '.txt' for SentEval's '.all' files
+    texts: int = 1  # how many leading columns hold texts (in JSONL they must be strings; labels may be numbers)
+    multiline: bool = False  # CSV: accept quoted fields whose embedded lines look like rows of their own
 
     @property
     def format(self) -> str:
@@ -65,7 +67,10 @@ def _decoded_lines(path: Path, encoding: str = "utf-8") -> Iterator[str]:
 
 def _text_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]:
     if spec.columns not in ((), (0,)):
-        raise BertlensError(f"{spec.path}: a .txt file has one text per line and no columns; drop --column")
+        raise BertlensError(
+            f"{spec.path}: a .txt file has one text per line and no columns; for tab-separated columns name the file "
+            ".tsv, for SentEval-style 'LABEL TEXT' lines pass --label-first, or drop the column flag"
+        )
     for number, line in enumerate(_decoded_lines(spec.path, spec.encoding), start=1):
         yield number, (line.rstrip("\r\n"),)
 
@@ -92,6 +97,7 @@ def _delimited_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]
     reader = csv.reader(_decoded_lines(spec.path, spec.encoding), delimiter=delimiter, quoting=quoting)
     header = None
     indices: list[int] | None = None
+    width: int | None = None  # fields per row: the header's, else the first row's
     last = 0
     try:
         for row in reader:
@@ -99,11 +105,15 @@ def _delimited_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]
             if header is None and spec.header:
                 header = [name.strip() for name in row]
                 indices = _column_indices(spec, header)
+                width = len(header)
                 continue
             if indices is None:
                 indices = _column_indices(spec, None)
             if not row:
                 raise BertlensError(f"{spec.path} line {start}: blank line; remove it")
+            width = width or len(row)
+            if last > start and not spec.multiline:
+                _check_spanning_record(spec, row, start, last, width, delimiter)
             missing = [spec.columns[k] for k, i in enumerate(indices) if not -len(row) <= i < len(row)]
             if missing:
                 raise BertlensError(
@@ -132,12 +142,31 @@ def _jsonl_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]:
         if not isinstance(record, dict):
             raise BertlensError(f"{spec.path} line {number}: expected a JSON object, got {type(record).__name__}")
         values = []
-        for key in spec.columns:
+        for k, key in enumerate(spec.columns):
             if key not in record:
                 raise BertlensError(f"{spec.path} line {number}: no field '{key}': {did_you_mean(str(key), record)}")
             value = record[key]
+            if k < spec.texts and not isinstance(value, str):
+                kind = "null" if value is None else type(value).__name__
+                raise BertlensError(
+                    f"{spec.path} line {number}: field '{key}' holds {kind} ({json.dumps(value)[:40]}), not text; "
+                    "fix the record (texts must be JSON strings) or choose another --field"
+                )
             values.append(value if isinstance(value, str) else json.dumps(value) if value is not None else "")
         yield number, tuple(values)
+
+
+def _check_spanning_record(spec: TableSpec, row: list[str], start: int, end: int, width: int, delimiter: str) -> None:
+    """A quoted field over several lines is fine, unless its inner lines look like rows of their own:
+    then an unbalanced quote has merged rows, and using the record would silently lose them."""
+    inner = [line for field in row for line in field.split("\n")[1:] if line.strip()]
+    row_like = [line for line in inner if len(next(csv.reader([line], delimiter=delimiter), [])) == width]
+    if width > 1 and (row_like or len(row) != width):
+        raise BertlensError(
+            f"{spec.path} line {start}: a quoted field runs to line {end} and swallows "
+            f"{len(row_like) or 'the rest of'} line(s) that look like rows of their own (an unbalanced quote?); "
+            "fix the quote, or pass --multiline if those line breaks are really inside the text"
+        )
 
 
 _READERS = {".txt": _text_records, ".csv": _delimited_records, ".tsv": _delimited_records, ".jsonl": _jsonl_records}

@@ -11,6 +11,7 @@ from bertlens.io.atomic import write_json, write_text
 from bertlens.probing.candidates import POSTPROCESS_FILE
 from bertlens.reports.common import provenance
 from bertlens.reports.plots import annotated_grid, pyplot, save_figure
+from bertlens.representation.poolers import POOLERS
 from bertlens.version import __version__
 
 
@@ -23,7 +24,7 @@ def result_rows(result: SweepResult) -> list[dict]:
             rows.append(
                 {
                     "task": result.task,
-                    "split": "test" if "cv" not in protocol.description else "cv",
+                    "split": protocol.split,
                     "candidate": candidate.name,
                     "pooler": candidate.pooler,
                     "mix": candidate.mix,
@@ -64,8 +65,21 @@ def to_json(result: SweepResult) -> dict:
                 "description": p.description,
                 "metric": p.metric,
                 "n": p.n_test,
+                "split": p.split,
                 "best_on_test": p.candidates[p.test.best].name,
                 "scalar_mix_weights": p.mix_weights,
+                **(
+                    {
+                        "choice_cross_validated": {
+                            "value": _num(p.selection.value[0]),
+                            "ci_low": _num(p.selection.low[0]),
+                            "ci_high": _num(p.selection.high[0]),
+                            "chosen_per_fold": list(p.selected),
+                        }
+                    }
+                    if p.selection is not None
+                    else {}
+                ),
             }
             for name, p in result.protocols.items()
         },
@@ -78,9 +92,22 @@ def recommended_score(result: SweepResult) -> str:
     protocol = result.protocols["cosine" if "cosine" in result.protocols else "probe"]
     i = next(k for k, c in enumerate(protocol.candidates) if c.name == result.recommended.name)
     t = protocol.test
-    return f"{protocol.metric} {t.value[i]:.4f} [{t.low[i]:.4f}, {t.high[i]:.4f}]" + (
+    return f"{protocol.split} {protocol.metric} {t.value[i]:.4f} [{t.low[i]:.4f}, {t.high[i]:.4f}]" + (
         ", tied with the best" if t.tied_with_best[i] else ""
     )
+
+
+TIED = (
+    "'tied with best' means the 95% paired-bootstrap interval of (best - candidate) includes 0. The test is "
+    "paired per example, so a candidate can be tied with the best while one scoring higher is not, when the "
+    "higher one's errors differ more from the best's."
+)
+
+
+def scored_on(protocol: ProtocolResult) -> str:
+    if protocol.folds > 1:
+        return f"out-of-fold over {protocol.n_test} examples ({protocol.folds}-fold cross-validation)"
+    return f"on {protocol.n_test} test examples"
 
 
 def leaderboard(protocol: ProtocolResult, top: int = 10) -> list[tuple[str, str, str, str]]:
@@ -102,7 +129,10 @@ def heatmap(protocol: ProtocolResult, path: Path, title: str) -> Path:
     """Layer x pooler grid of test scores (single layers only)."""
     plt = pyplot()
 
-    poolers = sorted({c.pooler for c in protocol.candidates}, key=["cls", "mean", "max", "attention"].index)
+    known = list(POOLERS)
+    poolers = sorted(
+        {c.pooler for c in protocol.candidates}, key=lambda p: (known.index(p) if p in known else len(known), p)
+    )
     layers = sorted({c.single_layer for c in protocol.candidates if c.single_layer is not None})
     grid = np.full((len(layers), len(poolers)), np.nan)
     for i, c in enumerate(protocol.candidates):
@@ -124,19 +154,31 @@ def markdown(result: SweepResult, images: dict[str, str]) -> str:
         "",
         f"Model `{result.model}` (fingerprint `{result.fingerprint}`), seed {result.seed}, bertlens {__version__}.",
         "",
-        f"**Recommended:** `{result.recommended.name}` (test {recommended_score(result)}), {result.basis}.",
+        f"**Recommended:** `{result.recommended.name}` ({recommended_score(result)}), {result.basis}.",
         "",
     ]
+    main = result.protocols["cosine" if "cosine" in result.protocols else "probe"]
+    if main.selection is not None:
+        s = main.selection
+        lines += [
+            f"**The choice, cross-validated:** choosing on each fold's inner dev split and scoring on that fold's "
+            f"held-out rows gives {main.metric} {s.value[0]:.4f} [{s.low[0]:.4f}, {s.high[0]:.4f}] "
+            f"(chosen per fold: {', '.join(sorted(set(main.selected)))}). This is the honest estimate for the "
+            "recommendation: the candidate scores below are each fitted per fold but the best of them is picked after "
+            "seeing them all.",
+            "",
+        ]
     if result.disagreement:
         lines += [f"**Note:** {result.disagreement}.", ""]
     for name, protocol in result.protocols.items():
         lines += [
             f"## Protocol: {name}",
             "",
-            protocol.description + f"; {protocol.metric} on {protocol.n_test} test examples, "
-            "95% paired-bootstrap intervals.",
+            protocol.description
+            + f"; {protocol.metric} {scored_on(protocol)}, 95% paired-bootstrap intervals. "
+            + TIED,
             "",
-            "| rank | candidate | test [95% CI] | |",
+            f"| rank | candidate | {protocol.split} [95% CI] | |",
             "|---|---|---|---|",
         ]
         lines += [f"| {r} | `{c}` | {v} | {t} |" for r, c, v, t in leaderboard(protocol, top=15)]

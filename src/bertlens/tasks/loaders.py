@@ -84,30 +84,49 @@ def _text_label_jsonl(path: Path, encoding: str) -> list[tuple[int, tuple[str, .
 READERS = {"label_prefixed": _label_prefixed, "sts_csv": _sts_csv, "jsonl": _text_label_jsonl}
 
 
+# What spreadsheet and pandas exports write for a missing value: never a label or a score
+MISSING = frozenset({"nan", "na", "n/a", "<na>", "null", "none", "nat", "-nan", "#n/a"})
+
+
+def _target_problem(target: str, kind: str) -> str | None:
+    """Why a label or score cannot be used (None when it can)."""
+    field = "score" if kind == "similarity" else "label"
+    if not target:
+        return f"blank {field}"
+    if target.lower() in MISSING:
+        return f"missing value {target!r} as {field}"
+    if kind == "similarity":
+        try:
+            value = float(target)
+        except ValueError:
+            return f"score {target!r} is not a number"
+        if not np.isfinite(value):
+            return f"score {target!r} is not a finite number"
+    return None
+
+
 def _validate(rows, kind: str, where: str, drop_invalid: bool):
-    """Check text and target fields; returns clean rows and how many were dropped."""
-    bad, clean = [], []
+    """Check text and target fields; returns clean rows and how many were dropped.
+
+    A blank text, a blank or missing-value label ('nan', 'NA', 'null', ...) and a score that is not a
+    finite number are errors naming their lines; `drop_invalid` drops those rows and counts them.
+    """
+    bad: dict[str, list[int]] = {}  # problem -> lines, in file order
+    clean = []
     for line, values in rows:
         texts, target = values[:-1], values[-1].strip()
-        problem = any(not t.strip() for t in texts) or not target
-        if not problem and kind == "similarity":
-            try:
-                float(target)
-            except ValueError:
-                if not drop_invalid:
-                    raise BertlensError(
-                        f"{where} line {line}: score '{target}' is not a number; the similarity score column must be numeric"
-                    ) from None
-                problem = True
+        problem = "blank text" if any(not t.strip() for t in texts) else _target_problem(target, kind)
         if problem:
-            bad.append(line)
+            bad.setdefault(problem, []).append(line)
         else:
             clean.append((line, values))
     if bad and not drop_invalid:
+        shown = "; ".join(f"{what} on line {first_lines(lines, 3)}" for what, lines in list(bad.items())[:3])
+        more = f"; {len(bad) - 3} more kinds" if len(bad) > 3 else ""
         raise BertlensError(
-            f"{where}: blank text or label on line {first_lines(bad)}; fix those rows or pass --drop-invalid"
+            f"{where}: {shown}{more}; fix those rows or pass --drop-invalid to drop them (they are counted)"
         )
-    return clean, len(bad)
+    return clean, sum(len(v) for v in bad.values())
 
 
 def _to_split(rows, kind: str, class_index: dict[str, int] | None) -> Split:
@@ -188,8 +207,27 @@ def load_user_task(
     folds: int = 10,
     max_examples: int | None = None,
     seed: int = 0,
+    multiline: bool = False,
+    label_first: bool = False,
+    encoding: str = "utf-8",
 ) -> TaskData:
-    """A user's CSV/TSV/JSONL: one text column (classification) or two (pairs), plus a label/score column."""
+    """A user's CSV/TSV/JSONL: one text column (classification) or two (pairs), plus a label/score column.
+
+    `label_first`: a SentEval-style text file instead, one "LABEL TEXT" per line (classification).
+    """
+    if label_first:
+        if kind != "classification":
+            raise BertlensError("--label-first files hold one 'LABEL TEXT' per line, so they are classification tasks")
+        data = build_task(
+            path.stem,
+            kind,
+            {"all": _label_prefixed(path, encoding)},
+            str(path),
+            drop_invalid=drop_invalid,
+            folds=folds,
+            source=str(path),
+        )
+        return _check_fold_size(limit_examples(data, max_examples, seed), str(path))
     if kind not in KINDS:
         raise BertlensError(f"unknown task type '{kind}': valid: {', '.join(KINDS)}")
     needed = 1 if kind == "classification" else 2
@@ -197,11 +235,23 @@ def load_user_task(
         raise BertlensError(
             f"task type '{kind}' needs {needed} text column(s) (--text-col{' and --text-col2' if needed == 2 else ''})"
         )
-    rows = list(iter_records(TableSpec(path, (*text_cols, label_col), header)))
+    spec = TableSpec(path, (*text_cols, label_col), header, encoding, texts=len(text_cols), multiline=multiline)
+    rows = list(iter_records(spec))
     data = build_task(
         path.stem, kind, {"all": rows}, str(path), drop_invalid=drop_invalid, folds=folds, source=str(path)
     )
-    return limit_examples(data, max_examples, seed)
+    return _check_fold_size(limit_examples(data, max_examples, seed), str(path))
+
+
+def _check_fold_size(data: TaskData, where: str) -> TaskData:
+    """Cross-validation needs rows to spare in every fold; say so before anything is encoded."""
+    rows = len(data.splits["all"])
+    if rows < 2 * data.folds:
+        raise BertlensError(
+            f"{where}: {rows} rows; {data.folds}-fold cross-validation needs at least {2 * data.folds}; "
+            f"use --folds {max(2, rows // 2)} or add rows"
+        )
+    return data
 
 
 def limit_examples(data: TaskData, max_examples: int | None, seed: int) -> TaskData:
