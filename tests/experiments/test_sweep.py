@@ -1,5 +1,7 @@
 """The sweep end to end on small slices: structure, determinism, recipes that reproduce vectors."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -75,3 +77,117 @@ def test_cross_validated_task_scores_every_example(tiny_encoder, tmp_path):
     )
     assert result.protocols["probe"].n_test == 200
     assert "inner" in result.basis
+
+
+def _noise_file(tmp_path, kind: str, rows: int = 240):
+    """Texts with labels or scores that are pure noise: nothing learned may look better than chance out of fold."""
+    rng = np.random.default_rng(7)
+    words = "film plot actor scene music story camera light sound city river night".split()
+    texts = [" ".join(rng.choice(words, 6)) for _ in range(rows * 2)]
+    path = tmp_path / f"noise-{kind}.csv"
+    if kind == "similarity":
+        body = "".join(f"{texts[2 * i]},{texts[2 * i + 1]},{rng.uniform(0, 5):.3f}\n" for i in range(rows))
+        path.write_text("a,b,score\n" + body)
+    else:
+        path.write_text("text,label\n" + "".join(f"{texts[i]},{rng.integers(0, 2)}\n" for i in range(rows)))
+    return path
+
+
+@pytest.mark.parametrize("kind", ["similarity", "classification"])
+def test_cross_validated_scores_on_noise_stay_at_chance(tmp_path, tiny_bert_dir, kind):
+    """Everything learned (mix weights, whitening, ridge, C, the choice itself) is fitted inside each fold, so on
+    labels that are noise no candidate - and not the recommendation - scores above chance beyond its interval."""
+    from bertlens.cli.main import main
+
+    path = _noise_file(tmp_path, kind)
+    cols = (
+        ["--text-col", "a", "--text-col2", "b", "--label-col", "score"]
+        if kind == "similarity"
+        else ["--text-col", "text", "--label-col", "label"]
+    )
+    extra = ["--postprocess-steps", "whiten"] if kind == "similarity" else []
+    out = tmp_path / "out"
+    assert (
+        main(
+            [
+                "sweep",
+                "--data",
+                str(path),
+                *cols,
+                "--model",
+                str(tiny_bert_dir),
+                "--folds",
+                "5",
+                "--poolers",
+                "cls,mean",
+                "--resamples",
+                "200",
+                "--out",
+                str(out),
+                "--cache-dir",
+                str(tmp_path / "c"),
+                "--quiet",
+                *extra,
+            ]
+        )
+        == 0
+    )
+    data = json.loads((out / "results.json").read_text())
+    chance = 0.0 if kind == "similarity" else 0.5
+    learned = [
+        r
+        for r in data["rows"]
+        if r["value"] is not None
+        and ("scalar_mix" in r["candidate"] or "whiten" in r["candidate"] or r["protocol"] == "probe")
+    ]
+    assert learned and all(r["split"] == "cv5" for r in data["rows"])
+    for row in learned:
+        assert row["ci_low"] <= chance + 0.02, row  # an in-sample fit would sit well above chance
+    for protocol in data["protocols"].values():
+        choice = protocol["choice_cross_validated"]
+        assert choice["ci_low"] <= chance <= choice["ci_high"] + 0.02, choice
+
+
+def test_under_cross_validation_every_fit_sees_only_its_folds_training_pairs(tmp_path, tiny_bert_dir, monkeypatch):
+    """The leak this guards against: a ScalarMix or a whitening fitted once (on fold 0's training pairs, with
+    their gold scores) and then used to score every fold, most of whose rows it was fitted on."""
+    from bertlens.experiments import sweep as sweep_module
+    from bertlens.probing.splits import make_folds
+    from bertlens.representation.postprocess import PostProcessor
+    from bertlens.tasks.loaders import load_user_task
+
+    task = load_user_task(
+        _noise_file(tmp_path, "similarity", rows=90),
+        kind="similarity",
+        text_cols=("a", "b"),
+        label_col="score",
+        folds=3,
+    )
+    mix_fits, post_fits = [], []
+    real_mix, real_fit = sweep_module.fit_similarity_mix, PostProcessor.fit
+
+    def spy_mix(u, v, scores, **kw):
+        mix_fits.append(np.sort(scores))
+        return real_mix(u, v, scores, **kw)
+
+    def spy_fit(steps, vectors):
+        post_fits.append(len(vectors))
+        return real_fit(steps, vectors)
+
+    monkeypatch.setattr(sweep_module, "fit_similarity_mix", spy_mix)
+    monkeypatch.setattr(PostProcessor, "fit", staticmethod(spy_fit))
+    run_sweep(
+        task,
+        Encoder(str(tiny_bert_dir)),
+        Recipe(model=str(tiny_bert_dir)),
+        tmp_path / "c",
+        SweepConfig(poolers=("mean",), resamples=20, postprocess="whiten"),
+    )
+    targets = task.splits["all"].targets
+    folds = make_folds({"all": np.arange(len(targets))}, targets, stratify=False, cv_folds=3, seed=0)
+    expected = [np.sort(targets[f.train]) for f in folds]
+    assert len(mix_fits) == 3 and all(np.array_equal(a, b) for a, b in zip(mix_fits, expected, strict=True))
+    whitened = [
+        c for c in range(1)
+    ]  # one pooler: every whitened candidate fits once per fold, then once for the recipe
+    assert whitened and len(post_fits) % 4 == 0 and len(post_fits) >= 4
