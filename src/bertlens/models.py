@@ -85,6 +85,22 @@ def fingerprint(path: Path) -> str:
     return _fingerprint_cached(str(path.resolve()), stamp)
 
 
+def read_config(path: Path, name: str) -> dict:
+    """config.json as a dict; a file that is not a JSON object is one clear line."""
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        where = f" (line {exc.lineno}: {exc.msg})" if isinstance(exc, json.JSONDecodeError) else ""
+        raise BertlensError(
+            f"model '{name}': {path / 'config.json'} is not valid JSON{where}; restore the model's config.json"
+        ) from None
+    if not isinstance(config, dict):
+        raise BertlensError(
+            f"model '{name}': {path / 'config.json'} is not a JSON object; restore the model's config.json"
+        )
+    return config
+
+
 def resolve_model(name: str | os.PathLike = "default") -> ModelRef:
     """Turn 'default', a local directory or a hub id into a checked local model directory."""
     name = str(name)
@@ -99,7 +115,7 @@ def resolve_model(name: str | os.PathLike = "default") -> ModelRef:
             f"model '{name}' is neither a directory nor a hub id (owner/name); pass 'default', a model directory or a hub id"
         )
     _check_model_dir(path, name)
-    config = json.loads((path / "config.json").read_text())
+    config = read_config(path, name)
     layers = config.get("num_hidden_layers", config.get("n_layers"))
     width = config.get("hidden_size", config.get("dim"))
     if layers is None or width is None:
@@ -143,7 +159,7 @@ def default_max_length(ref: ModelRef, tokenizer) -> int:
         value = json.loads(st_config.read_text()).get("max_seq_length")
         if value:
             return int(value)
-    config = json.loads((ref.path / "config.json").read_text())
+    config = read_config(ref.path, ref.name)
     limits = [512]
     if getattr(tokenizer, "model_max_length", None) and tokenizer.model_max_length < 100_000:
         limits.append(int(tokenizer.model_max_length))

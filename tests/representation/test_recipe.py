@@ -1,4 +1,5 @@
 import dataclasses
+import re
 
 import pytest
 
@@ -51,3 +52,23 @@ def test_json_errors_name_the_problem():
         Recipe.from_json(f'{{"schema_version": {SCHEMA_VERSION}, "poler": "cls"}}')
     with pytest.raises(BertlensError, match="not valid JSON"):
         Recipe.from_json("{")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("normalize", "no", "field 'normalize' must be true or false, got \"no\""),
+        ("layers", "abc", "field 'layers' must be a list of integers"),
+        ("layers", [1.5], "field 'layers' must be a list of integers"),
+        ("max_length", "256", "field 'max_length' must be an integer or null"),
+        ("mix_weights", [0.1, None], "field 'mix_weights' must be a list of finite numbers"),
+        ("mix_gamma", True, "field 'mix_gamma' must be a finite number"),
+        ("include_special", 1, "field 'include_special' must be true or false"),
+        ("model", "", "field 'model' must be a non-empty string"),
+    ],
+)
+def test_recipe_json_is_type_checked_field_by_field(field, value, expected):
+    from bertlens.errors import BertlensError
+
+    with pytest.raises(BertlensError, match=re.escape(expected)):
+        Recipe.from_dict({"schema_version": SCHEMA_VERSION, field: value}, where="r.json")

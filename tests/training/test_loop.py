@@ -189,3 +189,35 @@ def test_serving_a_fitted_scalar_mix_recipe_reproduces_the_trained_vectors(setup
         tokenized = encoder.tokenize(texts)
         trained = sentence_vectors(encoder, objective.representation, tokenized, np.arange(len(texts))).numpy()
     np.testing.assert_array_equal(served, trained)
+
+
+def test_a_damaged_checkpoint_is_not_resumed_from(setup, tmp_path):
+    encoder, head, train_data, dev = setup()
+
+    def stop(stage, step, total):
+        if step == 7:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(
+            (encoder, head, train_data, dev),
+            Recipe(pooler="mean"),
+            "full",
+            CONFIG,
+            checkpoint_dir=tmp_path / "c",
+            progress=stop,
+        )
+    weights = tmp_path / "c" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-64] + bytes(64))  # damaged on disk
+    seen = []
+    encoder, head, train_data, dev = setup()
+    with pytest.warns(UserWarning, match="is damaged"):
+        train(
+            (encoder, head, train_data, dev),
+            Recipe(pooler="mean"),
+            "full",
+            CONFIG,
+            checkpoint_dir=tmp_path / "c",
+            progress=lambda stage, step, total: seen.append(step),
+        )
+    assert seen[0] == 1  # started over, not from step 6 with wrong weights

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import print_table, progress_bar, say
 from bertlens.cli.options import (
     add_recipe_options,
@@ -25,7 +26,7 @@ from bertlens.training.strategies import parse_strategies
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "compare",
-        help="frozen features + linear probe vs fine-tuning strategies, by training size",
+        help=COMMANDS["compare"],
         description="Learning curves of a frozen probe and fine-tuning strategies, with intervals "
         "over seeds, wall time, the size where fine-tuning pays off, and representation drift.",
     )

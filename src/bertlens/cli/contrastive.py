@@ -6,6 +6,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
+from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
 from bertlens.cli.options import add_recipe_options, add_run_options, recipe_from_args
 from bertlens.cli.sources import file_texts
@@ -19,7 +20,7 @@ from bertlens.tasks.loaders import load_catalog_task
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "contrastive",
-        help="SimCSE (unsupervised) or supervised contrastive fine-tuning",
+        help=COMMANDS["contrastive"],
         description="Contrastive fine-tuning for similarity; writes a model directory that "
         "every command accepts as --model. Runs in the one training loop, so strategies, "
         "checkpoints and resume apply.",

@@ -5,17 +5,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
 from bertlens.cli.options import add_recipe_options, recipe_from_args
 from bertlens.embedding.embedder import Embedder
-from bertlens.embedding.job import EMPTY_POLICIES, run_embed
-from bertlens.io.tables import TableSpec, parse_column
+from bertlens.embedding.job import EMPTY_POLICIES, check_output, run_embed
+from bertlens.io.tables import TableSpec, check_file, parse_column
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "embed",
-        help="embed a .txt/.csv/.tsv/.jsonl file into .npy or .parquet",
+        help=COMMANDS["embed"],
         description="Embed every text of a file. Killed runs resume where they stopped when rerun.",
     )
     parser.add_argument("input", type=Path, help=".txt (one text a line), .csv/.tsv (--column) or .jsonl (--field)")
@@ -44,6 +45,8 @@ def run(args: argparse.Namespace) -> None:
         header=not args.no_header,
         multiline=args.multiline,
     )
+    check_file(spec.path)
+    check_output(args.out)  # before the model loads: a bad --out fails in a second, not after the run
     embedder = Embedder(recipe_from_args(args), trust_remote_code=args.trust_remote_code)
     with progress_bar("embed", enabled=not args.quiet) as update:
         summary = run_embed(

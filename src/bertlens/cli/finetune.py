@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
 from bertlens.cli.options import (
     add_recipe_options,
@@ -19,7 +20,7 @@ from bertlens.experiments.finetune import run_finetune
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "finetune",
-        help="fine-tune with one strategy and save a model directory",
+        help=COMMANDS["finetune"],
         description="Fine-tune encoder + head (+ a ScalarMix recipe's weights); the result "
         "works as --model for every command.",
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
 from bertlens.cli.options import add_encoder_options, add_run_options
 from bertlens.cli.sources import add_text_source, load_texts
@@ -17,7 +18,7 @@ from bertlens.representation.poolers import check_pooler
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "geometry",
-        help="anisotropy diagnostics per layer and pooler",
+        help=COMMANDS["geometry"],
         description="Measure how anisotropic each layer's vectors are (Ethayarajh 2019; "
         "Wang & Isola 2020) on your texts.",
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
 from bertlens.cli.options import add_recipe_options, add_run_options, recipe_from_args
 from bertlens.cli.sources import add_task_options, load_task
@@ -17,7 +18,7 @@ from bertlens.reports.longdoc import markdown_table, write_outputs
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "longdoc",
-        help="compare long-text strategies (truncation, windows, chunk classifiers)",
+        help=COMMANDS["longdoc"],
         description="Score head / tail / head+tail truncation, strided windows with each "
         "aggregate, and chunk classifiers on a document classification task.",
     )

@@ -8,28 +8,37 @@ system error, a library's ValueError) is still one line naming the command and t
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import warnings
 
-from bertlens.cli import compare, contrastive, embed, finetune, geometry, longdoc, postprocess, probe, sweep
+from bertlens.cli.commands import COMMANDS
 from bertlens.errors import BertlensError
 from bertlens.version import __version__
 
-COMMANDS = (embed, sweep, probe, finetune, compare, geometry, postprocess, contrastive, longdoc)
 NEGATIVE_VALUE_OPTIONS = ("--layers",)  # take values such as '-4:' that argparse would read as flags
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The full parser of `command` (its module imported now); every other command is a light stub."""
     parser = argparse.ArgumentParser(
         prog="bertlens", description="Find and serve the right BERT representation for a task."
     )
     parser.add_argument("--version", action="version", version=f"bertlens {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an unexpected error")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in COMMANDS:
-        command.add_parser(subparsers)
+    for name, summary in COMMANDS.items():
+        if name == command:
+            importlib.import_module(f"bertlens.cli.{name}").add_parser(subparsers)
+        else:
+            subparsers.add_parser(name, help=summary, add_help=False)
     return parser
+
+
+def requested_command(argv: list[str]) -> str | None:
+    """The subcommand named on the command line (the first word that is one), if any."""
+    return next((token for token in argv if token in COMMANDS), None)
 
 
 def join_negative_values(argv: list[str]) -> list[str]:
@@ -45,7 +54,8 @@ def join_negative_values(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    args = build_parser().parse_args(join_negative_values(sys.argv[1:] if argv is None else list(argv)))
+    argv = join_negative_values(sys.argv[1:] if argv is None else list(argv))
+    args = build_parser(requested_command(argv)).parse_args(argv)
     debug = args.debug or os.environ.get("BERTLENS_DEBUG") == "1"
     # a library warning (e.g. whitening dropping constant directions) reaches users as one line, not a code excerpt
     warnings.formatwarning = lambda message, category, *rest, **kw: f"bertlens {args.command}: warning: {message}\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
 from bertlens.cli.options import add_recipe_options, add_run_options, recipe_from_args
 from bertlens.cli.sources import add_text_source, load_texts
@@ -16,7 +17,7 @@ FILE = "postprocess.safetensors"
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "postprocess",
-        help="fit whitening / all-but-the-top on a corpus and save a recipe",
+        help=COMMANDS["postprocess"],
         description="Fit post-processing steps on the recipe's vectors of a corpus; writes "
         f"OUT/{FILE} and OUT/recipe.json (use it with `bertlens embed --recipe`).",
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import STDERR, print_table, progress_bar, say
 from bertlens.cli.options import add_encoder_options, add_run_options
 from bertlens.encoding.encoder import Encoder
@@ -28,7 +29,7 @@ SUITES = ("linguistic",)
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "probe",
-        help="layer-wise linguistic probing (POS, dependencies, SentEval-style sentence tasks)",
+        help=COMMANDS["probe"],
         description="Probe every layer with linear probes on UD token tasks (with control tasks) and sentence tasks.",
     )
     parser.add_argument("--suite", choices=SUITES, required=True, help="which probing suite to run")

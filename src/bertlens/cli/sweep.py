@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import STDERR, print_table, progress_bar, say
 from bertlens.cli.options import add_encoder_options, add_run_options
 from bertlens.cli.sources import add_task_options, load_task
@@ -22,7 +23,7 @@ from bertlens.representation.recipe import Recipe
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "sweep",
-        help="score every token/layer/pooling choice on a task in one pass",
+        help=COMMANDS["sweep"],
         description="Encode once, score every layer x pooler and layer mix, recommend a recipe.",
     )
     add_task_options(parser)

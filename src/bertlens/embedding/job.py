@@ -8,8 +8,11 @@ the partial directory is removed.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import shutil
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
@@ -19,7 +22,7 @@ import numpy as np
 
 from bertlens.embedding.embedder import Embedder
 from bertlens.errors import BertlensError, did_you_mean
-from bertlens.io.atomic import atomic_path, write_json, write_npz
+from bertlens.io.atomic import atomic_path, write_json, write_npz, write_text
 from bertlens.io.cache import file_sha256
 from bertlens.io.tables import TableSpec, check_file, first_lines, is_blank, iter_records
 from bertlens.progress import Progress, silent
@@ -68,17 +71,40 @@ def _shards(records: Iterator[tuple[int, str]], size: int) -> Iterator[list[tupl
         yield chunk
 
 
-def _check_output(out: Path) -> None:
+def check_output(out: Path) -> None:
+    """Everything about --out that can be checked before a model is loaded or a text is read."""
+    out = Path(out)
+    if out.is_dir():
+        raise BertlensError(f"output {out} is a directory; give a file name ending in .npy or .parquet")
     if out.suffix.lower() not in OUTPUT_FORMATS:
         raise BertlensError(f"output {out}: unsupported extension '{out.suffix}'; use .npy or .parquet")
-    if not out.parent.exists():
+    if not out.parent.is_dir():
         raise BertlensError(f"output directory {out.parent} does not exist; create it first")
+    if not os.access(out.parent, os.W_OK | os.X_OK):
+        raise BertlensError(f"output directory {out.parent} is not writable; choose another --out")
+    if out.exists() and not os.access(out, os.W_OK):
+        raise BertlensError(f"output {out} exists and is not writable; remove it or choose another --out")
+
+
+def _lock(partial: Path, out: Path):
+    """Hold an exclusive lock on OUT.partial for this run; a second run on the same --out stops at once."""
+    partial.mkdir(exist_ok=True)
+    handle = open(partial / ".lock", "w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise BertlensError(
+            f"another bertlens embed is writing {out} right now (lock on {partial}); wait for it to finish "
+            "or choose another --out"
+        ) from None
+    return handle
 
 
 def _prepare_partial(partial: Path, manifest: dict) -> int:
-    """Create or reuse OUT.partial; returns how many shards are already done."""
+    """Reuse OUT.partial (locked, created by _lock) or start it; returns how many shards are already done."""
     path = partial / "manifest.json"
-    if partial.exists():
+    if path.exists():
         try:
             previous = json.loads(path.read_text())
         except (OSError, ValueError):
@@ -88,10 +114,15 @@ def _prepare_partial(partial: Path, manifest: dict) -> int:
                 f"{partial} holds an unfinished run with a different input, recipe or shard size; "
                 "delete it (or pass --restart) to start over"
             )
-        return sum(1 for _ in partial.glob("shard-*.npz"))
-    partial.mkdir()
+        return sum(1 for file in partial.glob("shard-*.npz") if _shard_ok(file))
     write_json(path, manifest)
     return 0
+
+
+def _shard_ok(file: Path) -> bool:
+    """A finished shard: its .npz and the sha256 written after it agree."""
+    digest = file.with_suffix(".sha256")
+    return file.is_file() and digest.is_file() and digest.read_text().strip() == file_sha256(file)
 
 
 def _write_npy(out: Path, shard_files: list[Path], rows: int, dim: int, ids_needed: bool) -> None:
@@ -145,7 +176,7 @@ def run_embed(
     if shard_size < 1:
         raise BertlensError("--shard-size must be at least 1")
     check_file(spec.path)
-    _check_output(out)
+    check_output(out)
     scan = _scan(spec)
     if scan.empty_lines and empty == "error":
         raise BertlensError(
@@ -156,8 +187,19 @@ def run_embed(
     if rows == 0:
         raise BertlensError(f"{spec.path}: no text left to embed")
     partial = out.with_name(out.name + ".partial")
-    if restart and partial.exists():
-        shutil.rmtree(partial)
+    lock = _lock(partial, out)
+    try:
+        return _run_locked(spec, out, embedder, scan, partial, empty, shard_size, restart, progress)
+    finally:
+        lock.close()
+
+
+def _run_locked(spec, out, embedder, scan, partial, empty, shard_size, restart, progress) -> EmbedSummary:
+    rows = scan.rows - (len(scan.empty_lines) if empty == "skip" else 0)
+    if restart:
+        for stale in partial.iterdir():
+            if stale.name != ".lock":
+                stale.unlink()
     manifest = {
         "job_version": JOB_VERSION,
         "input": str(spec.path.resolve()),
@@ -176,12 +218,16 @@ def run_embed(
     for number, shard in enumerate(_shards(_kept_records(spec, empty), shard_size)):
         file = partial / f"shard-{number:06d}.npz"
         shard_files.append(file)
-        if file.exists():
+        if _shard_ok(file):
             with np.load(file, allow_pickle=False) as stored:
                 truncated += int(stored["truncated"])
             done += len(shard)
             progress("embedding", done, rows)
             continue
+        if file.exists():
+            warnings.warn(
+                f"shard {file.name} of the unfinished run failed its checksum; embedding it again", stacklevel=2
+            )
         vectors = embedder.encode(
             [text for _, text in shard], lambda stage, n, total, base=done: progress(stage, base + n, rows)
         )  # [n, D]
@@ -189,6 +235,7 @@ def run_embed(
         truncated += embedder.truncated
         ids = np.array([line for line, _ in shard], dtype=np.int64)
         write_npz(file, vectors=vectors, ids=ids, truncated=np.array(embedder.truncated))
+        write_text(file.with_suffix(".sha256"), file_sha256(file) + "\n")  # written last: marks the shard finished
     if out.suffix.lower() == ".npy":
         _write_npy(out, shard_files, rows, embedder.dim, ids_needed=empty == "skip" and bool(scan.empty_lines))
     else:

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
+
+from bertlens.io.cache import file_sha256
 
 
 def _save_tensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
@@ -65,7 +68,8 @@ def save_checkpoint(
     _save_tensors({"torch": torch.get_rng_state()}, staging / "rng.safetensors")
     for name, weights in (best or {}).items():
         _save_tensors(weights, staging / f"best_{name}.safetensors")
-    (staging / "state.json").write_text(json.dumps({**state, "modules": sorted(modules)}, indent=2))
+    files = {p.name: file_sha256(p) for p in sorted(staging.iterdir())}
+    (staging / "state.json").write_text(json.dumps({**state, "modules": sorted(modules), "sha256": files}, indent=2))
     old = directory.with_name(directory.name + ".old")
     shutil.rmtree(old, ignore_errors=True)
     if directory.exists():
@@ -75,10 +79,25 @@ def save_checkpoint(
 
 
 def find_checkpoint(directory: Path) -> Path | None:
-    """The complete checkpoint: `directory`, or its predecessor if a swap was interrupted."""
+    """The complete, verified checkpoint: `directory`, or its predecessor if a swap was interrupted.
+
+    A checkpoint whose files do not match the checksums in its state.json is not used (a warning
+    says so), so a damaged checkpoint means starting over, never resuming from wrong weights.
+    """
     for candidate in (directory, directory.with_name(directory.name + ".old")):
-        if (candidate / "state.json").is_file():
+        if not (candidate / "state.json").is_file():
+            continue
+        expected = read_state(candidate).get("sha256")
+        damaged = not isinstance(expected, dict) or any(
+            not (candidate / name).is_file() or file_sha256(candidate / name) != digest
+            for name, digest in expected.items()
+        )
+        if not damaged:
             return candidate
+        warnings.warn(
+            f"checkpoint {candidate} is damaged (a file is missing or failed its checksum); not resuming from it",
+            stacklevel=2,
+        )
     return None
 
 
@@ -104,4 +123,5 @@ def load_checkpoint(directory: Path, modules: dict[str, nn.Module], optimizer: t
         if (directory / f"best_{name}.safetensors").is_file()
     } or None
     state.pop("modules", None)
+    state.pop("sha256", None)
     return state, best

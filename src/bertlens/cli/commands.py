@@ -1,0 +1,16 @@
+"""The subcommands and their one-line help: light, so `bertlens --help` and a mistyped command need no
+heavy import. Each command's module (cli/NAME.py) is imported only when that command runs."""
+
+from __future__ import annotations
+
+COMMANDS = {
+    "embed": "embed a .txt/.csv/.tsv/.jsonl file into .npy or .parquet",
+    "sweep": "score every token/layer/pooling choice on a task in one pass",
+    "probe": "layer-wise linguistic probing (POS, dependencies, SentEval-style sentence tasks)",
+    "finetune": "fine-tune with one strategy and save a model directory",
+    "compare": "frozen features + linear probe vs fine-tuning strategies, by training size",
+    "geometry": "anisotropy diagnostics per layer and pooler",
+    "postprocess": "fit whitening / all-but-the-top on a corpus and save a recipe",
+    "contrastive": "SimCSE (unsupervised) or supervised contrastive fine-tuning",
+    "longdoc": "compare long-text strategies (truncation, windows, chunk classifiers)",
+}

@@ -1,0 +1,280 @@
+"""Bad-input cases across every command: each must exit 1 with one clear line, no traceback, nothing half-written.
+
+Shared by tests/cli/test_bad_input.py (asserts) and bench/bad_input_table.py (the table in docs/results.md).
+A case is (name, argv, expected substring); argv may use {tmp}, {model} (a tiny BERT), {data} ($BERTLENS_DATA).
+`make_files(tmp, model)` writes every input the cases refer to.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+GOOD_CSV = "text,label\n" + "".join(f"text number {i},{'pos' if i % 2 else 'neg'}\n" for i in range(40))
+
+
+def make_files(tmp: Path, model: Path) -> None:
+    """Every file the cases read, in `tmp` (the tiny model is copied where a case damages it)."""
+    (tmp / "ok.txt").write_text("one text\nanother text\n")
+    (tmp / "empty.txt").write_text("")
+    (tmp / "blank-lines.txt").write_text("one\n\nthree\n")
+    (tmp / "doc.docx").write_text("x")
+    (tmp / "bad-utf8.txt").write_bytes(b"fine\nbad \xff byte\n")
+    (tmp / "ok.csv").write_text(GOOD_CSV)
+    (tmp / "unbalanced.csv").write_text('text,label\n"good movie,1\nbad movie,0\nok film,1\n')
+    (tmp / "bad.jsonl").write_text('{"text": "a"}\n{"text": "b"\n')
+    (tmp / "number.jsonl").write_text('{"text": "a"}\n{"text": 42}\n')
+    (tmp / "nan-scores.csv").write_text(
+        "a,b,score\n" + "".join(f"left {i},right {i},{i % 5}\n" for i in range(40)) + "x,y,nan\nz,w,\n"
+    )
+    (tmp / "nan-labels.csv").write_text(GOOD_CSV + "more text,nan\n")
+    (tmp / "blank-text.csv").write_text(GOOD_CSV + ",pos\n")
+    (tmp / "few.csv").write_text("text,label\n" + "".join(f"t{i},{i % 2}\n" for i in range(8)))
+    (tmp / "few-pairs.csv").write_text("a,b,score\n" + "".join(f"l{i},r{i},{i % 5}\n" for i in range(9)))
+    (tmp / "one-class.csv").write_text("text,label\n" + "".join(f"t{i},pos\n" for i in range(30)))
+    (tmp / "pairs.tsv").write_text("a\tb\n" + "".join(f"q {i}\ta {i}\n" for i in range(12)))
+    (tmp / "outdir.npy").mkdir(exist_ok=True)
+    (tmp / "notamodel").mkdir(exist_ok=True)
+    (tmp / "notamodel" / "config.json").write_text('{"num_hidden_layers": 2, "hidden_size": 32}')
+    broken = tmp / "broken-config"
+    shutil.copytree(model, broken, dirs_exist_ok=True)
+    (broken / "config.json").write_text('{"num_hidden_layers": 2,,}')
+    recipes = {
+        "recipe-bad-json.json": "{not json",
+        "recipe-normalize-no.json": json.dumps({"schema_version": 1, "normalize": "no"}),
+        "recipe-layers-abc.json": json.dumps({"schema_version": 1, "layers": "abc"}),
+        "recipe-unknown-field.json": json.dumps({"schema_version": 1, "poolr": "mean"}),
+        "recipe-old-schema.json": json.dumps({"schema_version": 0}),
+    }
+    for name, text in recipes.items():
+        (tmp / name).write_text(text)
+
+
+EMBED = ["embed", "{tmp}/ok.txt", "--model", "{model}", "--out", "{tmp}/o.npy", "--quiet"]
+SWEEP = ["sweep", "--model", "{model}", "--out", "{tmp}/sweep", "--cache-dir", "{tmp}/cache", "--quiet"]
+USER = ["--text-col", "text", "--label-col", "label"]
+PAIRS = ["--text-col", "a", "--text-col2", "b", "--label-col", "score"]
+TASK = ["--task", "sst2", "--data-dir", "{data}", "--model", "{model}", "--quiet"]
+
+CASES: list[tuple[str, list[str], str]] = [
+    # embed: input files
+    ("input file missing", ["embed", "{tmp}/nope.txt", "--out", "{tmp}/o.npy"], "does not exist"),
+    ("input file empty", ["embed", "{tmp}/empty.txt", "--out", "{tmp}/o.npy"], "is empty"),
+    ("input extension unsupported", ["embed", "{tmp}/doc.docx", "--out", "{tmp}/o.npy"], "unsupported extension"),
+    (
+        "invalid UTF-8 in a line",
+        ["embed", "{tmp}/bad-utf8.txt", "--model", "{model}", "--out", "{tmp}/o.npy"],
+        "line 2: invalid UTF-8",
+    ),
+    (
+        "empty lines (default --empty error)",
+        ["embed", "{tmp}/blank-lines.txt", "--model", "{model}", "--out", "{tmp}/o.npy"],
+        "empty or whitespace-only text on line 2",
+    ),
+    (
+        "CSV without --column",
+        ["embed", "{tmp}/ok.csv", "--model", "{model}", "--out", "{tmp}/o.npy"],
+        "name the text column with --column",
+    ),
+    (
+        "CSV column misspelt",
+        ["embed", "{tmp}/ok.csv", "--column", "txt", "--model", "{model}", "--out", "{tmp}/o.npy"],
+        "did you mean 'text'",
+    ),
+    (
+        "CSV with an unbalanced quote",
+        ["embed", "{tmp}/unbalanced.csv", "--column", "text", "--model", "{model}", "--out", "{tmp}/o.npy"],
+        "unbalanced quote",
+    ),
+    (
+        "JSONL line that is not JSON",
+        ["embed", "{tmp}/bad.jsonl", "--field", "text", "--model", "{model}", "--out", "{tmp}/o.npy"],
+        "line 2: invalid JSON",
+    ),
+    (
+        "JSONL text field holding a number",
+        ["embed", "{tmp}/number.jsonl", "--field", "text", "--model", "{model}", "--out", "{tmp}/o.npy"],
+        "holds int (42), not text",
+    ),
+    (
+        "JSONL field missing",
+        ["embed", "{tmp}/number.jsonl", "--field", "body", "--model", "{model}", "--out", "{tmp}/o.npy"],
+        "no field 'body'",
+    ),
+    # embed: output
+    ("--out is a directory", ["embed", "{tmp}/ok.txt", "--out", "{tmp}/outdir.npy"], "is a directory"),
+    ("--out extension unsupported", ["embed", "{tmp}/ok.txt", "--out", "{tmp}/o.csv"], "use .npy or .parquet"),
+    ("--out directory missing", ["embed", "{tmp}/ok.txt", "--out", "{tmp}/no/such/o.npy"], "does not exist"),
+    ("--shard-size 0", [*EMBED, "--shard-size", "0"], "--shard-size must be at least 1"),
+    # models and recipes
+    (
+        "model name neither directory nor hub id",
+        ["embed", "{tmp}/ok.txt", "--model", "no such model", "--out", "{tmp}/o.npy"],
+        "neither a directory nor a hub id",
+    ),
+    (
+        "model directory without safetensors",
+        ["embed", "{tmp}/ok.txt", "--model", "{tmp}/notamodel", "--out", "{tmp}/o.npy"],
+        "no *.safetensors weights",
+    ),
+    (
+        "model config.json corrupt",
+        ["embed", "{tmp}/ok.txt", "--model", "{tmp}/broken-config", "--out", "{tmp}/o.npy"],
+        "config.json is not valid JSON",
+    ),
+    ("unknown pooler", [*EMBED, "--pooler", "meen"], "did you mean 'mean'"),
+    ("layer out of range", [*EMBED, "--layers", "7"], "out of range for a 2-layer model"),
+    ("layer spec not a number", [*EMBED, "--layers", "top"], "is not an integer"),
+    ("unknown mixer", [*EMBED, "--layers", "-2:", "--mixer", "avg"], "unknown mixer 'avg'"),
+    ("--max-length above the model limit", [*EMBED, "--max-length", "100000"], "exceeds the model's limit"),
+    ("unknown long-text strategy", [*EMBED, "--long-text", "windows:99:median"], "neither a stride nor an aggregate"),
+    ("recipe file missing", [*EMBED, "--recipe", "{tmp}/nope.json"], "does not exist"),
+    ("recipe not JSON", [*EMBED, "--recipe", "{tmp}/recipe-bad-json.json"], "not valid JSON"),
+    (
+        'recipe "normalize": "no"',
+        [*EMBED, "--recipe", "{tmp}/recipe-normalize-no.json"],
+        "field 'normalize' must be true or false",
+    ),
+    (
+        'recipe "layers": "abc"',
+        [*EMBED, "--recipe", "{tmp}/recipe-layers-abc.json"],
+        "field 'layers' must be a list of integers",
+    ),
+    ("recipe with an unknown field", [*EMBED, "--recipe", "{tmp}/recipe-unknown-field.json"], "did you mean 'pooler'"),
+    (
+        "recipe of another schema version",
+        [*EMBED, "--recipe", "{tmp}/recipe-old-schema.json"],
+        "schema_version 0 is not supported",
+    ),
+    # sweep: tasks and user data
+    ("unknown catalog task", [*SWEEP, "--task", "sst3"], "did you mean 'sst2'"),
+    ("--data without column flags", [*SWEEP, "--data", "{tmp}/ok.csv"], "--data needs --text-col and --label-col"),
+    (
+        "similarity scores nan and blank",
+        [*SWEEP, "--data", "{tmp}/nan-scores.csv", *PAIRS],
+        "missing value 'nan' as score on line 42; blank score on line 43",
+    ),
+    (
+        "classification label nan",
+        [*SWEEP, "--data", "{tmp}/nan-labels.csv", *USER],
+        "missing value 'nan' as label on line 42",
+    ),
+    ("blank text in a row", [*SWEEP, "--data", "{tmp}/blank-text.csv", *USER], "blank text on line 42"),
+    ("too few rows for the folds", [*SWEEP, "--data", "{tmp}/few-pairs.csv", *PAIRS], "use --folds 4"),
+    ("a class rarer than the folds", [*SWEEP, "--data", "{tmp}/few.csv", *USER], "fewer than the 10 folds"),
+    ("a single class", [*SWEEP, "--data", "{tmp}/one-class.csv", *USER], "only one class"),
+    ("--folds 1", [*SWEEP, "--data", "{tmp}/ok.csv", *USER, "--folds", "1"], "--folds must be at least 2"),
+    (
+        "unknown pooler in --poolers",
+        [*SWEEP, "--data", "{tmp}/ok.csv", *USER, "--poolers", "cls,maxx"],
+        "did you mean 'max'",
+    ),
+    (
+        "bad --postprocess-steps",
+        [*SWEEP, "--data", "{tmp}/ok.csv", *USER, "--postprocess-steps", "whitten"],
+        "did you mean 'whiten'",
+    ),
+    ("tab-separated .txt with --text-col", [*SWEEP, "--data", "{tmp}/ok.txt", *USER], "--label-first"),
+    # probe
+    (
+        "unknown probing task",
+        ["probe", "--suite", "linguistic", "--tasks", "upso", "--model", "{model}"],
+        "did you mean 'upos'",
+    ),
+    (
+        "--max-sentences 0",
+        ["probe", "--suite", "linguistic", "--max-sentences", "0", "--model", "{model}"],
+        "--max-sentences must be at least 1",
+    ),
+    (
+        "treebank directory missing",
+        ["probe", "--suite", "linguistic", "--treebank", "{tmp}/nope", "--model", "{model}"],
+        "treebank directory not found",
+    ),
+    # finetune and compare
+    (
+        "finetune --size larger than train",
+        ["finetune", *TASK, "--size", "999999", "--out", "{tmp}/ft"],
+        "--size: 999999 is more than",
+    ),
+    (
+        "finetune --strategy frozen",
+        ["finetune", *TASK, "--strategy", "frozen", "--out", "{tmp}/ft"],
+        "trains no encoder",
+    ),
+    (
+        "strategy that does not parse",
+        ["finetune", *TASK, "--strategy", "ful", "--out", "{tmp}/ft"],
+        "did you mean 'full'",
+    ),
+    ("compare --seeds 0", ["compare", *TASK, "--seeds", "0", "--out", "{tmp}/cmp"], "--seeds must be at least 1"),
+    (
+        "compare --sizes not numbers",
+        ["compare", *TASK, "--strategies", "frozen,full", "--sizes", "ten", "--out", "{tmp}/cmp"],
+        "'ten' is not a number",
+    ),
+    # geometry, postprocess, contrastive, longdoc
+    (
+        "geometry --max-texts 1",
+        ["geometry", "--texts", "{tmp}/ok.txt", "--max-texts", "1", "--model", "{model}"],
+        "--max-texts must be at least 2",
+    ),
+    (
+        "postprocess steps that do not parse",
+        ["postprocess", "--texts", "{tmp}/ok.txt", "--steps", "whiten:x", "--model", "{model}", "--out", "{tmp}/pp"],
+        "whiten",
+    ),
+    (
+        "postprocess on too few texts",
+        ["postprocess", "--texts", "{tmp}/ok.txt", "--model", "{model}", "--out", "{tmp}/pp", "--quiet"],
+        "needs more than",
+    ),
+    (
+        "contrastive pairs without the second column",
+        [
+            "contrastive",
+            "--mode",
+            "pairs",
+            "--pairs",
+            "{tmp}/pairs.tsv",
+            "--text-col",
+            "a",
+            "--model",
+            "{model}",
+            "--out",
+            "{tmp}/m",
+        ],
+        "--pairs needs --text-col and --text-col2",
+    ),
+    (
+        "contrastive --temperature 0",
+        [
+            "contrastive",
+            "--texts",
+            "{tmp}/ok.txt",
+            "--temperature",
+            "0",
+            "--model",
+            "{model}",
+            "--out",
+            "{tmp}/m",
+            "--quiet",
+        ],
+        "positive --temperature",
+    ),
+    (
+        "longdoc with an unknown chunk classifier",
+        ["longdoc", *TASK, "--strategies", "head,hier:lstm", "--out", "{tmp}/ld"],
+        "unknown chunk classifier 'hier:lstm'",
+    ),
+    (
+        "longdoc on a similarity task",
+        ["longdoc", "--task", "stsb", "--data-dir", "{data}", "--model", "{model}", "--out", "{tmp}/ld", "--quiet"],
+        "is similarity",
+    ),
+]
+
+
+def expand(argv: list[str], tmp: Path, model: Path, data: Path) -> list[str]:
+    return [a.format(tmp=tmp, model=model, data=data) for a in argv]

@@ -1,0 +1,46 @@
+"""Every bad-input case (tests/cli/bad_inputs.py): exit 1, one line naming the problem, no traceback,
+nothing half-written, and no heavy library loaded where the problem is visible from the arguments alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from bertlens.cli.main import main
+from tests.cli.bad_inputs import CASES, expand, make_files
+from tests.conftest import DATA
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory, tiny_bert_dir):
+    tmp = tmp_path_factory.mktemp("bad-inputs")
+    make_files(tmp, tiny_bert_dir)
+    return tmp
+
+
+@pytest.mark.parametrize(("name", "argv", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_one_line_and_exit_1(inputs, tiny_bert_dir, capsys, name, argv, expected):
+    before = {p for p in inputs.rglob("*")}
+    code = main(expand(argv, inputs, tiny_bert_dir, DATA))
+    err = capsys.readouterr().err.strip()
+    lines = [line for line in err.splitlines() if line.strip() and "warning:" not in line]
+    assert code == 1, err
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert expected in lines[0], lines[0]
+    leftovers = {p for p in inputs.rglob("*") if p not in before and (".tmp" in p.name or p.name.endswith(".partial"))}
+    assert not leftovers, leftovers
+
+
+def test_at_least_forty_cases_cover_every_command():
+    assert len(CASES) >= 40
+    commands = {argv[0] for _, argv, _ in CASES}
+    assert commands == {
+        "embed",
+        "sweep",
+        "probe",
+        "finetune",
+        "compare",
+        "geometry",
+        "postprocess",
+        "contrastive",
+        "longdoc",
+    }
