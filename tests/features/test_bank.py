@@ -27,7 +27,7 @@ def test_a_second_non_linear_pooler_gets_its_own_encode_time_mixes(tmp_path, tin
     monkeypatch.setitem(poolers_module.POOLERS, "min", Pooler(min_pool, linear=False))
     encoder = Encoder(str(tiny_bert_dir))
     bank = build_bank(encoder, TEXTS, tmp_path, poolers=("mean", "max", "min"), dtype="float32")
-    assert bank.nonlinear_poolers == ("max", "min") and bank.mixes.shape[1] == 2
+    assert bank.nonlinear_poolers == ("max", "min") and bank.mixes.shape[0] == 2
     candidates = {c.name: c for c in enumerate_candidates(bank.num_layers, ("max", "min"))}
     states = next(encoder.stream(encoder.tokenize(TEXTS)))  # one batch holds all four texts
     rows = states.doc_index.numpy()

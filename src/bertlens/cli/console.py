@@ -40,8 +40,9 @@ def _plain_progress(label: str, unit: str) -> ProgressFn:
         if new_stage:
             last.update(stage=stage, start=now)
         if new_stage or now - last["at"] >= PLAIN_EVERY or done >= total:
-            rate = done / max(now - last["start"], 1e-9)
-            say(f"{label}: {stage} {done}/{total} {unit} ({rate:,.1f}/s)")
+            elapsed = now - last["start"]
+            rate = f" ({done / elapsed:,.1f}/s)" if elapsed >= 1.0 else ""
+            say(f"{label}: {stage} {done}/{total} {unit}{rate}")
             last["at"] = now
 
     return update

@@ -44,6 +44,11 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--exclude-special", action="store_true", help="pool without [CLS]/[SEP]")
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
     parser.add_argument(
+        "--protocols",
+        help="comma list of protocols to run (default: all the task supports). Similarity: cosine (no training; "
+        "what a recommendation is made by) and probe (a ridge probe on pair features, costly under cross-validation)",
+    )
+    parser.add_argument(
         "--bank-dtype",
         choices=("float16", "float32"),
         default="float16",
@@ -85,6 +90,7 @@ def run(args: argparse.Namespace) -> None:
         resamples=args.resamples,
         postprocess=args.postprocess_steps,
         bank_dtype=args.bank_dtype,
+        protocols=tuple(p.strip() for p in args.protocols.split(",") if p.strip()) if args.protocols else None,
     )
     if task.dropped:
         say(f"dropped {task.dropped} invalid rows (--drop-invalid)")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -10,9 +12,10 @@ import numpy as np
 import torch
 
 from bertlens.encoding.encoder import Encoder
-from bertlens.errors import BertlensError
+from bertlens.errors import BertlensError, did_you_mean
 from bertlens.features.bank import DEFAULT_POOLERS, Bank, build_bank
 from bertlens.io.cache import default_cache_dir
+from bertlens.io.memory import release_freed_memory
 from bertlens.metrics.bootstrap import Intervals, bootstrap, spearman
 from bertlens.probing.candidates import LIMITATIONS, Candidate, candidate_features, enumerate_candidates
 from bertlens.probing.pairs import pair_features, row_cosine
@@ -39,6 +42,7 @@ class SweepConfig:
     dev_fraction: float = DEV_FRACTION
     bank_dtype: str = "float16"
     postprocess: str | None = None  # similarity tasks: also score every candidate with these steps (fitted on train)
+    protocols: tuple[str, ...] | None = None  # None: every protocol the task supports (similarity: cosine, probe)
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,7 @@ def _groups(candidates: list[Candidate], bank: Bank) -> dict[int, list[int]]:
     """Candidate indices grouped by feature width (so each group stacks into one tensor)."""
     groups: dict[int, list[int]] = {}
     for i, candidate in enumerate(candidates):
-        groups.setdefault(candidate.width(bank.vectors.shape[-1]), []).append(i)
+        groups.setdefault(candidate.width(bank.width), []).append(i)
     return groups
 
 
@@ -189,16 +193,16 @@ def _cosine(bank, candidates, ex, folds, config, fitted: dict | None = None) -> 
     mix_weights = {}
     for i, candidate in enumerate(candidates):
         offset, learned = 0, []
+        if candidate.mixer == "scalar_mix":  # one fit per fold, independent: run them on every core
+
+            def fit(fold: Fold, c: Candidate = candidate) -> np.ndarray:
+                u, v = (bank.pooled(c.pooler, c.layers, side[fold.train]) for side in (ex.a, ex.b))
+                return fit_similarity_mix(u, v, ex.targets[fold.train], seed=config.seed)
+
+            with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+                learned = list(pool.map(fit, folds))
         for k, fold in enumerate(folds):
-            mix = None
-            if candidate.mixer == "scalar_mix":
-                mix = fit_similarity_mix(
-                    bank.pooled(candidate.pooler, candidate.layers, ex.a[fold.train]),
-                    bank.pooled(candidate.pooler, candidate.layers, ex.b[fold.train]),
-                    ex.targets[fold.train],
-                    seed=config.seed,
-                )
-                learned.append(mix)
+            mix = learned[k] if learned else None
             transform = _fit_post(bank, candidate, np.concatenate([ex.a[fold.train], ex.b[fold.train]]))
             if transform is None:  # e.g. constant vectors ([CLS] at layer 0): the candidate is undefined
                 scores[i], per_fold[:, i] = np.nan, np.nan
@@ -236,13 +240,21 @@ def _fit_post(bank: Bank, candidate: Candidate, text_rows: np.ndarray, processor
     return fitted if processor else fitted.transform
 
 
+RIDGE_BYTES = 64 * 2**20  # features per closed-form ridge batch; each fit is independent, so this only bounds memory
+
+
 def _probe_similarity(bank, candidates, ex, folds, config) -> tuple[np.ndarray, np.ndarray, dict]:
     """Ridge on (|u-v|, u*v) -> predicted score per test pair [C, n_test]; dev Spearman per fold [F, C]."""
     outputs = np.zeros((len(candidates), sum(len(f.test) for f in folds)))
     per_fold = np.zeros((len(folds), len(candidates)))
     offset = 0
+    largest = max(len(f.train) for f in folds)
+    chunks = []
+    for width, ids in _groups(candidates, bank).items():
+        size = max(1, RIDGE_BYTES // (largest * 2 * width * 4))  # [C, n, 2H] float32 pair features per batch
+        chunks += [ids[s : s + size] for s in range(0, len(ids), size)]
     for k, fold in enumerate(folds):
-        for ids in _groups(candidates, bank).values():
+        for ids in chunks:
             fit = fit_ridge(
                 _stack(bank, candidates, ids, ex, fold.train, "similarity"),
                 torch.from_numpy(ex.targets[fold.train]),
@@ -278,7 +290,7 @@ def _rank(validation: np.ndarray, test_value: np.ndarray, candidates, width: int
 
 def _choose(result: ProtocolResult, bank: Bank) -> int:
     """Best validation score among candidates whose score is defined; never an undefined one."""
-    order = _rank(result.validation, result.test.value, result.candidates, bank.vectors.shape[-1])
+    order = _rank(result.validation, result.test.value, result.candidates, bank.width)
     if not order:
         raise BertlensError(
             f"no candidate has a defined {result.metric} under protocol '{result.protocol}' (constant vectors or "
@@ -294,12 +306,28 @@ def _nested_selection(
     split, scored on that fold's held-out rows. Returns its out-of-fold outputs [n] and the names chosen."""
     chosen, selected, offset = [], np.zeros(outputs.shape[1]), 0
     for k, fold in enumerate(folds):
-        order = _rank(per_fold[k], test_value, candidates, bank.vectors.shape[-1])
+        order = _rank(per_fold[k], test_value, candidates, bank.width)
         pick = order[0] if order else 0
         selected[offset : offset + len(fold.test)] = outputs[pick, offset : offset + len(fold.test)]
         chosen.append(candidates[pick].name)
         offset += len(fold.test)
     return selected, tuple(chosen)
+
+
+PROTOCOLS = {"similarity": ("cosine", "probe"), "classification": ("probe",), "pair_classification": ("probe",)}
+
+
+def _chosen_plans(plans: list, wanted: tuple[str, ...] | None, kind: str) -> list:
+    """The protocols the user asked for; the one a recommendation is made by must be among them."""
+    if wanted is None:
+        return plans
+    valid = PROTOCOLS[kind]
+    for name in wanted:
+        if name not in valid:
+            raise BertlensError(f"protocol '{name}' does not apply to a {kind} task: {did_you_mean(name, valid)}")
+    if valid[0] not in wanted:
+        raise BertlensError(f"a {kind} task is recommended by its '{valid[0]}' protocol; include it in --protocols")
+    return [plan for plan in plans if plan[0] in wanted]
 
 
 def run_sweep(
@@ -343,6 +371,7 @@ def run_sweep(
         progress=progress,
     )
     timings["bank_seconds"] = time.perf_counter() - start
+    release_freed_memory()  # the encoding pass's activations: not needed by the probes
     ex, where = _examples(task, index)
     folds = sweep_folds(task, ex.targets, where, config)
     test_gold = ex.targets[np.concatenate([f.test for f in folds])]
@@ -384,6 +413,7 @@ def run_sweep(
                 + ("an inner 10% dev split per fold" if task.uses_cv else "dev"),
             )
         )
+    plans = _chosen_plans(plans, config.protocols, task.kind)
     protocols = {}
     for number, (name, cands, compute, description) in enumerate(plans):
         progress(f"probing ({name})", number, len(plans))

@@ -1,16 +1,16 @@
 """The feature bank: one forward pass -> pooled vectors for every layer x pooler, cached on disk.
 
-vectors: [N, L+1, P, H] for poolers P (cls, mean, max, attention by default). Mixing
+vectors: [P, L+1, N, H] for poolers P (cls, mean, max, attention by default). Mixing
 commutes with the linear poolers, so every linear mix of layers is computed from this
 without another pass. A non-linear pooler (max) does not commute with mixing, so the named
-mixes of its states are pooled at encode time into `mixes` [N, Q, M, H] (Q non-linear poolers).
+mixes of its states are pooled at encode time into `mixes` [Q, M, N, H] (Q non-linear poolers).
 The attention pooler uses the last layer's [CLS] attention for every layer (fixed weights
 keep it linear, hence mixable).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +26,7 @@ from bertlens.representation.aggregate import aggregate
 from bertlens.representation.mixers import mix_layers
 from bertlens.representation.poolers import LINEAR_POOLERS, check_pooler, pool, token_mask
 
-BANK_VERSION = 2  # 2: meta.json carries a sha256 per file, verified on open
+BANK_VERSION = 3  # 2: meta.json carries a sha256 per file, verified on open; 3: stored pooler-major
 DEFAULT_POOLERS = ("cls", "mean", "max", "attention")
 
 
@@ -45,34 +45,33 @@ def named_mixes(num_layers: int) -> dict[str, tuple[str, tuple[int, ...]]]:
 
 @dataclass(frozen=True)
 class Bank:
-    """A read-only (memory-mapped) bank plus what it was built from."""
+    """A read-only (memory-mapped) bank plus what it was built from.
+
+    Stored pooler-major, so one pooler's one layer is a contiguous [N, H] block on disk: a probe
+    gathers rows straight from the mapped file, and no second copy of the bank is ever held.
+    """
 
     path: Path
-    vectors: np.ndarray  # [N, L+1, P, H]
-    mixes: np.ndarray | None  # [N, Q, M, H]: named layer mixes of the non-linear poolers, pooled at encode time
+    vectors: np.ndarray  # [P, L+1, N, H]
+    mixes: np.ndarray | None  # [Q, M, N, H]: named layer mixes of the non-linear poolers, pooled at encode time
     poolers: tuple[str, ...]
     mix_names: tuple[str, ...]
     texts: int
     meta: dict
-    _loaded: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def num_layers(self) -> int:
         return self.vectors.shape[1] - 1
 
-    def _layer_major(self, pooler: str) -> np.ndarray:
-        """[L+1, N, H] float32 for one pooler, read from disk once and kept (probes reuse it many times)."""
-        if pooler not in self._loaded:
-            p = self.poolers.index(pooler)
-            self._loaded[pooler] = np.ascontiguousarray(
-                np.asarray(self.vectors[:, :, p], dtype=np.float32).transpose(1, 0, 2)
-            )
-        return self._loaded[pooler]
+    @property
+    def width(self) -> int:
+        """Hidden size H."""
+        return self.vectors.shape[-1]
 
     def layer(self, pooler: str, layer: int, rows: np.ndarray | None = None) -> np.ndarray:
-        """[n, H] float32: one layer's pooled vectors for the given rows (all by default)."""
-        array = self._layer_major(pooler)[layer]  # [N, H], contiguous
-        return array if rows is None else array[rows]
+        """[n, H] float32 (a new array): one layer's pooled vectors for the given rows (all by default)."""
+        block = self.vectors[self.poolers.index(pooler), layer]  # [N, H], contiguous on disk
+        return _float32(block if rows is None else block[rows])
 
     def pooled(self, pooler: str, layers: tuple[int, ...] | None = None, rows: np.ndarray | None = None) -> np.ndarray:
         """[n, K, H] float32 for one pooler, the given layers (all by default) and rows (all by default)."""
@@ -84,11 +83,14 @@ class Bank:
         return nonlinear(self.poolers)
 
     def pooled_mix(self, pooler: str, mix: str, rows: np.ndarray | None = None) -> np.ndarray:
-        """[n, H] float32: a named layer mix of a non-linear pooler, pooled at encode time."""
-        if "mixes" not in self._loaded:
-            self._loaded["mixes"] = np.asarray(self.mixes, dtype=np.float32)  # [N, Q, M, H]
-        array = self._loaded["mixes"][:, self.nonlinear_poolers.index(pooler), self.mix_names.index(mix)]
-        return array if rows is None else array[rows]
+        """[n, H] float32 (a new array): a named layer mix of a non-linear pooler, pooled at encode time."""
+        block = self.mixes[self.nonlinear_poolers.index(pooler), self.mix_names.index(mix)]  # [N, H]
+        return _float32(block if rows is None else block[rows])
+
+
+def _float32(array: np.ndarray) -> np.ndarray:
+    """A float32 copy (float16 -> float32 is exact), never a view of the mapped file."""
+    return np.array(array, dtype=np.float32)
 
 
 def nonlinear(poolers: tuple[str, ...]) -> tuple[str, ...]:
@@ -140,7 +142,7 @@ def build_bank(
     num_layers = encoder.num_layers
     mixes = named_mixes(num_layers) if nonlinear(poolers) else {}
     tmp = staging_dir(final)
-    shape = (len(texts), num_layers + 1, len(poolers), encoder.hidden_size)
+    shape = (len(poolers), num_layers + 1, len(texts), encoder.hidden_size)
     vectors = np.lib.format.open_memmap(tmp / "vectors.npy", mode="w+", dtype=dtype, shape=shape)
     mix_array = None
     if mixes:
@@ -148,7 +150,7 @@ def build_bank(
             tmp / "mixes.npy",
             mode="w+",
             dtype=dtype,
-            shape=(len(texts), len(nonlinear(poolers)), len(mixes), encoder.hidden_size),
+            shape=(len(nonlinear(poolers)), len(mixes), len(texts), encoder.hidden_size),
         )
     if long_text is not None:
         _fill_from_pieces(encoder, texts, long_text, poolers, include_special, mixes, vectors, mix_array, progress)
@@ -159,9 +161,9 @@ def build_bank(
         for states in encoder.stream(tokenized, progress):
             rows = states.doc_index.numpy()
             stacked, pooled_mixes = _pool_batch(states, poolers, include_special, mixes)
-            vectors[rows] = stacked.astype(dtype)
+            vectors[:, :, rows] = stacked.transpose(2, 1, 0, 3).astype(dtype)  # [B, L+1, P, H] -> [P, L+1, B, H]
             if mix_array is not None:
-                mix_array[rows] = pooled_mixes.astype(dtype)
+                mix_array[:, :, rows] = pooled_mixes.transpose(1, 2, 0, 3).astype(dtype)  # -> [Q, M, B, H]
     vectors.flush()
     if mix_array is not None:
         mix_array.flush()
@@ -203,19 +205,20 @@ def _fill_from_pieces(encoder, texts, long_text, poolers, include_special, mixes
     for first, pieces in piece_groups(encoder, texts, long_text, group=256):
         count = min(256, len(texts) - first)
         owner = pieces.owner - first
-        pooled = np.zeros((len(owner), *vectors.shape[1:]), dtype=np.float32)  # [C, L+1, P, H]
-        pooled_mixes = np.zeros((len(owner), *mix_array.shape[1:]), dtype=np.float32) if mix_array is not None else None
+        num_layers, poolers_count, hidden = vectors.shape[1], vectors.shape[0], vectors.shape[-1]
+        pooled = np.zeros((len(owner), num_layers, poolers_count, hidden), dtype=np.float32)  # [C, L+1, P, H]
+        pooled_mixes = None
+        if mix_array is not None:
+            pooled_mixes = np.zeros((len(owner), mix_array.shape[0], mix_array.shape[1], hidden), dtype=np.float32)
         for states in encoder.stream(pieces.tokenized):
             rows = states.doc_index.numpy()
             stacked, batch_mixes = _pool_batch(states, poolers, include_special, mixes)
             pooled[rows] = stacked
             if pooled_mixes is not None:
                 pooled_mixes[rows] = batch_mixes
-        vectors[first : first + count] = aggregate(pooled, owner, pieces.tokens, pieces.order, count, how).astype(
-            vectors.dtype
-        )
+        per_text = aggregate(pooled, owner, pieces.tokens, pieces.order, count, how)  # [count, L+1, P, H]
+        vectors[:, :, first : first + count] = per_text.transpose(2, 1, 0, 3).astype(vectors.dtype)
         if mix_array is not None:
-            mix_array[first : first + count] = aggregate(
-                pooled_mixes, owner, pieces.tokens, pieces.order, count, how
-            ).astype(mix_array.dtype)
+            per_text = aggregate(pooled_mixes, owner, pieces.tokens, pieces.order, count, how)  # [count, Q, M, H]
+            mix_array[:, :, first : first + count] = per_text.transpose(1, 2, 0, 3).astype(mix_array.dtype)
         progress("encoding", first + count, len(texts))

@@ -10,7 +10,9 @@ average rank), which equals scipy's spearmanr on the materialised resample.
 
 from __future__ import annotations
 
+import os
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,7 +111,9 @@ def bootstrap(
     else:
         value = spearman(outputs, gold)
         gold_ranks = _resample_ranks(gold, counts)  # [B, n]
-        samples = np.stack([_pearson(_resample_ranks(row, counts), gold_ranks, counts) for row in outputs])  # [C, B]
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # numpy releases the GIL: one core a row
+            rows = pool.map(lambda row: _pearson(_resample_ranks(row, counts), gold_ranks, counts), outputs)
+            samples = np.stack(list(rows))  # [C, B]
     return _intervals(value, samples)
 
 
