@@ -105,7 +105,7 @@ def test_cross_validated_scores_on_noise_stay_at_chance(tmp_path, tiny_bert_dir,
         if kind == "similarity"
         else ["--text-col", "text", "--label-col", "label"]
     )
-    extra = ["--postprocess-steps", "whiten"] if kind == "similarity" else []
+    extra = ["--postprocess-steps", "whiten", "--protocols", "cosine,probe"] if kind == "similarity" else []
     out = tmp_path / "out"
     assert (
         main(

@@ -199,8 +199,13 @@ def _cosine(bank, candidates, ex, folds, config, fitted: dict | None = None) -> 
                 u, v = (bank.pooled(c.pooler, c.layers, side[fold.train]) for side in (ex.a, ex.b))
                 return fit_similarity_mix(u, v, ex.targets[fold.train], seed=config.seed)
 
-            with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-                learned = list(pool.map(fit, folds))
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1)  # small tensors: one core per fit, the folds side by side
+            try:
+                with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+                    learned = list(pool.map(fit, folds))
+            finally:
+                torch.set_num_threads(threads)
         for k, fold in enumerate(folds):
             mix = learned[k] if learned else None
             transform = _fit_post(bank, candidate, np.concatenate([ex.a[fold.train], ex.b[fold.train]]))
@@ -413,7 +418,10 @@ def run_sweep(
                 + ("an inner 10% dev split per fold" if task.uses_cv else "dev"),
             )
         )
-    plans = _chosen_plans(plans, config.protocols, task.kind)
+    wanted = config.protocols
+    if wanted is None and task.uses_cv and task.kind == "similarity":
+        wanted = ("cosine",)  # the k-fold ridge probe costs several times the rest of the sweep: opt in
+    plans = _chosen_plans(plans, wanted, task.kind)
     protocols = {}
     for number, (name, cands, compute, description) in enumerate(plans):
         progress(f"probing ({name})", number, len(plans))
@@ -471,6 +479,11 @@ def run_sweep(
                     "fitted for the cosine protocol only)"
                 )
     notes = LIMITATIONS
+    if config.protocols is None and task.uses_cv and task.kind == "similarity":
+        notes += (
+            f"the ridge probe was not run: under {task.folds}-fold cross-validation it costs several times the rest "
+            "of the sweep (about 4x on 5,000 pairs, docs/results.md); add it with --protocols cosine,probe",
+        )
     if base.long_text and ":max" in base.long_text:
         notes += (
             "with max-aggregated windows, layer mixes are scored as the mix of per-layer maxima; the recipe "
