@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -28,3 +30,21 @@ def timed(fn):
     start = time.perf_counter()
     result = fn()
     return result, time.perf_counter() - start
+
+
+def run_measured(argv: list[str]) -> tuple[float, float]:
+    """Run `bertlens ARGV` in a fresh process; (wall seconds, peak RSS in MB of that process)."""
+    code = (
+        "import resource, sys\n"
+        "from bertlens.cli.main import main\n"
+        f"code = main({argv!r})\n"
+        "print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        "sys.exit(code)\n"
+    )
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"bertlens {' '.join(argv[:2])} failed: {done.stderr[-500:]}")
+    peak = next(int(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("PEAK_KB"))
+    return seconds, peak / 1024

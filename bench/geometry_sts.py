@@ -13,6 +13,7 @@ Random-pair cosine: 5,000 random pairs of STS-B test sentences.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import time
 from pathlib import Path
@@ -21,13 +22,11 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from bertlens.embedding.embedder import Embedder
-from bertlens.encoding.encoder import Encoder
+from bertlens.experiments.contrastive import CONTRASTIVE_DEFAULTS, Examples, run_contrastive
 from bertlens.representation.postprocess import PostProcessor, parse_steps
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.catalog import get_task
 from bertlens.tasks.loaders import load_catalog_task
-from bertlens.training.contrastive import ContrastiveConfig, train_contrastive
-from bertlens.training.saved_model import save_finetuned
 from common import DATA, REPO
 
 
@@ -79,25 +78,13 @@ def main() -> None:
     recipe = Recipe(model=args.model, pooler=args.pooler)
     rows = evaluate(Embedder(recipe), test, fit_texts, f"{Path(args.model).name} {args.pooler}")
     texts = raw_sentences(args.simcse_texts)
-    encoder = Encoder(args.model, max_length=32)  # SimCSE trains on sentences cut at 32 word pieces
     start = time.perf_counter()
-    result = train_contrastive(
-        encoder, recipe.replace(max_length=32), texts, None, ContrastiveConfig(lr=args.lr, batch_size=args.batch_size)
+    config = dataclasses.replace(CONTRASTIVE_DEFAULTS, lr=args.lr, batch_size=args.batch_size)
+    # SimCSE trains on sentences cut at 32 word pieces; the one training loop (checkpoints, resume) runs it
+    result, saved = run_contrastive(
+        Examples(texts, None, "raw/state_union.txt"), recipe.replace(max_length=32), config, args.out, restart=True
     )
     seconds = time.perf_counter() - start
-    saved = save_finetuned(
-        args.out,
-        encoder,
-        recipe,
-        None,
-        {
-            "objective": "simcse",
-            "examples": len(texts),
-            "steps": result.steps,
-            "seconds": round(seconds, 1),
-            "base_model": args.model,
-        },
-    )
     rows += evaluate(Embedder(saved.replace(max_length=None)), test, fit_texts, "after SimCSE")
     print(
         f"SimCSE: {len(texts)} sentences, {result.steps} steps, loss {result.first_loss:.3f} -> {result.last_loss:.3f}, "

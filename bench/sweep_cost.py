@@ -1,6 +1,12 @@
 """What a full sweep costs compared with one plain embedding pass, and batched vs one-by-one probes.
 
 Usage: python bench/sweep_cost.py [--task sst2] [--sklearn-candidates N]
+       python bench/sweep_cost.py --user-pairs 5000
+
+--user-pairs N: a user similarity CSV (the first N STS-B training pairs, no splits, so 10-fold
+cross-validation), each command in a fresh process with its peak RSS: `bertlens embed` of its
+texts (baseline), `bertlens sweep` with the default protocols (cosine under CV) and with
+`--protocols cosine,probe` (the k-fold ridge probe too). Target: sweep / embed <= 1.5.
 
 1. Baseline: `bertlens embed` (mean pooling, default model, fp32) over the task's texts.
    Sweep: `run_sweep` on the same texts with an empty cache: the bank (every layer x cls,
@@ -24,7 +30,7 @@ from sklearn.linear_model import LogisticRegression
 from bertlens.embedding.embedder import Embedder
 from bertlens.embedding.job import run_embed
 from bertlens.encoding.encoder import Encoder
-from bertlens.experiments.sweep import SweepConfig, _examples, _groups, _stack, make_folds, run_sweep
+from bertlens.experiments.sweep import SweepConfig, _examples, _groups, _stack, run_sweep, sweep_folds
 from bertlens.features.bank import build_bank
 from bertlens.io.tables import TableSpec
 from bertlens.probing.candidates import enumerate_candidates
@@ -32,7 +38,7 @@ from bertlens.probing.logistic import fit_logistic
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.catalog import get_task
 from bertlens.tasks.loaders import load_catalog_task
-from common import DATA, timed
+from common import DATA, run_measured, timed
 
 
 def batched_probes(bank, candidates, ex, fold, strengths) -> tuple[np.ndarray, np.ndarray, float]:
@@ -80,13 +86,74 @@ def sklearn_probes(bank, candidates, ex, fold, strengths) -> tuple[np.ndarray, n
     return per_c, accuracies, seconds
 
 
+def user_file_cost(pairs: int) -> None:
+    """Sweep vs embed on a user similarity CSV without splits (10-fold CV), each run in its own process."""
+    import csv
+
+    with open(DATA / "stsb" / "train.csv", newline="", encoding="utf-8") as handle:
+        rows = [row[:3] for row in csv.reader(handle)][:pairs]
+    texts = list(dict.fromkeys(t for row in rows for t in row[:2]))
+    print(
+        f"user file: {len(rows)} STS-B training pairs as a CSV without splits ({len(texts)} distinct texts), "
+        f"default model, fp32, 10-fold CV"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        with open(work / "pairs.csv", "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["a", "b", "score"])
+            writer.writerows(rows)
+        (work / "texts.txt").write_text("\n".join(t.replace("\n", " ") for t in texts) + "\n")
+        sweep = [
+            "sweep",
+            "--data",
+            str(work / "pairs.csv"),
+            "--text-col",
+            "a",
+            "--text-col2",
+            "b",
+            "--label-col",
+            "score",
+            "--quiet",
+        ]
+        runs = {
+            "bertlens embed (baseline)": ["embed", str(work / "texts.txt"), "--out", str(work / "v.npy"), "--quiet"],
+            "bertlens sweep (default: cosine under CV)": [
+                *sweep,
+                "--out",
+                str(work / "s1"),
+                "--cache-dir",
+                str(work / "c1"),
+            ],
+            "bertlens sweep --protocols cosine,probe": [
+                *sweep,
+                "--protocols",
+                "cosine,probe",
+                "--out",
+                str(work / "s2"),
+                "--cache-dir",
+                str(work / "c2"),
+            ],
+        }
+        measured = {name: run_measured(argv) for name, argv in runs.items()}
+    base = measured["bertlens embed (baseline)"][0]
+    print("| run | wall s | ratio to embed | peak RSS MB |")
+    print("|---|---|---|---|")
+    for name, (seconds, peak) in measured.items():
+        print(f"| {name} | {seconds:.1f} | {seconds / base:.2f}x | {peak:,.0f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--task", default="sst2")
+    parser.add_argument("--user-pairs", type=int, default=0, help="measure a user similarity file of N pairs instead")
     parser.add_argument(
         "--sklearn-candidates", type=int, default=0, help="compare only the first N candidates (0 = all)"
     )
     args = parser.parse_args()
+    if args.user_pairs:
+        user_file_cost(args.user_pairs)
+        return
     task = load_catalog_task(get_task(args.task), DATA)
     texts = task.all_texts()
     print(
@@ -107,7 +174,7 @@ def main() -> None:
         candidates = enumerate_candidates(bank.num_layers, ("cls", "mean", "max", "attention"))
         config = SweepConfig()
         ex, where = _examples(task, {t: i for i, t in enumerate(texts)})
-        folds = make_folds(task, ex.targets, where, config)
+        folds = sweep_folds(task, ex.targets, where, config)
         fixed = [c for c in candidates if c.mixer != "scalar_mix"]
         batched_per_c, batched, batched_seconds = batched_probes(bank, fixed, ex, folds[0], config.strengths)
         compared = fixed[: args.sklearn_candidates or len(fixed)]
