@@ -17,33 +17,15 @@ sys.path.insert(0, str(REPO))
 
 from bertlens.cli.main import main  # noqa: E402
 from tests.cli.bad_inputs import CASES, expand, make_files  # noqa: E402
-from tests.conftest import DATA  # noqa: E402
+from tests.conftest import DATA, make_tiny_bert  # noqa: E402
 
 
 def tiny_model(root: Path) -> Path:
     """The same 2-layer random BERT the tests use (default tokenizer)."""
-    import shutil
-
-    import torch
-    from transformers import BertConfig, BertModel
-
     from bertlens.models import default_model_dir
 
-    torch.manual_seed(0)
-    path = root / "tiny-bert"
-    config = BertConfig(
-        vocab_size=30522,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=128,
-    )
-    BertModel(config).eval().save_pretrained(path)
-    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
-        if (default_model_dir() / name).exists():
-            shutil.copy(default_model_dir() / name, path / name)
-    return path
+    (root / "tiny-bert").mkdir()
+    return make_tiny_bert(root / "tiny-bert", default_model_dir())
 
 
 def main_table() -> None:

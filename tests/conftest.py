@@ -26,9 +26,8 @@ def default_model_dir() -> Path:
     return locate()
 
 
-@pytest.fixture(scope="session")
-def tiny_bert_dir(tmp_path_factory, default_model_dir) -> Path:
-    """A randomly initialised 2-layer BERT (width 32) with the default model's tokenizer."""
+def make_tiny_bert(path: Path, tokenizer_dir: Path) -> Path:
+    """A randomly initialised 2-layer BERT (width 32, seed 0) with the given model's tokenizer, at `path`."""
     from transformers import BertConfig, BertModel
 
     torch.manual_seed(0)
@@ -40,12 +39,17 @@ def tiny_bert_dir(tmp_path_factory, default_model_dir) -> Path:
         intermediate_size=64,
         max_position_embeddings=128,
     )
-    path = tmp_path_factory.mktemp("tiny-bert")
     BertModel(config).eval().save_pretrained(path, safe_serialization=True)
     for name in TOKENIZER_FILES:
-        if (default_model_dir / name).exists():
-            shutil.copy(default_model_dir / name, path / name)
+        if (tokenizer_dir / name).exists():
+            shutil.copy(tokenizer_dir / name, path / name)
     return path
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory, default_model_dir) -> Path:
+    """A randomly initialised 2-layer BERT (width 32) with the default model's tokenizer."""
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), default_model_dir)
 
 
 @pytest.fixture(scope="session")

@@ -47,6 +47,16 @@ def train(setup_tuple, recipe, strategy, config, **kwargs):
     return fine_tune(encoder, objective, parse_strategy(strategy, 2), config, **kwargs), objective
 
 
+def interrupt_at(stop_step: int):
+    """A progress callback that kills the run (as Ctrl-C would) when it reaches `stop_step`."""
+
+    def stop(stage, step, total):
+        if step == stop_step:
+            raise KeyboardInterrupt
+
+    return stop
+
+
 def snapshot(model) -> list[dict[str, torch.Tensor]]:
     return [{k: v.detach().clone() for k, v in block.state_dict().items()} for block in encoder_blocks(model)]
 
@@ -115,11 +125,7 @@ def test_interrupted_run_resumes_to_the_same_weights(setup, tmp_path):
     expected = {k: v.clone() for k, v in encoder.model.state_dict().items()}
 
     encoder, head, train_data, dev = setup()
-
-    def stop(stage, step, total):
-        if step == 7:  # mid-epoch, after the checkpoint at step 6
-            raise KeyboardInterrupt
-
+    stop = interrupt_at(7)  # mid-epoch, after the checkpoint at step 6
     with pytest.raises(KeyboardInterrupt):
         train(
             (encoder, head, train_data, dev),
@@ -193,11 +199,7 @@ def test_serving_a_fitted_scalar_mix_recipe_reproduces_the_trained_vectors(setup
 
 def test_a_damaged_checkpoint_is_not_resumed_from(setup, tmp_path):
     encoder, head, train_data, dev = setup()
-
-    def stop(stage, step, total):
-        if step == 7:
-            raise KeyboardInterrupt
-
+    stop = interrupt_at(7)
     with pytest.raises(KeyboardInterrupt):
         train(
             (encoder, head, train_data, dev),
