@@ -22,7 +22,8 @@ from bertlens.io.cache import file_sha256
 
 
 def _save_tensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
-    save_file({k: v.detach().contiguous() for k, v in tensors.items()}, str(path))
+    """safetensors refuses tensors that share memory (tied weights): each is written as its own copy."""
+    save_file({k: v.detach().clone().contiguous() for k, v in tensors.items()}, str(path))
 
 
 def _optimizer_parts(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict]:

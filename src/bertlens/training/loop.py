@@ -106,7 +106,10 @@ def _param_groups(
             },
         )
         group["params"].append(param)
-    head_params = [p for module in extra.values() for p in module.parameters() if p.requires_grad]
+    in_model = {id(p) for p in model.parameters()}  # a head tied to the embeddings shares their parameter
+    head_params = [
+        p for module in extra.values() for p in module.parameters() if p.requires_grad and id(p) not in in_model
+    ]
     head_group = {"params": head_params, "block": -1, "base_lr": config.head_lr, "weight_decay": 0.0}
     ordered = [groups[key] for key in sorted(groups)] + ([head_group] if head_params else [])
     for group in ordered:

@@ -182,3 +182,106 @@ class Contrastive:
 
     def evaluate(self) -> None:
         return None  # trained for a fixed number of steps
+
+
+@dataclass(frozen=True)
+class PackedRows:
+    """Packed model inputs (encoding/packing.py) as arrays: ids, word starts, special and real positions [N, T]."""
+
+    ids: np.ndarray
+    word_start: np.ndarray
+    special: np.ndarray
+    real: np.ndarray
+
+    @classmethod
+    def of(cls, rows: list, pad_id: int) -> PackedRows:
+        width = max(len(r.ids) for r in rows)
+        ids = np.full((len(rows), width), pad_id, dtype=np.int64)  # [N, T]
+        start, special, real = (np.zeros((len(rows), width), dtype=bool) for _ in range(3))
+        for i, r in enumerate(rows):
+            n = len(r.ids)
+            ids[i, :n], start[i, :n], special[i, :n], real[i, :n] = r.ids, r.word_start, r.special, True
+        return cls(ids, start, special, real)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+class MaskedLM:
+    """Masked-language modelling (continued pre-training): dynamic masks, logits at masked positions only.
+
+    The head (training/mlm_head.py) is the model's own or a new one tied to its input embeddings.
+    Masks of training batches come from torch's global generator (saved in checkpoints); the
+    held-out slice uses fixed, seeded masks, so its loss is comparable from one evaluation to the next.
+    `evaluate` returns minus the held-out loss (higher is better, as the loop expects).
+    """
+
+    def __init__(
+        self,
+        encoder: Encoder,
+        head: nn.Module,
+        rows: PackedRows,
+        heldout: PackedRows | None,
+        *,
+        unit: str = "word",
+        rate: float = 0.15,
+        seed: int = 0,
+    ):
+        tokenizer = encoder.tokenizer
+        self.encoder, self.head, self.rows, self.heldout = encoder, head, rows, heldout
+        self.unit, self.rate, self.seed = unit, rate, seed
+        self.mask_id = tokenizer.mask_token_id
+        if self.mask_id is None:
+            raise BertlensError(f"model '{encoder.ref.name}' has no [MASK] token; masked-LM training needs one")
+        specials = set(tokenizer.all_special_ids)
+        self.random_ids = torch.tensor([i for i in range(len(tokenizer)) if i not in specials])
+        self.name = "masked_lm"
+
+    @property
+    def size(self) -> int:
+        return len(self.rows)
+
+    def modules(self) -> dict[str, nn.Module]:
+        return {"mlm_head": self.head}
+
+    def identity(self) -> str:
+        return content_key(["masked_lm", self.unit, self.rate], arrays=[self.rows.ids, self.rows.word_start])
+
+    def batch_loss(self, data: PackedRows, rows: np.ndarray, generator: torch.Generator | None = None) -> torch.Tensor:
+        from bertlens.training.masking import IGNORE, mask_tokens
+
+        ids = torch.from_numpy(data.ids[rows])  # [B, T]
+        real = torch.from_numpy(data.real[rows])  # [B, T]
+        masked = mask_tokens(
+            ids,
+            real & ~torch.from_numpy(data.special[rows]),
+            torch.from_numpy(data.word_start[rows]),
+            mask_id=self.mask_id,
+            random_ids=self.random_ids,
+            generator=generator,
+            rate=self.rate,
+            unit=self.unit,
+        )
+        hidden = self.encoder.model(input_ids=masked.inputs, attention_mask=real.long()).last_hidden_state  # [B, T, H]
+        chosen = masked.labels != IGNORE  # [B, T]
+        logits = self.head(hidden[chosen])  # [M, V]: only the masked positions
+        return torch.nn.functional.cross_entropy(logits, masked.labels[chosen])
+
+    def loss(self, rows: np.ndarray) -> torch.Tensor:
+        return self.batch_loss(self.rows, rows)
+
+    def heldout_loss(self, batch_size: int = 32) -> float:
+        """Mean masked-LM loss on the held-out rows, with masks fixed by the seed."""
+        self.encoder.model.eval()
+        self.head.eval()
+        generator = torch.Generator().manual_seed(self.seed + 7919)
+        total, count = 0.0, 0
+        with torch.no_grad():
+            for start in range(0, len(self.heldout), batch_size):
+                rows = np.arange(start, min(start + batch_size, len(self.heldout)))
+                total += float(self.batch_loss(self.heldout, rows, generator)) * len(rows)
+                count += len(rows)
+        return total / max(count, 1)
+
+    def evaluate(self) -> float | None:
+        return None if self.heldout is None else -self.heldout_loss()
