@@ -186,7 +186,8 @@ def test_under_cross_validation_every_fit_sees_only_its_folds_training_pairs(tmp
     targets = task.splits["all"].targets
     folds = make_folds({"all": np.arange(len(targets))}, targets, stratify=False, cv_folds=3, seed=0)
     expected = [np.sort(targets[f.train]) for f in folds]
-    assert len(mix_fits) == 3 and all(np.array_equal(a, b) for a, b in zip(mix_fits, expected, strict=True))
+    key = lambda scores: tuple(np.round(scores, 6))  # noqa: E731 - the fits run on threads: compare as a multiset
+    assert len(mix_fits) == 3 and sorted(map(key, mix_fits)) == sorted(map(key, expected))
     whitened = [
         c for c in range(1)
     ]  # one pooler: every whitened candidate fits once per fold, then once for the recipe
