@@ -126,13 +126,24 @@ def resolve_model(name: str | os.PathLike = "default") -> ModelRef:
 
 
 def load_tokenizer(ref: ModelRef, trust_remote_code: bool = False):
-    """A fast tokenizer (needed for special-token masks and offsets)."""
+    """A fast tokenizer (needed for special-token masks and offsets), checked against the model's vocabulary.
+
+    Without tokenizer files, transformers builds an empty tokenizer that maps every word to [UNK]
+    and raises nothing; a tokenizer much smaller than the model's vocabulary is refused instead.
+    """
     from transformers import AutoTokenizer
 
     try:
-        return AutoTokenizer.from_pretrained(ref.path, use_fast=True, trust_remote_code=trust_remote_code)
+        tokenizer = AutoTokenizer.from_pretrained(ref.path, use_fast=True, trust_remote_code=trust_remote_code)
     except (OSError, ValueError) as exc:
         raise BertlensError(f"model '{ref.name}': could not load its tokenizer from {ref.path} ({exc})") from exc
+    vocab = read_config(ref.path, ref.name).get("vocab_size")
+    if vocab and len(tokenizer) < vocab // 2:
+        raise BertlensError(
+            f"model '{ref.name}': could not load its tokenizer from {ref.path}: it has {len(tokenizer)} entries for a "
+            f"{vocab}-word model, so the directory lacks its tokenizer files (tokenizer.json or vocab.txt); copy them in"
+        )
+    return tokenizer
 
 
 def load_encoder(ref: ModelRef, *, eager_attention: bool = False, trust_remote_code: bool = False):

@@ -33,6 +33,12 @@ def make_files(tmp: Path, model: Path) -> None:
     (tmp / "few.csv").write_text("text,label\n" + "".join(f"t{i},{i % 2}\n" for i in range(8)))
     (tmp / "few-pairs.csv").write_text("a,b,score\n" + "".join(f"l{i},r{i},{i % 5}\n" for i in range(9)))
     (tmp / "one-class.csv").write_text("text,label\n" + "".join(f"t{i},pos\n" for i in range(30)))
+    (tmp / "blank-corpus.txt").write_text("   \n\t\n \n")
+    (tmp / "short-corpus.txt").write_text("one short line of text\n")
+    notok = tmp / "no-tokenizer"
+    notok.mkdir(exist_ok=True)
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(model / name, notok / name)
     (tmp / "pairs.tsv").write_text("a\tb\n" + "".join(f"q {i}\ta {i}\n" for i in range(12)))
     (tmp / "outdir.npy").mkdir(exist_ok=True)
     (tmp / "notamodel").mkdir(exist_ok=True)
@@ -267,6 +273,48 @@ CASES: list[tuple[str, list[str], str]] = [
         "longdoc with an unknown chunk classifier",
         ["longdoc", *TASK, "--strategies", "head,hier:lstm", "--out", "{tmp}/ld"],
         "unknown chunk classifier 'hier:lstm'",
+    ),
+    (
+        "pretrain on a corpus with no text",
+        [
+            "pretrain",
+            "--from",
+            "{model}",
+            "--texts",
+            "{tmp}/blank-corpus.txt",
+            "--out",
+            "{tmp}/pt",
+            "--cache-dir",
+            "{tmp}/ptc",
+            "--quiet",
+        ],
+        "the corpus has no text to train on",
+    ),
+    (
+        "pretrain corpus smaller than one batch",
+        [
+            "pretrain",
+            "--from",
+            "{model}",
+            "--texts",
+            "{tmp}/short-corpus.txt",
+            "--out",
+            "{tmp}/pt",
+            "--cache-dir",
+            "{tmp}/ptc",
+            "--quiet",
+        ],
+        "fewer than one batch",
+    ),
+    (
+        "pretrain --from a model without a tokenizer",
+        ["pretrain", "--from", "{tmp}/no-tokenizer", "--texts", "{tmp}/ok.txt", "--out", "{tmp}/pt", "--quiet"],
+        "could not load its tokenizer",
+    ),
+    (
+        "pretrain --heldout out of range",
+        ["pretrain", "--from", "{model}", "--texts", "{tmp}/ok.txt", "--heldout", "0.9", "--out", "{tmp}/pt"],
+        "--heldout must be a share between 0 and 0.5",
     ),
     (
         "longdoc on a similarity task",

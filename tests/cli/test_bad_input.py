@@ -43,4 +43,5 @@ def test_at_least_forty_cases_cover_every_command():
         "postprocess",
         "contrastive",
         "longdoc",
+        "pretrain",
     }

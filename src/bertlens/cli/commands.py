@@ -13,4 +13,5 @@ COMMANDS = {
     "postprocess": "fit whitening / all-but-the-top on a corpus and save a recipe",
     "contrastive": "SimCSE (unsupervised) or supervised contrastive fine-tuning",
     "longdoc": "compare long-text strategies (truncation, windows, chunk classifiers)",
+    "pretrain": "continued masked-LM pre-training on in-domain text (DAPT) or a task's texts (TAPT)",
 }

@@ -15,6 +15,8 @@ import torch
 from safetensors import safe_open
 from torch import nn
 
+from bertlens.errors import BertlensError
+
 PREFIX = "cls.predictions."
 
 
@@ -47,7 +49,11 @@ def mlm_head(encoder_model: nn.Module, model_dir: Path) -> tuple[nn.Module, Head
         missing, unexpected = head.load_state_dict(saved, strict=False)
         allowed = {"predictions.decoder.weight", "predictions.decoder.bias"}  # tied or stored once as the bias
         if set(missing) - allowed or unexpected:
-            raise ValueError(f"{model_dir}: masked-LM head does not match (missing {missing}, unexpected {unexpected})")
+            raise BertlensError(
+                f"{model_dir}: its masked-LM head (cls.predictions.*) does not fit this model "
+                f"(missing {sorted(set(missing) - allowed)[:3]}, unexpected {unexpected[:3]}); remove the head file or "
+                "use the model it was trained with"
+            )
         origin = HeadOrigin(True, "the model's own masked-LM head")
     else:
         origin = HeadOrigin(

@@ -206,6 +206,13 @@ class PackedRows:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def take(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(ids, word_start, special, real) [B, T] of the given rows."""
+        return self.ids[rows], self.word_start[rows], self.special[rows], self.real[rows]
+
+    def key(self) -> str:
+        return content_key(["packed"], arrays=[self.ids, self.word_start])
+
 
 class MaskedLM:
     """Masked-language modelling (continued pre-training): dynamic masks, logits at masked positions only.
@@ -245,29 +252,31 @@ class MaskedLM:
         return {"mlm_head": self.head}
 
     def identity(self) -> str:
-        return content_key(["masked_lm", self.unit, self.rate], arrays=[self.rows.ids, self.rows.word_start])
+        return content_key(["masked_lm", self.unit, self.rate, self.rows.key()])
 
-    def batch_loss(self, data: PackedRows, rows: np.ndarray, generator: torch.Generator | None = None) -> torch.Tensor:
+    def batch_loss(self, data, rows: np.ndarray, generator: torch.Generator | None = None) -> torch.Tensor | None:
+        """Mean cross-entropy at the masked positions of `rows` of `data` (PackedRows or StreamRows)."""
         from bertlens.training.masking import IGNORE, mask_tokens
 
-        ids = torch.from_numpy(data.ids[rows])  # [B, T]
-        real = torch.from_numpy(data.real[rows])  # [B, T]
+        ids, word_start, special, real = (torch.from_numpy(a) for a in data.take(rows))  # [B, T] each
         masked = mask_tokens(
             ids,
-            real & ~torch.from_numpy(data.special[rows]),
-            torch.from_numpy(data.word_start[rows]),
+            real & ~special,
+            word_start,
             mask_id=self.mask_id,
             random_ids=self.random_ids,
             generator=generator,
             rate=self.rate,
             unit=self.unit,
         )
-        hidden = self.encoder.model(input_ids=masked.inputs, attention_mask=real.long()).last_hidden_state  # [B, T, H]
         chosen = masked.labels != IGNORE  # [B, T]
+        if not chosen.any():
+            return None  # nothing was drawn for prediction in these rows (very short rows)
+        hidden = self.encoder.model(input_ids=masked.inputs, attention_mask=real.long()).last_hidden_state  # [B, T, H]
         logits = self.head(hidden[chosen])  # [M, V]: only the masked positions
         return torch.nn.functional.cross_entropy(logits, masked.labels[chosen])
 
-    def loss(self, rows: np.ndarray) -> torch.Tensor:
+    def loss(self, rows: np.ndarray) -> torch.Tensor | None:
         return self.batch_loss(self.rows, rows)
 
     def heldout_loss(self, batch_size: int = 32) -> float:
@@ -279,9 +288,11 @@ class MaskedLM:
         with torch.no_grad():
             for start in range(0, len(self.heldout), batch_size):
                 rows = np.arange(start, min(start + batch_size, len(self.heldout)))
-                total += float(self.batch_loss(self.heldout, rows, generator)) * len(rows)
-                count += len(rows)
-        return total / max(count, 1)
+                loss = self.batch_loss(self.heldout, rows, generator)
+                if loss is not None:
+                    total += float(loss) * len(rows)
+                    count += len(rows)
+        return total / count if count else float("nan")
 
     def evaluate(self) -> float | None:
         return None if self.heldout is None else -self.heldout_loss()

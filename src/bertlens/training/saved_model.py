@@ -12,19 +12,32 @@ import json
 import shutil
 from pathlib import Path
 
+import torch
+from safetensors.torch import save_file
+
 from bertlens.encoding.encoder import Encoder
 from bertlens.io.atomic import write_json
 from bertlens.representation.recipe import Recipe
 from bertlens.training.heads import Head
 
 
-def save_finetuned(out: Path, encoder: Encoder, recipe: Recipe, head: Head | None, training: dict) -> Recipe:
+def save_finetuned(
+    out: Path,
+    encoder: Encoder,
+    recipe: Recipe,
+    head: Head | None,
+    training: dict,
+    tensors: dict[str, dict[str, torch.Tensor]] | None = None,
+) -> Recipe:
+    """`tensors`: extra safetensors files to save beside the model (name -> tensors), e.g. a masked-LM head."""
     out.mkdir(parents=True, exist_ok=True)
     staging = out / ".saving"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
     encoder.model.save_pretrained(staging, safe_serialization=True)
     encoder.tokenizer.save_pretrained(staging)
+    for name, values in (tensors or {}).items():
+        save_file({k: v.detach().clone().contiguous() for k, v in values.items()}, str(staging / name))
     if head is not None:
         (staging / "head").mkdir()
         head.save(staging / "head")

@@ -1,0 +1,111 @@
+"""`bertlens pretrain`: continued masked-LM pre-training (DAPT on corpus files, TAPT on a task's own texts)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+
+from bertlens.cli.commands import COMMANDS
+from bertlens.cli.console import progress_bar, say
+from bertlens.cli.options import add_run_options
+from bertlens.errors import BertlensError
+from bertlens.experiments.pretrain import PRETRAIN_DEFAULTS, run_pretrain
+from bertlens.io.cache import content_key, file_sha256
+from bertlens.io.tables import TableSpec, check_file, is_blank, iter_records, parse_column
+from bertlens.tasks.catalog import CATALOG, data_dir, get_task
+from bertlens.tasks.loaders import load_catalog_task
+from bertlens.training.masking import MASK_UNITS
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "pretrain",
+        help=COMMANDS["pretrain"],
+        description="Continue masked-LM training of a model on in-domain text (DAPT, --texts) or on a task's own "
+        "texts (TAPT, --task); writes a model directory every command accepts, with the masked-LM head kept.",
+    )
+    parser.add_argument(
+        "--from", dest="model", required=True, help="the model to continue: 'default', a directory, a hub id"
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--texts", type=Path, nargs="+", help="corpus files: .txt (a document a line), .csv/.tsv/.jsonl"
+    )
+    source.add_argument("--task", help=f"a catalog task's training texts (TAPT): {', '.join(CATALOG)}")
+    parser.add_argument("--column", help="for CSV/TSV/JSONL corpus files: the text column or field")
+    parser.add_argument("--data-dir", help="where catalog tasks live (default $BERTLENS_DATA or ../shared/data)")
+    parser.add_argument("--max-length", type=int, default=128, help="tokens per packed row (default 128)")
+    parser.add_argument("--mask-unit", choices=MASK_UNITS, default="word", help="whole-word masking (default) or token")
+    parser.add_argument("--heldout", type=float, default=0.02, help="share of rows held out for the held-out loss")
+    parser.add_argument("--epochs", type=int, default=PRETRAIN_DEFAULTS.epochs)
+    parser.add_argument("--batch-size", type=int, default=PRETRAIN_DEFAULTS.batch_size)
+    parser.add_argument("--lr", type=float, default=PRETRAIN_DEFAULTS.lr)
+    parser.add_argument("--warmup", type=float, default=PRETRAIN_DEFAULTS.warmup)
+    parser.add_argument("--checkpoint-every", type=int, default=PRETRAIN_DEFAULTS.checkpoint_every)
+    parser.add_argument("--restart", action="store_true", help="discard an unfinished run in --out and start over")
+    parser.add_argument(
+        "--cache-dir", type=Path, help="token-stream cache (default $BERTLENS_CACHE or ~/.cache/bertlens)"
+    )
+    parser.add_argument(
+        "--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)"
+    )
+    add_run_options(parser, None, "model directory to write (an interrupted run resumes here)")
+    parser.set_defaults(run=run)
+
+
+def _file_texts(paths: list[Path], column: str | None):
+    for path in paths:
+        spec = TableSpec(path, () if column is None else (parse_column(column),))
+        for _, (text,) in iter_records(spec):
+            if not is_blank(text):
+                yield text
+
+
+def run(args: argparse.Namespace) -> None:
+    if args.epochs < 1 or args.batch_size < 1 or args.lr <= 0 or args.checkpoint_every < 1:
+        raise BertlensError("--epochs, --batch-size and --checkpoint-every must be at least 1 and --lr positive")
+    if not 0 < args.heldout < 0.5:
+        raise BertlensError("--heldout must be a share between 0 and 0.5, e.g. 0.02")
+    if args.texts:
+        for path in args.texts:
+            check_file(path)
+        texts = _file_texts(args.texts, args.column)
+        source = ", ".join(str(p) for p in args.texts)
+        key = content_key([args.column, [file_sha256(p) for p in args.texts]])
+    else:
+        task = load_catalog_task(get_task(args.task), data_dir(args.data_dir))
+        split = task.splits.get("train") or task.splits["all"]  # never a test split's text
+        texts = [*split.texts_a, *(split.texts_b or ())]
+        source, key = f"task {args.task} (training texts)", content_key(["task", args.task], texts)
+    config = replace(
+        PRETRAIN_DEFAULTS,
+        lr=args.lr,
+        head_lr=args.lr,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        warmup=args.warmup,
+        seed=args.seed,
+        checkpoint_every=args.checkpoint_every,
+    )
+    with progress_bar("pretrain", unit="steps", enabled=not args.quiet) as update:
+        outcome = run_pretrain(
+            args.model,
+            texts,
+            source,
+            key,
+            args.out,
+            config=config,
+            max_length=args.max_length,
+            mask_unit=args.mask_unit,
+            heldout=args.heldout,
+            cache_dir=args.cache_dir,
+            restart=args.restart,
+            trust_remote_code=args.trust_remote_code,
+            progress=update,
+        )
+    say(
+        f"pretrain: {outcome.tokens:,} tokens from {source}, {outcome.result.steps} steps; held-out masked-LM loss "
+        f"{outcome.base_heldout:.3f} (base) -> {outcome.final_heldout:.3f}; {outcome.head}"
+    )
+    say(f"saved {args.out} (use --model {args.out}, or --from {args.out} to continue)")

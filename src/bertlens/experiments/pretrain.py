@@ -1,0 +1,156 @@
+"""`bertlens pretrain` as a library call: continued masked-LM pre-training (DAPT on a corpus, TAPT on a
+task's own texts) in the one training loop, saved as a model directory every command accepts.
+
+Gururangan et al. 2020 ("Don't Stop Pretraining"): continuing masked-LM training on in-domain
+text (DAPT), or on the task's own unlabelled text (TAPT, far cheaper), helps a model whose
+pre-training text was far from the task's. The corpus is tokenized once into a cached stream;
+packed rows are read from it; a seeded slice of the rows is held out and never trained on,
+and its masked-LM loss is measured before training (the base model) and after every epoch.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bertlens.encoding.encoder import Encoder
+from bertlens.encoding.token_stream import StreamRows, build_token_stream
+from bertlens.errors import BertlensError
+from bertlens.io.cache import default_cache_dir
+from bertlens.progress import Progress, silent
+from bertlens.representation.recipe import Recipe
+from bertlens.training.loop import FineTuneResult, TrainConfig, fine_tune
+from bertlens.training.mlm_head import mlm_head
+from bertlens.training.objectives import MaskedLM
+from bertlens.training.saved_model import save_finetuned
+from bertlens.training.strategies import parse_strategy
+
+HEAD_FILE = "mlm_head.safetensors"  # the masked-LM head, saved beside the encoder (a second pretrain loads it)
+PRETRAIN_DEFAULTS = TrainConfig(
+    lr=5e-5,
+    head_lr=5e-5,
+    epochs=1,
+    min_steps=0,
+    batch_size=32,
+    warmup=0.06,
+    weight_decay=0.01,
+    patience=1_000_000,
+    checkpoint_every=200,
+)
+
+
+@dataclass(frozen=True)
+class PretrainOutcome:
+    result: FineTuneResult
+    tokens: int
+    documents: int
+    train_rows: int
+    heldout_rows: int
+    base_heldout: float  # held-out masked-LM loss of the model before training
+    final_heldout: float
+    head: str  # where the head came from
+    recipe: Recipe
+
+
+def split_rows(rows: StreamRows, fraction: float, seed: int) -> tuple[StreamRows, StreamRows]:
+    """(train, held-out): a seeded contiguous slice of `fraction` of the rows is held out, never trained on."""
+    held = max(1, round(len(rows) * fraction))
+    start = int(np.random.default_rng(seed).integers(0, len(rows) - held + 1))
+    heldout = np.arange(start, start + held)
+    train = np.r_[np.arange(0, start), np.arange(start + held, len(rows))]
+    return rows.part(train), rows.part(heldout)
+
+
+def run_pretrain(
+    model: str,
+    texts: Iterable[str],
+    source: str,
+    source_key: str,
+    out: Path,
+    *,
+    config: TrainConfig = PRETRAIN_DEFAULTS,
+    max_length: int = 128,
+    mask_unit: str = "word",
+    heldout: float = 0.02,
+    cache_dir: Path | None = None,
+    restart: bool = False,
+    trust_remote_code: bool = False,
+    progress: Progress = silent,
+) -> PretrainOutcome:
+    """Continue masked-LM training of `model` on `texts`; write OUT as a Hugging Face directory with the head kept."""
+    start = time.perf_counter()
+    encoder = Encoder(model, max_length=max_length, trust_remote_code=trust_remote_code)
+    tokenizer = encoder.tokenizer
+    if tokenizer.mask_token_id is None or tokenizer.sep_token_id is None or tokenizer.cls_token_id is None:
+        raise BertlensError(
+            f"model '{model}': its tokenizer has no [MASK]/[CLS]/[SEP] tokens; masked-LM training needs them"
+        )
+    head, origin = mlm_head(encoder.model, encoder.ref.path)
+    stream = build_token_stream(
+        texts, tokenizer, encoder.ref.fingerprint, source_key, default_cache_dir(cache_dir), progress
+    )
+    if len(stream) == 0:
+        raise BertlensError(f"{source}: the corpus has no text to train on")
+    rows = StreamRows(
+        stream, encoder.max_length, tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id or 0
+    )
+    if len(rows) < config.batch_size + 1:
+        raise BertlensError(
+            f"{source}: {len(stream)} tokens make {len(rows)} rows of {encoder.max_length}, fewer than one batch of "
+            f"{config.batch_size} plus a held-out row; add text or lower --batch-size / --max-length"
+        )
+    train, held = split_rows(rows, heldout, config.seed)
+    objective = MaskedLM(encoder, head, train, held, unit=mask_unit, seed=config.seed)
+    base = objective.heldout_loss()
+    checkpoint = out / "checkpoint"
+    if restart:
+        shutil.rmtree(checkpoint, ignore_errors=True)
+    result = fine_tune(
+        encoder,
+        objective,
+        parse_strategy("full", encoder.num_layers),
+        config,
+        checkpoint_dir=checkpoint,
+        progress=progress,
+    )
+    final = objective.heldout_loss()
+    # the checkpoint's own naming (cls.predictions.*); the decoder is the embedding matrix and the bias, stored already
+    head_tensors = {"cls." + k: v for k, v in head.state_dict().items() if not k.startswith("predictions.decoder.")}
+    recipe = save_finetuned(
+        out,
+        encoder,
+        Recipe(max_length=encoder.max_length),
+        None,
+        {
+            "objective": "masked_lm",
+            "base_model": encoder.ref.name,
+            "base_fingerprint": encoder.ref.fingerprint,
+            "source": source,
+            "tokens": len(stream),
+            "documents": stream.documents,
+            "rows": len(rows),
+            "train_rows": len(train),
+            "heldout_rows": len(held),
+            "max_length": encoder.max_length,
+            "mask_unit": mask_unit,
+            "head": origin.note,
+            "config": asdict(config),
+            "steps": result.steps,
+            "first_loss": result.first_loss,
+            "last_loss": result.last_loss,
+            "heldout_loss_base": base,
+            "heldout_loss_final": final,
+            "heldout_loss_by_epoch": [-h for h in result.history],
+            "seconds": round(time.perf_counter() - start, 1),
+        },
+        tensors={HEAD_FILE: head_tensors},
+    )
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    return PretrainOutcome(
+        result, len(stream), stream.documents, len(train), len(held), base, final, origin.note, recipe
+    )
