@@ -317,6 +317,16 @@ CASES: list[tuple[str, list[str], str]] = [
         "--heldout must be a share between 0 and 0.5",
     ),
     (
+        "domain on a single text",
+        ["domain", "--texts", "{tmp}/short-corpus.txt", "--model", "{model}", "--out", "{tmp}/dom"],
+        "need at least 2 non-empty texts",
+    ),
+    (
+        "domain --samples too small",
+        ["domain", "--texts", "{tmp}/ok.txt", "--samples", "5", "--model", "{model}", "--out", "{tmp}/dom"],
+        "--samples must be at least 10",
+    ),
+    (
         "longdoc on a similarity task",
         ["longdoc", "--task", "stsb", "--data-dir", "{data}", "--model", "{model}", "--out", "{tmp}/ld", "--quiet"],
         "is similarity",

@@ -44,4 +44,5 @@ def test_at_least_forty_cases_cover_every_command():
         "contrastive",
         "longdoc",
         "pretrain",
+        "domain",
     }

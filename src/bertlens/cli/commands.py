@@ -14,4 +14,5 @@ COMMANDS = {
     "contrastive": "SimCSE (unsupervised) or supervised contrastive fine-tuning",
     "longdoc": "compare long-text strategies (truncation, windows, chunk classifiers)",
     "pretrain": "continued masked-LM pre-training on in-domain text (DAPT) or a task's texts (TAPT)",
+    "domain": "is your text far from what the model was trained on? tokenizer fit, masked-LM surprise, verdict",
 }
