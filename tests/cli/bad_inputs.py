@@ -317,6 +317,31 @@ CASES: list[tuple[str, list[str], str]] = [
         "--heldout must be a share between 0 and 0.5",
     ),
     (
+        "pretrain --config that is neither a size nor a file",
+        ["pretrain", "--config", "huge", "--tokenizer", "{model}", "--texts", "{tmp}/ok.txt", "--out", "{tmp}/pt"],
+        "is neither a size",
+    ),
+    (
+        "pretrain --config file that does not parse",
+        [
+            "pretrain",
+            "--config",
+            "{tmp}/recipe-bad-json.json",
+            "--tokenizer",
+            "{model}",
+            "--texts",
+            "{tmp}/ok.txt",
+            "--out",
+            "{tmp}/pt",
+        ],
+        "not valid JSON",
+    ),
+    (
+        "pretrain --config without --tokenizer",
+        ["pretrain", "--config", "tiny", "--texts", "{tmp}/ok.txt", "--out", "{tmp}/pt"],
+        "needs --tokenizer DIR",
+    ),
+    (
         "domain on a single text",
         ["domain", "--texts", "{tmp}/short-corpus.txt", "--model", "{model}", "--out", "{tmp}/dom"],
         "need at least 2 non-empty texts",

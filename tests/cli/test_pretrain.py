@@ -72,3 +72,28 @@ def test_tapt_on_a_task_with_a_model_without_a_head(tmp_path, tiny_bert_dir):
     record = json.loads((out / "training.json").read_text())
     assert "tied to the input embeddings" in record["head"] and record["source"] == "task trec (training texts)"
     assert record["heldout_loss_final"] < record["heldout_loss_base"]
+
+
+def test_from_scratch_starts_at_chance_and_learns(tmp_path, corpus):
+    out = tmp_path / "scratch"
+    assert (
+        pretrain(
+            "--config",
+            "tiny",
+            "--tokenizer",
+            str(RAW),
+            "--texts",
+            str(corpus),
+            "--epochs",
+            "2",
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(tmp_path / "c"),
+        )
+        == 0
+    )
+    record = json.loads((out / "training.json").read_text())
+    assert record["heldout_loss_base"] == pytest.approx(np.log(30522), abs=0.3)  # a random model: about ln(vocabulary)
+    assert record["heldout_loss_final"] < record["heldout_loss_base"] - 0.1
+    assert not (out / ".init").exists() and json.loads((out / "config.json").read_text())["num_hidden_layers"] == 6

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
 from bertlens.cli.options import add_run_options
 from bertlens.errors import BertlensError
-from bertlens.experiments.pretrain import PRETRAIN_DEFAULTS, run_pretrain
+from bertlens.experiments.pretrain import PRETRAIN_DEFAULTS, initialise_from_scratch, run_pretrain
 from bertlens.io.cache import content_key, file_sha256
 from bertlens.io.tables import TableSpec, check_file, is_blank, iter_records, parse_column
 from bertlens.tasks.catalog import CATALOG, data_dir, get_task
@@ -25,9 +26,12 @@ def add_parser(subparsers) -> None:
         description="Continue masked-LM training of a model on in-domain text (DAPT, --texts) or on a task's own "
         "texts (TAPT, --task); writes a model directory every command accepts, with the masked-LM head kept.",
     )
-    parser.add_argument(
-        "--from", dest="model", required=True, help="the model to continue: 'default', a directory, a hub id"
+    start = parser.add_mutually_exclusive_group(required=True)
+    start.add_argument("--from", dest="model", help="the model to continue: 'default', a directory, a hub id")
+    start.add_argument(
+        "--config", help="train from scratch: a size (tiny, mini, small, medium) or a BertConfig JSON file"
     )
+    parser.add_argument("--tokenizer", type=Path, help="with --config: a directory holding the tokenizer to use")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--texts", type=Path, nargs="+", help="corpus files: .txt (a document a line), .csv/.tsv/.jsonl"
@@ -78,6 +82,13 @@ def run(args: argparse.Namespace) -> None:
         split = task.splits.get("train") or task.splits["all"]  # never a test split's text
         texts = [*split.texts_a, *(split.texts_b or ())]
         source, key = f"task {args.task} (training texts)", content_key(["task", args.task], texts)
+    model = args.model
+    if args.config:
+        if args.tokenizer is None:
+            raise BertlensError("--config trains from scratch and needs --tokenizer DIR (e.g. a model directory)")
+        model = str(
+            initialise_from_scratch(args.config, args.tokenizer, args.out / ".init", args.seed, args.max_length)
+        )
     config = replace(
         PRETRAIN_DEFAULTS,
         lr=args.lr,
@@ -90,7 +101,7 @@ def run(args: argparse.Namespace) -> None:
     )
     with progress_bar("pretrain", unit="steps", enabled=not args.quiet) as update:
         outcome = run_pretrain(
-            args.model,
+            model,
             texts,
             source,
             key,
@@ -108,4 +119,6 @@ def run(args: argparse.Namespace) -> None:
         f"pretrain: {outcome.tokens:,} tokens from {source}, {outcome.result.steps} steps; held-out masked-LM loss "
         f"{outcome.base_heldout:.3f} (base) -> {outcome.final_heldout:.3f}; {outcome.head}"
     )
+    if args.config:
+        shutil.rmtree(args.out / ".init", ignore_errors=True)  # the random starting point, no longer needed
     say(f"saved {args.out} (use --model {args.out}, or --from {args.out} to continue)")

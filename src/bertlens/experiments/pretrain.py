@@ -10,6 +10,7 @@ and its masked-LM loss is measured before training (the base model) and after ev
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from collections.abc import Iterable
@@ -17,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from bertlens.encoding.encoder import Encoder
 from bertlens.encoding.token_stream import StreamRows, build_token_stream
@@ -55,6 +57,54 @@ class PretrainOutcome:
     final_heldout: float
     head: str  # where the head came from
     recipe: Recipe
+
+
+# Named sizes for training from scratch (BERT architecture): layers x width, heads, feed-forward width
+SIZES = {
+    "tiny": {"num_hidden_layers": 6, "hidden_size": 128, "num_attention_heads": 4, "intermediate_size": 512},
+    "mini": {"num_hidden_layers": 4, "hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 1024},
+    "small": {"num_hidden_layers": 6, "hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 1024},
+    "medium": {"num_hidden_layers": 8, "hidden_size": 512, "num_attention_heads": 8, "intermediate_size": 2048},
+}
+
+
+def scratch_config(spec: str) -> dict:
+    """A named size (tiny, mini, small, medium) or a JSON file of BertConfig fields."""
+    if spec in SIZES:
+        return dict(SIZES[spec])
+    path = Path(spec)
+    if not path.is_file():
+        raise BertlensError(f"--config '{spec}' is neither a size ({', '.join(SIZES)}) nor a JSON file")
+    try:
+        fields = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BertlensError(
+            f"--config {path}: not valid JSON ({exc}); give BertConfig fields as a JSON object"
+        ) from None
+    if not isinstance(fields, dict):
+        raise BertlensError(f"--config {path}: expected a JSON object of BertConfig fields")
+    return fields
+
+
+def initialise_from_scratch(spec: str, tokenizer_dir: Path, target: Path, seed: int, max_length: int) -> Path:
+    """A randomly initialised BERT (seeded) with the given tokenizer, written to `target` as a model directory."""
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir, use_fast=True)
+    except (OSError, ValueError) as exc:
+        raise BertlensError(f"--tokenizer {tokenizer_dir}: could not load a tokenizer ({exc})") from None
+    fields = {"max_position_embeddings": max(512, max_length), **scratch_config(spec), "vocab_size": len(tokenizer)}
+    try:
+        config = BertConfig(**fields)
+        torch.manual_seed(seed)
+        model = BertModel(config)
+    except (TypeError, ValueError) as exc:
+        raise BertlensError(f"--config {spec}: not a valid BERT configuration ({exc})") from None
+    target.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(target, safe_serialization=True)
+    tokenizer.save_pretrained(target)
+    return target
 
 
 def split_rows(rows: StreamRows, fraction: float, seed: int) -> tuple[StreamRows, StreamRows]:
