@@ -16,6 +16,7 @@ from bertlens.io.cache import content_key, file_sha256
 from bertlens.io.tables import TableSpec, check_file, is_blank, iter_records, parse_column
 from bertlens.tasks.catalog import CATALOG, data_dir, get_task
 from bertlens.tasks.loaders import load_catalog_task
+from bertlens.training import distributed
 from bertlens.training.masking import MASK_UNITS
 
 
@@ -82,13 +83,15 @@ def run(args: argparse.Namespace) -> None:
         split = task.splits.get("train") or task.splits["all"]  # never a test split's text
         texts = [*split.texts_a, *(split.texts_b or ())]
         source, key = f"task {args.task} (training texts)", content_key(["task", args.task], texts)
+    world = distributed.setup()  # under torchrun: one process per rank, rank 0 writes and prints
     model = args.model
     if args.config:
         if args.tokenizer is None:
             raise BertlensError("--config trains from scratch and needs --tokenizer DIR (e.g. a model directory)")
-        model = str(
+        if world.writer:
             initialise_from_scratch(args.config, args.tokenizer, args.out / ".init", args.seed, args.max_length)
-        )
+        distributed.barrier(world)
+        model = str(args.out / ".init")
     config = replace(
         PRETRAIN_DEFAULTS,
         lr=args.lr,
@@ -99,7 +102,7 @@ def run(args: argparse.Namespace) -> None:
         seed=args.seed,
         checkpoint_every=args.checkpoint_every,
     )
-    with progress_bar("pretrain", unit="steps", enabled=not args.quiet) as update:
+    with progress_bar("pretrain", unit="steps", enabled=not args.quiet and world.writer) as update:
         outcome = run_pretrain(
             model,
             texts,
@@ -115,6 +118,8 @@ def run(args: argparse.Namespace) -> None:
             trust_remote_code=args.trust_remote_code,
             progress=update,
         )
+    if not world.writer:
+        return
     say(
         f"pretrain: {outcome.tokens:,} tokens from {source}, {outcome.result.steps} steps; held-out masked-LM loss "
         f"{outcome.base_heldout:.3f} (base) -> {outcome.final_heldout:.3f}; {outcome.head}"

@@ -26,6 +26,7 @@ from bertlens.errors import BertlensError
 from bertlens.io.cache import default_cache_dir
 from bertlens.progress import Progress, silent
 from bertlens.representation.recipe import Recipe
+from bertlens.training import distributed
 from bertlens.training.loop import FineTuneResult, TrainConfig, fine_tune
 from bertlens.training.mlm_head import mlm_head
 from bertlens.training.objectives import MaskedLM
@@ -134,6 +135,9 @@ def run_pretrain(
 ) -> PretrainOutcome:
     """Continue masked-LM training of `model` on `texts`; write OUT as a Hugging Face directory with the head kept."""
     start = time.perf_counter()
+    world = distributed.setup()  # under torchrun: data-parallel, rank 0 writes; otherwise one process
+    if not world.writer:
+        progress = silent
     encoder = Encoder(model, max_length=max_length, trust_remote_code=trust_remote_code)
     tokenizer = encoder.tokenizer
     if tokenizer.mask_token_id is None or tokenizer.sep_token_id is None or tokenizer.cls_token_id is None:
@@ -141,9 +145,12 @@ def run_pretrain(
             f"model '{model}': its tokenizer has no [MASK]/[CLS]/[SEP] tokens; masked-LM training needs them"
         )
     head, origin = mlm_head(encoder.model, encoder.ref.path)
-    stream = build_token_stream(
-        texts, tokenizer, encoder.ref.fingerprint, source_key, default_cache_dir(cache_dir), progress
-    )
+    cache = default_cache_dir(cache_dir)
+    if world.writer:  # one process tokenizes; the others open its cached stream
+        stream = build_token_stream(texts, tokenizer, encoder.ref.fingerprint, source_key, cache, progress)
+    distributed.barrier(world)
+    if not world.writer:
+        stream = build_token_stream(texts, tokenizer, encoder.ref.fingerprint, source_key, cache, progress)
     if len(stream) == 0:
         raise BertlensError(f"{source}: the corpus has no text to train on")
     rows = StreamRows(
@@ -169,6 +176,19 @@ def run_pretrain(
         progress=progress,
     )
     final = objective.heldout_loss()
+    if not world.writer:  # the replicas are identical: one process writes
+        distributed.barrier(world)
+        return PretrainOutcome(
+            result,
+            len(stream),
+            stream.documents,
+            len(train),
+            len(held),
+            base,
+            final,
+            origin.note,
+            Recipe(model=str(out)),
+        )
     # the checkpoint's own naming (cls.predictions.*); the decoder is the embedding matrix and the bias, stored already
     head_tensors = {"cls." + k: v for k, v in head.state_dict().items() if not k.startswith("predictions.decoder.")}
     recipe = save_finetuned(
@@ -196,11 +216,13 @@ def run_pretrain(
             "heldout_loss_base": base,
             "heldout_loss_final": final,
             "heldout_loss_by_epoch": [-h for h in result.history],
+            "loss_curve": [round(x, 5) for x in result.losses],
             "seconds": round(time.perf_counter() - start, 1),
         },
         tensors={HEAD_FILE: head_tensors},
     )
     shutil.rmtree(checkpoint, ignore_errors=True)
+    distributed.barrier(world)
     return PretrainOutcome(
         result, len(stream), stream.documents, len(train), len(held), base, final, origin.note, recipe
     )

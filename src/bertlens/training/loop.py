@@ -25,6 +25,7 @@ from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
 from bertlens.io.cache import content_key
 from bertlens.progress import Progress, silent
+from bertlens.training import distributed
 from bertlens.training.blocks import block_of_parameters, encoder_blocks, reinitialise_top
 from bertlens.training.checkpoint import find_checkpoint, load_checkpoint, read_state, save_checkpoint
 from bertlens.training.strategies import Strategy
@@ -75,6 +76,7 @@ class FineTuneResult:
     seconds: float
     first_loss: float
     last_loss: float  # mean over the last 10% of steps
+    losses: tuple[float, ...] = ()  # the training loss of every step (mean over processes under torchrun)
 
 
 def lr_factor(step: int, total: int, warmup: int) -> float:
@@ -125,6 +127,24 @@ def apply_strategy(model: nn.Module, strategy: Strategy, num_layers: int, epoch:
     return trainable
 
 
+def _distributed_step(loss: torch.Tensor | None, optimizer, config: TrainConfig, world, state: dict) -> None:
+    """One data-parallel step: local backward, gradients averaged across processes, the same update everywhere.
+
+    The recorded loss is the mean over processes, so a run on N processes with batch b logs what one
+    process with batch N x b would (up to which examples got which masks).
+    """
+    optimizer.zero_grad(set_to_none=True)
+    if loss is not None:
+        loss.backward()
+    params = [p for g in optimizer.param_groups for p in g["params"] if p.requires_grad]  # frozen blocks stay frozen
+    distributed.average_gradients(params, world)
+    torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
+    optimizer.step()
+    mean = distributed.mean_over_processes(float(loss.detach()) if loss is not None else None, world)
+    if mean is not None:
+        state["losses"].append(mean)
+
+
 def _set_mode(modules: dict[str, nn.Module], training: bool) -> None:
     for module in modules.values():
         module.train(training)
@@ -150,11 +170,17 @@ def fine_tune(
     model = encoder.model
     num_layers = encoder.num_layers
     modules = {"model": model, **objective.modules()}
+    world = distributed.current()  # one process: exactly the single-process loop
     torch.manual_seed(config.seed)
     reinitialise_top(model, strategy.reinit_top, config.seed)
     groups = _param_groups(model, objective.modules(), strategy, config, num_layers)
     optimizer = torch.optim.AdamW(groups, lr=config.lr)
-    per_epoch = math.ceil(objective.size / config.batch_size)
+    if world.size > 1:
+        torch.manual_seed(
+            config.seed * 1_000 + world.rank
+        )  # same weights, a different dropout and mask stream per process
+    per_batch = config.batch_size * world.size  # the global batch
+    per_epoch = math.ceil(objective.size / per_batch)
     epochs = max(config.epochs, math.ceil(config.min_steps / per_epoch))
     total = epochs * per_epoch
     warmup = int(config.warmup * total)
@@ -187,11 +213,14 @@ def fine_tune(
             objective.size, generator=torch.Generator().manual_seed(config.seed * 100_003 + epoch)
         ).numpy()
         for index in range(offset, per_epoch):
-            rows = order[index * config.batch_size : (index + 1) * config.batch_size]
+            rows = order[index * per_batch : (index + 1) * per_batch]
+            rows = rows[world.rank * config.batch_size : (world.rank + 1) * config.batch_size]  # this process's slice
             for group in optimizer.param_groups:
                 group["lr"] = group["base_lr"] * lr_factor(step, total, warmup)
-            loss = objective.loss(rows)
-            if loss is not None:
+            loss = objective.loss(rows) if len(rows) else None
+            if world.size > 1:
+                _distributed_step(loss, optimizer, config, world, state)
+            elif loss is not None:
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 trainable = [p for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
@@ -199,8 +228,9 @@ def fine_tune(
                 optimizer.step()
                 state["losses"].append(float(loss.detach()))
             step += 1
-            progress("training", step, total)
-            if checkpoint_dir and step % config.checkpoint_every == 0 and step % per_epoch:
+            if world.writer:
+                progress("training", step, total)
+            if checkpoint_dir and world.writer and step % config.checkpoint_every == 0 and step % per_epoch:
                 save_checkpoint(checkpoint_dir, modules, optimizer, {**state, "step": step}, best)
         dev_score = objective.evaluate()
         if dev_score is not None:
@@ -212,8 +242,9 @@ def fine_tune(
                 state["bad_epochs"] += 1
         state["step"] = step
         state["done"] = state["bad_epochs"] >= config.patience or step >= total
-        if checkpoint_dir:
+        if checkpoint_dir and world.writer:
             save_checkpoint(checkpoint_dir, modules, optimizer, state, best)
+        distributed.barrier(world)
     if best is not None:
         for name, module in modules.items():
             module.load_state_dict(best[name])
@@ -230,4 +261,5 @@ def fine_tune(
         time.perf_counter() - start_time,
         losses[0],
         float(np.mean(losses[-tail:])),
+        tuple(state["losses"]),
     )
