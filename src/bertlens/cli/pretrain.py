@@ -43,6 +43,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--max-length", type=int, default=128, help="tokens per packed row (default 128)")
     parser.add_argument("--mask-unit", choices=MASK_UNITS, default="word", help="whole-word masking (default) or token")
     parser.add_argument("--heldout", type=float, default=0.02, help="share of rows held out for the held-out loss")
+    parser.add_argument("--max-tokens", type=int, help="use only the first N tokens of the corpus (a token budget)")
     parser.add_argument("--epochs", type=int, default=PRETRAIN_DEFAULTS.epochs)
     parser.add_argument("--batch-size", type=int, default=PRETRAIN_DEFAULTS.batch_size)
     parser.add_argument("--lr", type=float, default=PRETRAIN_DEFAULTS.lr)
@@ -113,6 +114,7 @@ def run(args: argparse.Namespace) -> None:
             max_length=args.max_length,
             mask_unit=args.mask_unit,
             heldout=args.heldout,
+            max_tokens=args.max_tokens,
             cache_dir=args.cache_dir,
             restart=args.restart,
             trust_remote_code=args.trust_remote_code,

@@ -128,6 +128,7 @@ def run_pretrain(
     max_length: int = 128,
     mask_unit: str = "word",
     heldout: float = 0.02,
+    max_tokens: int | None = None,
     cache_dir: Path | None = None,
     restart: bool = False,
     trust_remote_code: bool = False,
@@ -156,6 +157,8 @@ def run_pretrain(
     rows = StreamRows(
         stream, encoder.max_length, tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id or 0
     )
+    if max_tokens is not None:  # a token budget: the first rows of the stream (equal budgets compare corpora fairly)
+        rows = rows.part(np.arange(min(len(rows), -(-max_tokens // rows.content))))
     if len(rows) < config.batch_size + 1:
         raise BertlensError(
             f"{source}: {len(stream)} tokens make {len(rows)} rows of {encoder.max_length}, fewer than one batch of "
@@ -202,6 +205,7 @@ def run_pretrain(
             "base_fingerprint": encoder.ref.fingerprint,
             "source": source,
             "tokens": len(stream),
+            "tokens_trained_on": min(len(stream), len(train) * rows.content),
             "documents": stream.documents,
             "rows": len(rows),
             "train_rows": len(train),
