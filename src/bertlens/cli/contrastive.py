@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from pathlib import Path
 
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
-from bertlens.cli.options import add_recipe_options, add_run_options, recipe_from_args
+from bertlens.cli.options import (
+    add_recipe_options,
+    add_run_options,
+    add_training_options,
+    recipe_from_args,
+    training_config,
+)
 from bertlens.cli.sources import file_texts
 from bertlens.errors import BertlensError
 from bertlens.experiments.contrastive import CONTRASTIVE_DEFAULTS, Examples, file_pairs, run_contrastive, task_pairs
@@ -49,12 +54,8 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--strategy", default="full", help="which encoder blocks train: full, partial:K, gradual, llrd[:D]"
     )
-    parser.add_argument("--epochs", type=int, default=CONTRASTIVE_DEFAULTS.epochs)
-    parser.add_argument("--batch-size", type=int, default=CONTRASTIVE_DEFAULTS.batch_size)
-    parser.add_argument("--lr", type=float, default=CONTRASTIVE_DEFAULTS.lr)
-    parser.add_argument("--temperature", type=float, default=0.05)
-    parser.add_argument("--checkpoint-every", type=int, default=CONTRASTIVE_DEFAULTS.checkpoint_every)
-    parser.add_argument("--restart", action="store_true", help="discard an unfinished run in --out and start over")
+    parser.add_argument("--temperature", type=float, default=0.05, help="InfoNCE temperature (SimCSE: 0.05)")
+    add_training_options(parser, CONTRASTIVE_DEFAULTS)
     add_run_options(parser, None, "model directory to write (an interrupted run resumes here)")
     add_recipe_options(parser)
     parser.set_defaults(run=run)
@@ -84,16 +85,7 @@ def _examples(args: argparse.Namespace) -> Examples:
 
 def run(args: argparse.Namespace) -> None:
     examples = _examples(args).sample(args.max_texts, args.seed)
-    if args.checkpoint_every < 1:
-        raise BertlensError("--checkpoint-every must be at least 1")
-    config = replace(
-        CONTRASTIVE_DEFAULTS,
-        lr=args.lr,
-        batch_size=args.batch_size,
-        epochs=args.epochs,
-        seed=args.seed,
-        checkpoint_every=args.checkpoint_every,
-    )
+    config = training_config(args, args.seed)
     with progress_bar(
         f"{args.mode} on {len(examples.anchors)} examples", unit="steps", enabled=not args.quiet
     ) as update:

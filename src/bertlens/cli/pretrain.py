@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
-from bertlens.cli.options import add_run_options
+from bertlens.cli.options import add_run_options, add_training_options, training_config
 from bertlens.errors import BertlensError
 from bertlens.experiments.pretrain import PRETRAIN_DEFAULTS, initialise_from_scratch, run_pretrain
 from bertlens.io.cache import content_key, file_sha256
@@ -44,12 +43,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--mask-unit", choices=MASK_UNITS, default="word", help="whole-word masking (default) or token")
     parser.add_argument("--heldout", type=float, default=0.02, help="share of rows held out for the held-out loss")
     parser.add_argument("--max-tokens", type=int, help="use only the first N tokens of the corpus (a token budget)")
-    parser.add_argument("--epochs", type=int, default=PRETRAIN_DEFAULTS.epochs)
-    parser.add_argument("--batch-size", type=int, default=PRETRAIN_DEFAULTS.batch_size)
-    parser.add_argument("--lr", type=float, default=PRETRAIN_DEFAULTS.lr)
-    parser.add_argument("--warmup", type=float, default=PRETRAIN_DEFAULTS.warmup)
-    parser.add_argument("--checkpoint-every", type=int, default=PRETRAIN_DEFAULTS.checkpoint_every)
-    parser.add_argument("--restart", action="store_true", help="discard an unfinished run in --out and start over")
+    add_training_options(parser, PRETRAIN_DEFAULTS)
     parser.add_argument(
         "--cache-dir", type=Path, help="token-stream cache (default $BERTLENS_CACHE or ~/.cache/bertlens)"
     )
@@ -69,8 +63,7 @@ def _file_texts(paths: list[Path], column: str | None):
 
 
 def run(args: argparse.Namespace) -> None:
-    if args.epochs < 1 or args.batch_size < 1 or args.lr <= 0 or args.checkpoint_every < 1:
-        raise BertlensError("--epochs, --batch-size and --checkpoint-every must be at least 1 and --lr positive")
+    config = training_config(args, args.seed)
     if not 0 < args.heldout < 0.5:
         raise BertlensError("--heldout must be a share between 0 and 0.5, e.g. 0.02")
     if args.texts:
@@ -93,16 +86,6 @@ def run(args: argparse.Namespace) -> None:
             initialise_from_scratch(args.config, args.tokenizer, args.out / ".init", args.seed, args.max_length)
         distributed.barrier(world)
         model = str(args.out / ".init")
-    config = replace(
-        PRETRAIN_DEFAULTS,
-        lr=args.lr,
-        head_lr=args.lr,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        warmup=args.warmup,
-        seed=args.seed,
-        checkpoint_every=args.checkpoint_every,
-    )
     with progress_bar("pretrain", unit="steps", enabled=not args.quiet and world.writer) as update:
         outcome = run_pretrain(
             model,
