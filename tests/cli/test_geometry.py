@@ -113,6 +113,12 @@ def test_sweep_scores_whitened_candidates_and_saves_the_fitted_whitening(tmp_pat
     data = json.loads((out / "results.json").read_text())
     names = {r["candidate"] for r in data["rows"] if r["protocol"] == "cosine"}
     assert "mean/L2+whiten" in names and "mean/L2" in names and "mean/scalar_mix+whiten" not in names
+    recipe = Recipe.load(out / "recipe.json")
+    if data["recommended"].endswith("+whiten"):  # the forced case is the next test
+        assert (out / "postprocess.safetensors").is_file() and recipe.postprocess.endswith("postprocess.safetensors")
+        assert Embedder(recipe).encode(["a test", "another"]).shape[0] == 2
+    else:
+        assert recipe.postprocess is None and not (out / "postprocess.safetensors").exists()
 
 
 def test_a_recommended_whitened_candidate_is_saved_and_reproduces_its_score(tmp_path, tiny_bert_dir, monkeypatch):

@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from bertlens.encoding.encoder import Encoder
-from bertlens.encoding.packing import pack
+from bertlens.encoding.token_stream import StreamRows, build_token_stream
 from bertlens.training.loop import TrainConfig, fine_tune
 from bertlens.training.mlm_head import mlm_head
-from bertlens.training.objectives import MaskedLM, PackedRows
+from bertlens.training.objectives import MaskedLM
 from bertlens.training.strategies import parse_strategy
 from tests.conftest import DATA, SHARED
 
@@ -42,31 +42,22 @@ def test_the_checkpoints_own_head_matches_hugging_face():
     torch.testing.assert_close(ours, theirs, atol=1e-4, rtol=1e-4)
 
 
-def review_rows(encoder: Encoder, count: int, length: int = 48) -> PackedRows:
-    """Packed rows of movie-review text (tokenized with word starts) from the shared data."""
+def review_rows(encoder: Encoder, cache, length: int = 48) -> StreamRows:
+    """Packed rows of movie-review text from a token stream (the path `pretrain` takes)."""
     import json
 
-    docs = []
     with open(DATA / "movie_reviews" / "reviews.jsonl", encoding="utf-8") as handle:
-        for line, _ in zip(handle, range(40), strict=False):
-            encoded = encoder.tokenizer(json.loads(line)["text"][:2000], add_special_tokens=False)
-            words = encoded.word_ids()
-            docs.append((encoded["input_ids"], [i == 0 or words[i] != words[i - 1] for i in range(len(words))]))
-    tokenizer = encoder.tokenizer
-    rows = list(pack(docs, length, tokenizer.cls_token_id, tokenizer.sep_token_id))[:count]
-    return PackedRows.of(rows, tokenizer.pad_token_id)
+        texts = [json.loads(line)["text"][:2000] for line, _ in zip(handle, range(40), strict=False)]
+    tok = encoder.tokenizer
+    stream = build_token_stream(texts, tok, encoder.ref.fingerprint, "reviews", cache)
+    return StreamRows(stream, length, tok.cls_token_id, tok.sep_token_id, tok.pad_token_id)
 
 
-def train_mlm(steps_stop: int | None = None, checkpoint=None):
+def train_mlm(cache, steps_stop: int | None = None, checkpoint=None):
     encoder = Encoder(str(RAW))
     head, _ = mlm_head(encoder.model, RAW)
-    rows = review_rows(encoder, 48)
-    objective = MaskedLM(
-        encoder,
-        head,
-        PackedRows(*(a[:40] for a in (rows.ids, rows.word_start, rows.special, rows.real))),
-        PackedRows(*(a[40:] for a in (rows.ids, rows.word_start, rows.special, rows.real))),
-    )
+    rows = review_rows(encoder, cache)
+    objective = MaskedLM(encoder, head, rows.part(np.arange(40)), rows.part(np.arange(40, 48)))
     before = objective.heldout_loss()
 
     def stop(stage, step, total):
@@ -78,19 +69,21 @@ def train_mlm(steps_stop: int | None = None, checkpoint=None):
     return encoder, objective, before, result
 
 
-def test_masked_lm_training_lowers_the_heldout_loss():
-    _, objective, before, result = train_mlm()
+def test_masked_lm_training_lowers_the_heldout_loss(tmp_path):
+    _, objective, before, result = train_mlm(tmp_path / "cache")
     assert result.steps == 15 and len(result.history) == 3
     assert objective.heldout_loss() < before  # in-domain text: the loss falls
     assert np.isfinite(result.first_loss) and result.last_loss < result.first_loss
 
 
 def test_interrupted_masked_lm_training_resumes_to_the_same_weights(tmp_path):
-    encoder, _, _, full = train_mlm()
+    encoder, _, _, full = train_mlm(tmp_path / "cache")
     expected = {k: v.clone() for k, v in encoder.model.state_dict().items()}
     with pytest.raises(KeyboardInterrupt):
-        train_mlm(steps_stop=7, checkpoint=tmp_path / "c")  # after the checkpoint at step 4, mid-epoch 2
-    encoder, _, _, resumed = train_mlm(checkpoint=tmp_path / "c")
+        train_mlm(
+            tmp_path / "cache", steps_stop=7, checkpoint=tmp_path / "c"
+        )  # after the checkpoint at step 4, mid-epoch 2
+    encoder, _, _, resumed = train_mlm(tmp_path / "cache", checkpoint=tmp_path / "c")
     assert resumed.history == full.history
     for name, value in encoder.model.state_dict().items():
         assert torch.equal(value, expected[name]), name

@@ -12,7 +12,7 @@ from bertlens.cli.options import add_run_options, add_training_options, training
 from bertlens.errors import BertlensError
 from bertlens.experiments.pretrain import PRETRAIN_DEFAULTS, initialise_from_scratch, run_pretrain
 from bertlens.io.cache import content_key, file_sha256
-from bertlens.io.tables import TableSpec, check_file, is_blank, iter_records, parse_column
+from bertlens.io.tables import check_file, is_blank, iter_texts, parse_column
 from bertlens.tasks.catalog import CATALOG, data_dir, get_task
 from bertlens.tasks.loaders import load_catalog_task
 from bertlens.training import distributed
@@ -54,14 +54,6 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(run=run)
 
 
-def _file_texts(paths: list[Path], column: str | None):
-    for path in paths:
-        spec = TableSpec(path, () if column is None else (parse_column(column),))
-        for _, (text,) in iter_records(spec):
-            if not is_blank(text):
-                yield text
-
-
 def run(args: argparse.Namespace) -> None:
     config = training_config(args, args.seed)
     if not 0 < args.heldout < 0.5:
@@ -69,7 +61,8 @@ def run(args: argparse.Namespace) -> None:
     if args.texts:
         for path in args.texts:
             check_file(path)
-        texts = _file_texts(args.texts, args.column)
+        column = parse_column(args.column) if args.column else None
+        texts = (t for path in args.texts for t in iter_texts(path, column) if not is_blank(t))  # streamed
         source = ", ".join(str(p) for p in args.texts)
         key = content_key([args.column, [file_sha256(p) for p in args.texts]])
     else:

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from bertlens.errors import BertlensError
-from bertlens.io.tables import is_blank, parse_column, read_texts
+from bertlens.io.tables import is_blank, iter_texts, parse_column
 from bertlens.tasks.catalog import CATALOG, KINDS, data_dir, get_task
 from bertlens.tasks.loaders import TaskData, load_catalog_task, load_hf_task, load_user_task
 
@@ -127,7 +127,7 @@ def add_text_source(parser: argparse.ArgumentParser, required: bool = True) -> a
 
 def file_texts(path: Path, column: str | None) -> list[str]:
     """Non-blank texts of a .txt/.csv/.tsv/.jsonl file."""
-    return [t for t in read_texts(path, parse_column(column) if column else None) if not is_blank(t)]
+    return [t for t in iter_texts(path, parse_column(column) if column else None) if not is_blank(t)]
 
 
 def load_texts(args: argparse.Namespace, seed: int = 0) -> tuple[list[str], str, TaskData | None]:

@@ -22,8 +22,9 @@ import torch
 
 from bertlens.encoding.encoder import Encoder
 from bertlens.progress import Progress, silent
-from bertlens.training.masking import IGNORE, mask_tokens
+from bertlens.training.masking import replacement_ids
 from bertlens.training.mlm_head import mlm_head
+from bertlens.training.objectives import masked_token_losses
 
 GAP_NATS = 0.5  # masked-LM loss gap (user - reference) that calls for adaptation
 FERTILITY_RATIO = 1.25  # user's pieces per word over the reference's
@@ -95,8 +96,7 @@ def tokenizer_fit(tokenizer, texts: list[str], top: int = 15, min_count: int = 3
 def text_losses(encoder: Encoder, head, texts: list[str], seed: int, batch_size: int = 32) -> np.ndarray:
     """Masked-LM loss of each text [n] under fixed seeded whole-word masks; NaN where nothing was masked."""
     tokenizer = encoder.tokenizer
-    specials = set(tokenizer.all_special_ids)
-    random_ids = torch.tensor([i for i in range(len(tokenizer)) if i not in specials])
+    random_ids = replacement_ids(tokenizer)
     generator = torch.Generator().manual_seed(seed)
     out = np.full(len(texts), np.nan)
     encoder.model.eval()
@@ -112,19 +112,22 @@ def text_losses(encoder: Encoder, head, texts: list[str], seed: int, batch_size:
                 return_special_tokens_mask=True,
             )
             real = batch["attention_mask"].bool()  # [B, T]
-            words = [[i == 0 or w[i] != w[i - 1] for i in range(len(w))] for w in (e.word_ids for e in batch.encodings)]
-            masked = mask_tokens(
+            words = torch.tensor(
+                [[i == 0 or w[i] != w[i - 1] for i in range(len(w))] for w in (e.word_ids for e in batch.encodings)]
+            )  # [B, T]
+            scored = masked_token_losses(
+                encoder,
+                head,
                 batch["input_ids"],
                 real & ~batch["special_tokens_mask"].bool(),
-                torch.tensor(words),
-                mask_id=tokenizer.mask_token_id,
+                words,
+                real,
                 random_ids=random_ids,
                 generator=generator,
             )
-            hidden = encoder.model(input_ids=masked.inputs, attention_mask=batch["attention_mask"]).last_hidden_state
-            chosen = masked.labels != IGNORE  # [B, T]
-            losses = torch.nn.functional.cross_entropy(head(hidden[chosen]), masked.labels[chosen], reduction="none")
-            row = chosen.nonzero()[:, 0]  # [M] which text each masked position belongs to
+            if scored is None:
+                continue
+            losses, row = scored  # [M], [M]: which text each masked position belongs to
             totals = torch.zeros(len(real)).index_add_(0, row, losses)
             counts = torch.zeros(len(real)).index_add_(0, row, torch.ones_like(losses))
             with np.errstate(invalid="ignore"):

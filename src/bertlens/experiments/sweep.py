@@ -16,7 +16,7 @@ from bertlens.errors import BertlensError, did_you_mean
 from bertlens.features.bank import DEFAULT_POOLERS, Bank, build_bank
 from bertlens.io.cache import default_cache_dir
 from bertlens.io.memory import release_freed_memory
-from bertlens.metrics.bootstrap import Intervals, bootstrap, spearman
+from bertlens.metrics.bootstrap import Intervals, bootstrap, bootstrap_with_extra, point_estimates, spearman
 from bertlens.probing.candidates import LIMITATIONS, Candidate, candidate_features, enumerate_candidates
 from bertlens.probing.pairs import pair_features, row_cosine
 from bertlens.probing.ridge import fit_ridge
@@ -428,13 +428,15 @@ def run_sweep(
         start = time.perf_counter()
         outputs, per_fold, mixes = compute()
         validation = _mean_over_folds(per_fold)
-        intervals = bootstrap(outputs, test_gold, task.metric, resamples=config.resamples, seed=config.seed)
         selection, selected = None, ()
-        if task.uses_cv:  # the same resamples (seed), so the choice's interval is paired with the candidates'
-            chosen_outputs, selected = _nested_selection(per_fold, outputs, folds, cands, bank, intervals.value)
-            selection = bootstrap(
-                chosen_outputs[None], test_gold, task.metric, resamples=config.resamples, seed=config.seed
+        if task.uses_cv:  # the choice, cross-validated, on the candidates' own resamples
+            scores = point_estimates(outputs, test_gold, task.metric)
+            chosen_outputs, selected = _nested_selection(per_fold, outputs, folds, cands, bank, scores)
+            intervals, selection = bootstrap_with_extra(
+                outputs, chosen_outputs[None], test_gold, task.metric, resamples=config.resamples, seed=config.seed
             )
+        else:
+            intervals = bootstrap(outputs, test_gold, task.metric, resamples=config.resamples, seed=config.seed)
         timings[f"{name}_seconds"] = time.perf_counter() - start
         protocols[name] = ProtocolResult(
             name,

@@ -28,6 +28,7 @@ from bertlens.representation.poolers import LINEAR_POOLERS, check_pooler, pool, 
 
 BANK_VERSION = 3  # 2: meta.json carries a sha256 per file, verified on open; 3: stored pooler-major
 DEFAULT_POOLERS = ("cls", "mean", "max", "attention")
+PIECE_GROUP = 256  # long texts aggregated per group: memory is bounded by a group's pieces
 
 
 def named_mixes(num_layers: int) -> dict[str, tuple[str, tuple[int, ...]]]:
@@ -202,8 +203,8 @@ def _pool_batch(states, poolers, include_special, mixes) -> tuple[np.ndarray, np
 def _fill_from_pieces(encoder, texts, long_text, poolers, include_special, mixes, vectors, mix_array, progress) -> None:
     """Pool every piece of a group of texts, then aggregate pieces per text into the bank."""
     how = long_text.piece_aggregate
-    for first, pieces in piece_groups(encoder, texts, long_text, group=256):
-        count = min(256, len(texts) - first)
+    for first, pieces in piece_groups(encoder, texts, long_text, group=PIECE_GROUP):
+        count = min(PIECE_GROUP, len(texts) - first)
         owner = pieces.owner - first
         num_layers, poolers_count, hidden = vectors.shape[1], vectors.shape[0], vectors.shape[-1]
         pooled = np.zeros((len(owner), num_layers, poolers_count, hidden), dtype=np.float32)  # [C, L+1, P, H]

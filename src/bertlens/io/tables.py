@@ -178,10 +178,16 @@ def iter_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]:
     return _READERS[spec.format](spec)
 
 
-def read_texts(path: str | Path, column: Column | None = None, header: bool = True) -> list[str]:
-    """All texts of one column (the whole line for .txt), for small files and the Python API."""
+def iter_texts(path: str | Path, column: Column | None = None, header: bool = True) -> Iterator[str]:
+    """Every text of one column (the whole line for .txt), streamed: corpora larger than memory read fine."""
     spec = TableSpec(Path(path), () if column is None else (column,), header)
-    return [values[0] for _, values in iter_records(spec)]
+    for _, values in iter_records(spec):
+        yield values[0]
+
+
+def read_texts(path: str | Path, column: Column | None = None, header: bool = True) -> list[str]:
+    """All texts of one column, as a list (small files and the Python API)."""
+    return list(iter_texts(path, column, header))
 
 
 def is_blank(text: str) -> bool:

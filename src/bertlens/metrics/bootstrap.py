@@ -89,7 +89,6 @@ def bootstrap(
     from, since words of one sentence are not independent (a cluster bootstrap); accuracy on
     a resample is then correct words / words drawn.
     """
-    n = len(gold)
     if groups is not None:
         if metric != "accuracy":
             raise ValueError("grouped resampling is implemented for accuracy only")
@@ -104,17 +103,37 @@ def bootstrap(
         sizes = np.bincount(group, minlength=counts.shape[1]).astype(np.float64)  # [G]
         samples = (counts @ correct.T).T / (counts @ sizes)[None]  # [C, B]
         return _intervals(accuracy(outputs, gold), samples)
+    return _intervals(*_value_and_samples(outputs, gold, metric, resamples, seed))
+
+
+def point_estimates(outputs: np.ndarray, gold: np.ndarray, metric: str) -> np.ndarray:
+    """Each row's score on the full test set [C]."""
+    return accuracy(outputs, gold) if metric == "accuracy" else spearman(outputs, gold)
+
+
+def _value_and_samples(
+    outputs: np.ndarray, gold: np.ndarray, metric: str, resamples: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Point estimates [C] and resampled scores [C, B]; each row uses the same resamples, independently."""
+    n = len(gold)
     counts = _draws(n, resamples, seed)  # [B, n]
+    value = point_estimates(outputs, gold, metric)
     if metric == "accuracy":
-        value = accuracy(outputs, gold)
-        samples = (counts @ (outputs == gold[None]).T.astype(np.float64)).T / n  # [C, B]
-    else:
-        value = spearman(outputs, gold)
-        gold_ranks = _resample_ranks(gold, counts)  # [B, n]
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # numpy releases the GIL: one core a row
-            rows = pool.map(lambda row: _pearson(_resample_ranks(row, counts), gold_ranks, counts), outputs)
-            samples = np.stack(list(rows))  # [C, B]
-    return _intervals(value, samples)
+        return value, (counts @ (outputs == gold[None]).T.astype(np.float64)).T / n  # [C, B]
+    gold_ranks = _resample_ranks(gold, counts)  # [B, n]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # numpy releases the GIL: one core a row
+        rows = pool.map(lambda row: _pearson(_resample_ranks(row, counts), gold_ranks, counts), outputs)
+        return value, np.stack(list(rows))  # [C, B]
+
+
+def bootstrap_with_extra(
+    outputs: np.ndarray, extra: np.ndarray, gold: np.ndarray, metric: str, *, resamples: int = 1000, seed: int = 0
+) -> tuple[Intervals, Intervals]:
+    """Intervals of the candidates `outputs` [C, n] and, from the same resamples (drawn once), of `extra`
+    rows [E, n] judged apart (e.g. a cross-validated choice among the candidates)."""
+    value, samples = _value_and_samples(np.vstack([outputs, extra]), gold, metric, resamples, seed)
+    c = len(outputs)
+    return _intervals(value[:c], samples[:c]), _intervals(value[c:], samples[c:])
 
 
 def _intervals(value: np.ndarray, samples: np.ndarray) -> Intervals:

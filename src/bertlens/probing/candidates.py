@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bertlens.features.bank import Bank, named_mixes
-from bertlens.representation.mixers import mix_pooled, resolve_layers
+from bertlens.representation.mixers import mix_pooled, output_blocks, resolve_layers
 from bertlens.representation.poolers import LINEAR_POOLERS
 from bertlens.representation.recipe import Recipe
 
@@ -41,7 +41,7 @@ class Candidate:
 
     def width(self, hidden_size: int) -> int:
         """Feature width from the bank (before pair features)."""
-        return hidden_size * (len(self.layers) if self.mixer == "concat" else 1)
+        return hidden_size * output_blocks(self.mixer, self.layers)
 
     @property
     def single_layer(self) -> int | None:

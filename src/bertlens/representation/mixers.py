@@ -127,6 +127,11 @@ def mix_pooled(
     return out
 
 
+def output_blocks(mixer: str, layers: Sequence[int]) -> int:
+    """How many hidden-size blocks a mix produces: one per layer for concat, else one."""
+    return len(layers) if mixer == "concat" else 1
+
+
 def check_mixer(name: str) -> str:
     if name not in MIXERS:
         raise BertlensError(f"unknown mixer '{name}': {did_you_mean(name, MIXERS)}")

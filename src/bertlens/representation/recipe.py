@@ -16,7 +16,7 @@ from pathlib import Path
 from bertlens.encoding.chunking import LongText, parse_long_text
 from bertlens.errors import BertlensError, did_you_mean
 from bertlens.io.atomic import write_text
-from bertlens.representation.mixers import check_mixer
+from bertlens.representation.mixers import check_mixer, output_blocks
 from bertlens.representation.poolers import check_pooler
 
 SCHEMA_VERSION = 1
@@ -87,7 +87,7 @@ class Recipe:
     @property
     def width_multiplier(self) -> int:
         """How many hidden-size blocks the pooled vector has: one per layer for concat, else one."""
-        return len(self.layers) if self.mixer == "concat" else 1
+        return output_blocks(self.mixer, self.layers)
 
     def output_width(self, hidden_size: int) -> int:
         """Width of the pooled vector before post-processing."""

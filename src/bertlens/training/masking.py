@@ -24,6 +24,12 @@ class Masked:
     labels: torch.Tensor  # [B, T] the original id at chosen positions, IGNORE elsewhere
 
 
+def replacement_ids(tokenizer) -> torch.Tensor:
+    """The ids a '10% random' position may take: the whole vocabulary but the special tokens."""
+    specials = set(tokenizer.all_special_ids)
+    return torch.tensor([i for i in range(len(tokenizer)) if i not in specials])
+
+
 def word_index(word_start: torch.Tensor) -> torch.Tensor:
     """[B, T] bool (True where a token begins a word) -> [B, T] word number within its row."""
     return torch.cumsum(word_start.long(), dim=1) - 1  # [B, T]

@@ -21,12 +21,14 @@ from torch import nn
 
 from bertlens.encoding.batching import length_batches
 from bertlens.encoding.encoder import Encoder, LayerStates, Tokenized
+from bertlens.encoding.token_stream import StreamRows
 from bertlens.errors import BertlensError
 from bertlens.io.cache import content_key
 from bertlens.metrics.bootstrap import spearman
 from bertlens.representation.apply import Representation
 from bertlens.tasks.loaders import Split
 from bertlens.training.heads import Head
+from bertlens.training.masking import IGNORE, mask_tokens, replacement_ids
 
 
 @dataclass(frozen=True)
@@ -184,64 +186,68 @@ class Contrastive:
         return None  # trained for a fixed number of steps
 
 
-@dataclass(frozen=True)
-class PackedRows:
-    """Packed model inputs (encoding/packing.py) as arrays: ids, word starts, special and real positions [N, T]."""
+def masked_token_losses(
+    encoder: Encoder,
+    head: nn.Module,
+    ids: torch.Tensor,
+    maskable: torch.Tensor,
+    word_start: torch.Tensor,
+    real: torch.Tensor,
+    *,
+    random_ids: torch.Tensor,
+    generator: torch.Generator | None = None,
+    rate: float = 0.15,
+    unit: str = "word",
+) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """Mask [B, T] inputs, run the encoder, score the head at masked positions only.
 
-    ids: np.ndarray
-    word_start: np.ndarray
-    special: np.ndarray
-    real: np.ndarray
-
-    @classmethod
-    def of(cls, rows: list, pad_id: int) -> PackedRows:
-        width = max(len(r.ids) for r in rows)
-        ids = np.full((len(rows), width), pad_id, dtype=np.int64)  # [N, T]
-        start, special, real = (np.zeros((len(rows), width), dtype=bool) for _ in range(3))
-        for i, r in enumerate(rows):
-            n = len(r.ids)
-            ids[i, :n], start[i, :n], special[i, :n], real[i, :n] = r.ids, r.word_start, r.special, True
-        return cls(ids, start, special, real)
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def take(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(ids, word_start, special, real) [B, T] of the given rows."""
-        return self.ids[rows], self.word_start[rows], self.special[rows], self.real[rows]
-
-    def key(self) -> str:
-        return content_key(["packed"], arrays=[self.ids, self.word_start])
+    Returns (cross-entropy per masked position [M], the row of each [M]), or None when nothing was
+    drawn. The one masked-LM computation: training (MaskedLM) and measuring (`bertlens domain`) share it.
+    """
+    masked = mask_tokens(
+        ids,
+        maskable,
+        word_start,
+        mask_id=encoder.tokenizer.mask_token_id,
+        random_ids=random_ids,
+        generator=generator,
+        rate=rate,
+        unit=unit,
+    )
+    chosen = masked.labels != IGNORE  # [B, T]
+    if not chosen.any():
+        return None
+    hidden = encoder.model(input_ids=masked.inputs, attention_mask=real.long()).last_hidden_state  # [B, T, H]
+    losses = torch.nn.functional.cross_entropy(head(hidden[chosen]), masked.labels[chosen], reduction="none")  # [M]
+    return losses, chosen.nonzero()[:, 0]
 
 
 class MaskedLM:
     """Masked-language modelling (continued pre-training): dynamic masks, logits at masked positions only.
 
-    The head (training/mlm_head.py) is the model's own or a new one tied to its input embeddings.
-    Masks of training batches come from torch's global generator (saved in checkpoints); the
-    held-out slice uses fixed, seeded masks, so its loss is comparable from one evaluation to the next.
-    `evaluate` returns minus the held-out loss (higher is better, as the loop expects).
+    Rows come from a token stream (encoding/token_stream.StreamRows). The head (training/mlm_head.py)
+    is the model's own or a new one tied to its input embeddings. Masks of training batches come from
+    torch's global generator (saved in checkpoints); the held-out slice uses fixed, seeded masks, so its
+    loss is comparable from one evaluation to the next. `evaluate` returns minus the held-out loss
+    (higher is better, as the loop expects).
     """
 
     def __init__(
         self,
         encoder: Encoder,
         head: nn.Module,
-        rows: PackedRows,
-        heldout: PackedRows | None,
+        rows: StreamRows,
+        heldout: StreamRows | None,
         *,
         unit: str = "word",
         rate: float = 0.15,
         seed: int = 0,
     ):
-        tokenizer = encoder.tokenizer
+        if encoder.tokenizer.mask_token_id is None:
+            raise BertlensError(f"model '{encoder.ref.name}' has no [MASK] token; masked-LM training needs one")
         self.encoder, self.head, self.rows, self.heldout = encoder, head, rows, heldout
         self.unit, self.rate, self.seed = unit, rate, seed
-        self.mask_id = tokenizer.mask_token_id
-        if self.mask_id is None:
-            raise BertlensError(f"model '{encoder.ref.name}' has no [MASK] token; masked-LM training needs one")
-        specials = set(tokenizer.all_special_ids)
-        self.random_ids = torch.tensor([i for i in range(len(tokenizer)) if i not in specials])
+        self.random_ids = replacement_ids(encoder.tokenizer)
         self.name = "masked_lm"
 
     @property
@@ -254,27 +260,24 @@ class MaskedLM:
     def identity(self) -> str:
         return content_key(["masked_lm", self.unit, self.rate, self.rows.key()])
 
-    def batch_loss(self, data, rows: np.ndarray, generator: torch.Generator | None = None) -> torch.Tensor | None:
-        """Mean cross-entropy at the masked positions of `rows` of `data` (PackedRows or StreamRows)."""
-        from bertlens.training.masking import IGNORE, mask_tokens
-
+    def batch_loss(
+        self, data: StreamRows, rows: np.ndarray, generator: torch.Generator | None = None
+    ) -> torch.Tensor | None:
+        """Mean cross-entropy at the masked positions of `rows` of `data` (None: nothing was drawn)."""
         ids, word_start, special, real = (torch.from_numpy(a) for a in data.take(rows))  # [B, T] each
-        masked = mask_tokens(
+        scored = masked_token_losses(
+            self.encoder,
+            self.head,
             ids,
             real & ~special,
             word_start,
-            mask_id=self.mask_id,
+            real,
             random_ids=self.random_ids,
             generator=generator,
             rate=self.rate,
             unit=self.unit,
         )
-        chosen = masked.labels != IGNORE  # [B, T]
-        if not chosen.any():
-            return None  # nothing was drawn for prediction in these rows (very short rows)
-        hidden = self.encoder.model(input_ids=masked.inputs, attention_mask=real.long()).last_hidden_state  # [B, T, H]
-        logits = self.head(hidden[chosen])  # [M, V]: only the masked positions
-        return torch.nn.functional.cross_entropy(logits, masked.labels[chosen])
+        return None if scored is None else scored[0].mean()
 
     def loss(self, rows: np.ndarray) -> torch.Tensor | None:
         return self.batch_loss(self.rows, rows)
