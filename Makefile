@@ -3,6 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
 export BERTLENS_DATA ?= $(abspath ../shared/data)
 
 .PHONY: install demo lint test bench clean

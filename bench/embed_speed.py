@@ -1,12 +1,14 @@
 """Embedding throughput of bertlens vs sentence-transformers, and memory at 10k vs 100k texts.
 
-Usage: python bench/embed_speed.py [--texts N] [--skip-memory]
+Usage: python bench/embed_speed.py [--texts N] [--skip-memory] [--skip-onnx] [--student RECIPE.json]
 
 Speed: the same N STS-B sentences, mean pooling, default model. Baseline:
-sentence-transformers `encode(batch_size=32)`, fp32. bertlens: the `bertlens embed` job
-(`run_embed`: reading the file, tokenizing, length-bucketed batches, writing .npy), fp32
-and bf16. Model loading is excluded on both sides; the runs alternate
-`--repeats` times and each reports its median.
+sentence-transformers `encode(batch_size=32)`, fp32; also sentence-transformers with bf16 weights
+(its own best CPU option that installs here). bertlens: the `bertlens embed` job (`run_embed`:
+reading the file, tokenizing, length-bucketed batches, writing .npy), fp32 and bf16 (PyTorch),
+ONNX Runtime fp32 and gated int8 (`bertlens export`, the whole recipe in the graph), and a
+distilled student when given. Model loading is excluded on both sides; the runs alternate
+`--repeats` times and each reports its median, with min and mean cosine to bertlens fp32.
 Memory: peak RSS of a fresh `bertlens embed` process on 10k and on 100k texts (bf16).
 """
 
@@ -70,65 +72,99 @@ def peak_memory(texts: list[str], count: int, workdir: Path) -> float:
     return float(result.stdout.split("PEAK_RSS_MB")[-1])
 
 
+def lscpu_summary() -> str:
+    """CPU model and the flags that decide the fast path (native bf16 or not)."""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "CPU unknown (no lscpu)"
+    model = next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")), "?")
+    flags = next((line.split(":", 1)[1].split() for line in out.splitlines() if line.startswith("Flags")), [])
+    wanted = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "avx512_vnni", "avx_vnni") if f in flags]
+    return f"{model}, flags: {' '.join(wanted) or 'none of avx2/avx512'}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--texts", type=int, default=5000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--skip-onnx", action="store_true", help="leave out the ONNX Runtime rows")
+    parser.add_argument(
+        "--student", type=Path, help="a distilled student's recipe.json (`bertlens distill`) to add as a row"
+    )
     args = parser.parse_args()
     texts = [t for t in sts_sentences() if t.strip()][: args.texts]
     print(
-        f"{len(texts)} STS-B sentences, default model (all-MiniLM-L6-v2), mean pooling, torch threads={torch.get_num_threads()}"
+        f"{len(texts)} STS-B sentences, default model (all-MiniLM-L6-v2), mean pooling, "
+        f"torch threads={torch.get_num_threads()}; CPU: {lscpu_summary()}"
     )
 
     from sentence_transformers import SentenceTransformer
 
-    embedders = {"fp32": Embedder(Recipe()), "bf16": Embedder(Recipe(precision="bf16"))}
-    st = SentenceTransformer(str(embedders["fp32"].encoder.ref.path), device="cpu")
-    for warm in (st.encode, *(e.encode for e in embedders.values())):
-        warm(texts[:64])
+    embedders = {"bertlens embed, fp32": Embedder(Recipe()), "bertlens embed, bf16": Embedder(Recipe(precision="bf16"))}
+    st = SentenceTransformer(str(embedders["bertlens embed, fp32"].encoder.ref.path), device="cpu")
+    st_bf16 = SentenceTransformer(str(embedders["bertlens embed, fp32"].encoder.ref.path), device="cpu").to(
+        torch.bfloat16
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         (work / "texts.txt").write_text("\n".join(texts) + "\n")
-        # Alternate the three runs, `repeats` rounds, and keep each one's median time (less noise).
-        times: dict[str, list[float]] = {"st": [], "fp32": [], "bf16": []}
+        if not args.skip_onnx:
+            from bertlens.embedding.onnx_backend import OnnxEmbedder
+            from bertlens.experiments.export import run_export_onnx
+
+            calibration = texts[-1000:]  # judged on texts the speed rows also use; the gate's own split applies
+            run_export_onnx(Recipe(), work / "onnx-fp32", texts[:512], "STS-B sentences")
+            int8 = run_export_onnx(
+                Recipe(),
+                work / "onnx-int8",
+                texts[:512],
+                "STS-B sentences",
+                quantize_int8=True,
+                calibration=calibration,
+            )
+            embedders["bertlens embed --backend onnx, fp32 (ONNX Runtime)"] = OnnxEmbedder(work / "onnx-fp32")
+            kept = ", ".join(int8.kept_fp32) or "none"
+            embedders[f"bertlens embed --backend onnx, int8 (gated; fp32 kept: {kept})"] = OnnxEmbedder(
+                work / "onnx-int8"
+            )
+        if args.student is not None:
+            embedders[f"bertlens embed, distilled student {args.student.parent.name}, fp32"] = Embedder(
+                Recipe.load(args.student)
+            )
+        baselines = {
+            "sentence-transformers encode, batch 32, fp32 (baseline)": st,
+            "sentence-transformers encode, batch 32, bf16 weights": st_bf16,
+        }
+        for model in baselines.values():
+            model.encode(texts[:64])
+        for embedder in embedders.values():
+            embedder.encode(texts[:64])
+        # Alternate every run, `repeats` rounds, and keep each one's median time (less noise).
+        times: dict[str, list[float]] = {name: [] for name in [*baselines, *embedders]}
+        vectors: dict[str, np.ndarray] = {}
         for _ in range(args.repeats):
-            reference, seconds = timed(lambda: st.encode(texts, batch_size=32))
-            times["st"].append(seconds)
-            for name, embedder in embedders.items():
-                vectors, seconds = embed_job(work / "texts.txt", work / f"{name}.npy", embedder)
+            for name, model in baselines.items():
+                vectors[name], seconds = timed(lambda m=model: m.encode(texts, batch_size=32, convert_to_numpy=True))
                 times[name].append(seconds)
-                if name == "fp32":
-                    fp32 = vectors
-                else:
-                    bf16 = vectors
-        st_seconds, fp32_seconds, bf16_seconds = (float(np.median(times[k])) for k in ("st", "fp32", "bf16"))
-        st_rate = len(texts) / st_seconds
-        rows = [
-            (
-                "sentence-transformers encode, batch 32, fp32 (baseline)",
-                st_rate,
-                1.0,
-                cosine_rows(reference, reference).min(),
-            ),
-            (
-                "bertlens embed, fp32",
-                len(texts) / fp32_seconds,
-                st_seconds / fp32_seconds,
-                cosine_rows(fp32, reference).min(),
-            ),
-            (
-                "bertlens embed, bf16",
-                len(texts) / bf16_seconds,
-                st_seconds / bf16_seconds,
-                cosine_rows(bf16, fp32).min(),
-            ),
-        ]
-        print(f"{'run':58s} {'texts/s':>9s} {'ratio':>7s} {'min cosine':>11s}")
-        for name, rate, ratio, cos in rows:
-            print(f"{name:58s} {rate:9.0f} {ratio:6.2f}x {cos:11.6f}")
-        print("(min cosine: fp32 vs sentence-transformers; bf16 vs bertlens fp32)")
+            for i, (name, embedder) in enumerate(embedders.items()):
+                vectors[name], seconds = embed_job(work / "texts.txt", work / f"run{i}.npy", embedder)
+                times[name].append(seconds)
+        base_name = next(iter(baselines))
+        base_seconds = float(np.median(times[base_name]))
+        fp32 = vectors["bertlens embed, fp32"]
+        print(f"{'run':92s} {'texts/s':>8s} {'ratio':>7s} {'min cos':>9s} {'mean cos':>9s}")
+        for name in times:
+            seconds = float(np.median(times[name]))
+            cos = cosine_rows(vectors[name].astype(np.float64), fp32.astype(np.float64))
+            print(
+                f"{name:92s} {len(texts) / seconds:8.0f} {base_seconds / seconds:6.2f}x {cos.min():9.6f} {cos.mean():9.6f}"
+            )
+        print("(ratio: to the baseline's texts/s; cosines: each run's vectors vs bertlens fp32, which is the same")
+        print(" function as the baseline; a distilled student is compared with its teacher's fp32 vectors only if")
+        print(" the teacher is the default recipe)")
         if not args.skip_memory:
             small = peak_memory(texts, 10_000, work)
             large = peak_memory(texts, 100_000, work)

@@ -1,15 +1,17 @@
 """Masked-LM training speed: `bertlens pretrain`'s loop vs a plain Hugging Face loop, same run, same settings.
 
 Usage: python bench/pretrain_speed.py [--model DIR] [--steps 30] [--batch-size 32] [--max-length 128]
+                                     [--precision fp32|bf16]
 
 Baseline: `AutoModelForMaskedLM` + the transformers whole-word-masking collator
 (`DataCollatorForLanguageModeling(whole_word_mask=True)`) + a plain PyTorch loop (AdamW), on
 padded batches of the documents cut at --max-length. bertlens: the same model, batch size,
-sequence length, precision (fp32), optimizer and learning rate, through `fine_tune` with the
-MaskedLM objective on packed rows, logits at masked positions only. Each pipeline runs in its
-own process (peak RSS is that process's), twice, alternating; the median speed is reported.
-Tokens/s counts real (non-padding) tokens. Two corpora: movie reviews (long documents) and
-SST-2 sentences (short texts, where padding costs the most).
+sequence length, precision (--precision; bf16 = autocast around the forward pass in both),
+optimizer and learning rate, through `fine_tune` with the MaskedLM objective on packed rows,
+logits at masked positions only. Each pipeline runs in its own process (peak RSS is that
+process's), twice, alternating; the median speed is reported. Tokens/s counts real
+(non-padding) tokens. Two corpora: movie reviews (long documents) and SST-2 sentences (short
+texts, where padding costs the most).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def corpus(name: str, count: int) -> list[str]:
         return [line.split(" ", 1)[1].strip() for line, _ in zip(handle, range(count), strict=False)]
 
 
-def run_hf(model_dir: Path, texts: list[str], steps: int, batch: int, length: int) -> dict:
+def run_hf(model_dir: Path, texts: list[str], steps: int, batch: int, length: int, precision: str) -> dict:
     from transformers import AutoModelForMaskedLM, AutoTokenizer, DataCollatorForLanguageModeling
 
     torch.manual_seed(0)
@@ -69,7 +71,8 @@ def run_hf(model_dir: Path, texts: list[str], steps: int, batch: int, length: in
             padded["input_ids"], special_tokens_mask=special, offset_mapping=offsets
         )
         inputs = {**padded, "input_ids": masked, "labels": labels}
-        loss = model(**inputs).loss
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            loss = model(**inputs).loss
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -77,7 +80,7 @@ def run_hf(model_dir: Path, texts: list[str], steps: int, batch: int, length: in
     return {"tokens_per_s": tokens / (time.perf_counter() - start), "loss": float(loss)}
 
 
-def run_bertlens(model_dir: Path, texts: list[str], steps: int, batch: int, length: int) -> dict:
+def run_bertlens(model_dir: Path, texts: list[str], steps: int, batch: int, length: int, precision: str) -> dict:
     import tempfile
 
     from bertlens.encoding.encoder import Encoder
@@ -105,6 +108,7 @@ def run_bertlens(model_dir: Path, texts: list[str], steps: int, batch: int, leng
             weight_decay=0.0,
             patience=10**6,
             checkpoint_every=10**9,
+            precision=precision,
         )
         start = time.perf_counter()
         result = fine_tune(encoder, objective, parse_strategy("full", encoder.num_layers), config)
@@ -116,7 +120,7 @@ def run_bertlens(model_dir: Path, texts: list[str], steps: int, batch: int, leng
 def worker(args) -> None:
     texts = corpus(args.corpus, args.documents)
     fn = run_hf if args.pipeline == "hf" else run_bertlens
-    out = fn(Path(args.model), texts, args.steps, args.batch_size, args.max_length)
+    out = fn(Path(args.model), texts, args.steps, args.batch_size, args.max_length, args.precision)
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print("RESULT " + json.dumps(out))
 
@@ -127,6 +131,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     parser.add_argument("--pipeline", choices=("hf", "bertlens"))
     parser.add_argument("--corpus", choices=("reviews", "sst2"), default="reviews")
     parser.add_argument("--documents", type=int, default=1000)
@@ -135,7 +140,8 @@ def main() -> None:
         worker(args)
         return
     print(
-        f"model {Path(args.model).name}, batch {args.batch_size} x {args.max_length} tokens, {args.steps} steps, fp32, "
+        f"model {Path(args.model).name}, batch {args.batch_size} x {args.max_length} tokens, {args.steps} steps, "
+        f"{args.precision}, "
         f"torch threads={torch.get_num_threads()}"
     )
     print("| corpus | pipeline | tokens/s (median of 2) | ratio to HF | peak RSS MB |")
@@ -159,6 +165,8 @@ def main() -> None:
                     str(args.batch_size),
                     "--max-length",
                     str(args.max_length),
+                    "--precision",
+                    args.precision,
                     "--documents",
                     str(args.documents if name == "reviews" else 20000),
                 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"  # MTEB builds its datasets locally here; never fetch
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import shutil

@@ -55,6 +55,8 @@ def make_files(tmp: Path, model: Path) -> None:
     }
     for name, text in recipes.items():
         (tmp / name).write_text(text)
+    concat = {"schema_version": 1, "model": str(model), "layers": [-2, -1], "mixer": "concat"}
+    (tmp / "recipe-concat.json").write_text(json.dumps(concat))
 
 
 EMBED = ["embed", "{tmp}/ok.txt", "--model", "{model}", "--out", "{tmp}/o.npy", "--quiet"]
@@ -350,6 +352,116 @@ CASES: list[tuple[str, list[str], str]] = [
         "domain --samples too small",
         ["domain", "--texts", "{tmp}/ok.txt", "--samples", "5", "--model", "{model}", "--out", "{tmp}/dom"],
         "--samples must be at least 10",
+    ),
+    (
+        "distill --student with a layer the teacher lacks",
+        ["distill", "--teacher", "{model}", "--student", "layers:0,5", "--texts", "{tmp}/ok.txt", "--out", "{tmp}/ds"],
+        "layers must be distinct numbers in 0..1",
+    ),
+    (
+        "distill --student in no known form",
+        ["distill", "--teacher", "{model}", "--student", "half", "--texts", "{tmp}/ok.txt", "--out", "{tmp}/ds"],
+        "expected layers:0,2,4",
+    ),
+    (
+        "distill on too few texts",
+        ["distill", "--teacher", "{model}", "--student", "layers:1", "--texts", "{tmp}/ok.txt", "--out", "{tmp}/ds"],
+        "need at least 3 distinct non-empty texts",
+    ),
+    (
+        "distill --eval-task without a test split",
+        [
+            "distill",
+            "--teacher",
+            "{model}",
+            "--student",
+            "layers:1",
+            "--task",
+            "trec",
+            "--data-dir",
+            "{data}",
+            "--eval-task",
+            "mr",
+            "--out",
+            "{tmp}/ds",
+        ],
+        "has no test split",
+    ),
+    (
+        "distill a concatenation with --projection never",
+        [
+            "distill",
+            "--teacher",
+            "{tmp}/recipe-concat.json",
+            "--student",
+            "layers:1",
+            "--texts",
+            "{tmp}/pairs.tsv",
+            "--column",
+            "a",
+            "--projection",
+            "never",
+            "--out",
+            "{tmp}/ds",
+        ],
+        "allow a projection",
+    ),
+    (
+        "distill --teacher recipe file missing",
+        [
+            "distill",
+            "--teacher",
+            "{tmp}/nope.json",
+            "--student",
+            "layers:1",
+            "--texts",
+            "{tmp}/ok.txt",
+            "--out",
+            "{tmp}/ds",
+        ],
+        "does not exist",
+    ),
+    (
+        "export to an unknown format",
+        ["export", "--format", "tflite", "--model", "{model}", "--texts", "{tmp}/ok.txt", "--out", "{tmp}/ex"],
+        "unknown --format 'tflite'",
+    ),
+    (
+        "export a concatenation to sentence-transformers",
+        [
+            "export",
+            "--format",
+            "sentence-transformers",
+            "--recipe",
+            "{tmp}/recipe-concat.json",
+            "--texts",
+            "{tmp}/ok.txt",
+            "--out",
+            "{tmp}/ex",
+        ],
+        "cannot express a concatenation",
+    ),
+    (
+        "export int8 with an empty calibration file",
+        [
+            "export",
+            "--format",
+            "onnx",
+            "--model",
+            "{model}",
+            "--quantize",
+            "int8",
+            "--calibration",
+            "{tmp}/empty.txt",
+            "--out",
+            "{tmp}/ex",
+        ],
+        "empty.txt is empty",
+    ),
+    (
+        "embed --backend onnx on a directory that is no export",
+        ["embed", "{tmp}/ok.txt", "--backend", "onnx", "--model", "{model}", "--out", "{tmp}/o.npy", "--quiet"],
+        "is not an ONNX export",
     ),
     (
         "longdoc on a similarity task",

@@ -45,4 +45,6 @@ def test_at_least_forty_cases_cover_every_command():
         "longdoc",
         "pretrain",
         "domain",
+        "distill",
+        "export",
     }

@@ -53,9 +53,36 @@ def test_finetune_saves_a_model_every_command_accepts(tmp_path, tiny_bert_dir):
     sentences = ["a fine film", "a dull film that never ends"]
     texts = tmp_path / "texts.txt"
     texts.write_text("\n".join(sentences) + "\n")
-    assert main(["embed", str(texts), "--model", str(out), "--out", str(tmp_path / "v.npy"), "--quiet"]) == 0
     assert (
-        main(["embed", str(texts), "--recipe", str(out / "recipe.json"), "--out", str(tmp_path / "w.npy"), "--quiet"])
+        main(
+            [
+                "embed",
+                str(texts),
+                "--precision",
+                "fp32",
+                "--model",
+                str(out),
+                "--out",
+                str(tmp_path / "v.npy"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "embed",
+                str(texts),
+                "--precision",
+                "fp32",
+                "--recipe",
+                str(out / "recipe.json"),
+                "--out",
+                str(tmp_path / "w.npy"),
+                "--quiet",
+            ]
+        )
         == 0
     )
     by_model, by_recipe = np.load(tmp_path / "v.npy"), np.load(tmp_path / "w.npy")

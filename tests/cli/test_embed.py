@@ -32,10 +32,11 @@ def texts_file(tmp_path):
 
 def test_npy_and_parquet_hold_the_embedder_vectors(tmp_path, texts_file, tiny_bert_dir, capsys):
     expected = Embedder(Recipe(model=str(tiny_bert_dir), pooler="max")).encode(TEXTS)
-    code, _ = run_cli(capsys, texts_file, "--out", tmp_path / "v.npy", "--model", tiny_bert_dir, "--pooler", "max")
+    fp32 = ["--model", tiny_bert_dir, "--pooler", "max", "--precision", "fp32"]
+    code, _ = run_cli(capsys, texts_file, "--out", tmp_path / "v.npy", *fp32)
     assert code == 0
     assert np.abs(np.load(tmp_path / "v.npy") - expected).max() <= 1e-6
-    code, _ = run_cli(capsys, texts_file, "--out", tmp_path / "v.parquet", "--model", tiny_bert_dir, "--pooler", "max")
+    code, _ = run_cli(capsys, texts_file, "--out", tmp_path / "v.parquet", *fp32)
     table = pq.read_table(tmp_path / "v.parquet")
     assert table["id"].to_pylist() == [1, 2, 3, 4]
     assert np.abs(np.array(table["embedding"].to_pylist()) - expected).max() <= 1e-6
@@ -132,3 +133,56 @@ def test_a_different_input_does_not_mix_with_an_old_partial_run(tmp_path, texts_
     assert code == 1 and "--restart" in err
     code, _ = run_cli(capsys, texts_file, "--out", tmp_path / "v.npy", "--model", tiny_bert_dir, "--restart")
     assert code == 0 and (tmp_path / "v.npy").exists()
+
+
+def test_onnx_backend_writes_the_same_rows_in_the_same_order_with_shards(tiny_bert_dir, tmp_path):
+    texts = [f"text number {i} " + "word " * (i % 9) for i in range(23)]
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(texts) + "\n")
+    export = ["export", "--format", "onnx", "--model", str(tiny_bert_dir), "--pooler", "max", "--normalize"]
+    assert main([*export, "--texts", str(source), "--out", str(tmp_path / "onnx"), "--quiet"]) == 0
+    common = [str(source), "--shard-size", "5", "--quiet"]
+    assert (
+        main(
+            ["embed", *common, "--backend", "onnx", "--model", str(tmp_path / "onnx"), "--out", str(tmp_path / "o.npy")]
+        )
+        == 0
+    )
+    torch_args = ["--model", str(tiny_bert_dir), "--pooler", "max", "--normalize", "--precision", "fp32"]
+    torch_args += ["--out", str(tmp_path / "t.npy")]
+    assert main(["embed", *common, *torch_args]) == 0
+    np.testing.assert_allclose(np.load(tmp_path / "o.npy"), np.load(tmp_path / "t.npy"), atol=2e-5)
+    assert (
+        main(
+            [
+                "embed",
+                *common,
+                "--backend",
+                "onnx",
+                "--model",
+                str(tmp_path / "onnx"),
+                "--pooler",
+                "cls",
+                "--out",
+                str(tmp_path / "x.npy"),
+            ]
+        )
+        == 1
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "chosen"), [(frozenset({"avx2"}), "fp32"), (frozenset({"avx2", "avx512_bf16"}), "bf16")]
+)
+def test_embed_defaults_to_auto_precision_and_says_what_it_chose(
+    tmp_path, texts_file, tiny_bert_dir, capsys, monkeypatch, flags, chosen
+):
+    import bertlens.encoding.precision as precision
+
+    monkeypatch.setattr(precision, "cpu_flags", lambda: flags)
+    argv = ["embed", str(texts_file), "--out", str(tmp_path / "v.npy"), "--model", str(tiny_bert_dir)]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert f"precision auto -> {chosen}" in err
+    expected = Embedder(Recipe(model=str(tiny_bert_dir), precision=chosen)).encode(TEXTS)
+    np.testing.assert_allclose(np.load(tmp_path / "v.npy"), expected, atol=1e-6)

@@ -39,6 +39,7 @@ def test_a_second_run_on_the_same_out_stops_at_once(tmp_path, texts_file, tiny_b
 def test_a_tampered_shard_is_embedded_again_not_trusted(tmp_path, texts_file, tiny_bert_dir):
     out = tmp_path / "v.npy"
     args = ["embed", str(texts_file), "--model", str(tiny_bert_dir), "--out", str(out), "--shard-size", "10", "--quiet"]
+    args += ["--precision", "fp32"]
 
     def stop_after_two_shards(*_):
         if len(list((tmp_path / "v.npy.partial").glob("*.sha256"))) >= 2:
@@ -74,6 +75,8 @@ def test_the_documented_layers_form_works(tmp_path, texts_file, tiny_bert_dir):
                 "-2:",
                 "--mixer",
                 "mean",
+                "--precision",
+                "fp32",
                 "--out",
                 str(out),
                 "--quiet",

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
+import torch
 
 from tests.cli.test_pretrain import RAW, corpus  # noqa: F401 - the shared corpus fixture
 
@@ -40,26 +43,7 @@ def test_two_processes_match_one_process_with_twice_the_batch(tmp_path, corpus):
         "--cache-dir",
         str(tmp_path / "c"),
     ]
-    two = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc-per-node",
-        "2",
-        "-m",
-        "bertlens",
-        "pretrain",
-        *ARGS,
-        "--texts",
-        str(corpus),
-        "--batch-size",
-        "8",
-        "--out",
-        str(tmp_path / "two"),
-        "--cache-dir",
-        str(tmp_path / "c"),
-    ]
+    two = _torchrun(corpus, tmp_path / "two", tmp_path / "c", "--epochs", "2")
     for command in (one, two):
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-2000:]
@@ -72,3 +56,68 @@ def test_two_processes_match_one_process_with_twice_the_batch(tmp_path, corpus):
     standard_error = np.sqrt(curve_a.var() / len(curve_a) + curve_b.var() / len(curve_b))
     assert abs(curve_a.mean() - curve_b.mean()) < 4 * standard_error  # the curves agree within their noise
     assert b["heldout_loss_final"] < b["heldout_loss_base"]  # the two-process run learns too
+
+
+RESUMABLE = ("--epochs", "1", "--checkpoint-every", "3")
+
+
+def _torchrun(texts, out, cache, *extra: str) -> list[str]:
+    """`bertlens pretrain` under torchrun with 2 processes, rows of 64, batch 8 per process."""
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "-m",
+        "bertlens",
+        "pretrain",
+        "--max-length",
+        "64",
+        "--quiet",
+        "--from",
+        str(RAW),
+        "--texts",
+        str(texts),
+        "--batch-size",
+        "8",
+        "--out",
+        str(out),
+        "--cache-dir",
+        str(cache),
+        *extra,
+    ]
+
+
+def test_a_killed_two_process_run_resumes_to_the_uninterrupted_weights(tmp_path, corpus):  # noqa: F811
+    """Each process draws its own masks and dropout: resuming restores each one's own RNG stream, not rank 0's."""
+    from safetensors.torch import load_file
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    whole = subprocess.run(
+        _torchrun(corpus, tmp_path / "whole", tmp_path / "c", *RESUMABLE),
+        env=env,
+        capture_output=True,
+    )
+    assert whole.returncode == 0, whole.stderr[-2000:]
+    out = tmp_path / "killed"
+    running = subprocess.Popen(
+        _torchrun(corpus, out, tmp_path / "c", *RESUMABLE),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    state = out / "checkpoint" / "state.json"
+    while running.poll() is None and not state.is_file():
+        time.sleep(0.05)
+    os.killpg(running.pid, signal.SIGKILL)  # mid-run, after the first checkpoint: every process dies at once
+    running.wait()
+    assert state.is_file() and not (out / "training.json").exists()
+    resumed = subprocess.run(_torchrun(corpus, out, tmp_path / "c", *RESUMABLE), env=env, capture_output=True)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    a, b = load_file(str(tmp_path / "whole" / "model.safetensors")), load_file(str(out / "model.safetensors"))
+    assert a.keys() == b.keys()
+    for name in a:
+        assert torch.equal(a[name], b[name]), name

@@ -81,6 +81,8 @@ def test_recipe_long_text_reaches_embed(tmp_path, tiny_bert_dir):
                 "32",
                 "--long-text",
                 "tail",
+                "--precision",
+                "fp32",
                 "--out",
                 str(tmp_path / "v.npy"),
                 "--quiet",

@@ -59,3 +59,20 @@ def test_clear_errors(anisotropic, tmp_path):
     (tmp_path / "x.safetensors").write_bytes(b"not a file")
     with pytest.raises(BertlensError, match="not a readable safetensors file"):
         PostProcessor.load(tmp_path / "x.safetensors")
+
+
+def test_a_learned_linear_step_applies_x_w_plus_b_and_survives_a_file(tmp_path):
+    rng = np.random.default_rng(1)
+    x, weight, bias = rng.normal(size=(20, 6)), rng.normal(size=(6, 3)), rng.normal(size=3)
+    plain = PostProcessor.affine(weight, bias)
+    np.testing.assert_allclose(plain.transform(x), x @ weight + bias, rtol=1e-5, atol=1e-5)
+    assert (plain.dim, plain.output_dim, plain.name) == (6, 3, "linear")
+    unit = PostProcessor.load(PostProcessor.affine(weight, bias, normalize=True).save(tmp_path / "p.safetensors"))
+    expected = x @ weight + bias
+    np.testing.assert_allclose(unit.transform(x), expected / np.linalg.norm(expected, axis=1, keepdims=True), atol=1e-6)
+    assert unit.name == "linear,normalize"
+
+
+def test_the_learned_step_cannot_be_fitted_from_vectors():
+    with pytest.raises(BertlensError, match="learned by training"):
+        parse_steps("center,linear")

@@ -121,3 +121,29 @@ def test_pairs_cli_saves_a_model_and_reports_missing_columns(tmp_path, tiny_bert
     )
     err = capsys.readouterr().err.strip()
     assert code == 1 and "'c'" in err and len(err.splitlines()) == 1
+
+
+def test_distillation_loss_is_mse_plus_weighted_cosine_and_scores_heldout_cosine(tiny_bert_dir):
+    from bertlens.training.objectives import Distillation, sentence_vectors
+
+    encoder = Encoder(str(tiny_bert_dir))
+    representation = Representation(Recipe(), trainable=True)
+    texts, held = encoder.tokenize(TEXTS[:8]), encoder.tokenize(TEXTS[8:12])
+    rng = np.random.default_rng(0)
+    targets, held_targets = rng.normal(size=(8, 16)), rng.normal(size=(4, 16))
+    projection = torch.nn.Linear(32, 16)
+    objective = Distillation(encoder, representation, texts, targets, held, held_targets, projection, 0.5)
+    encoder.model.eval()  # no dropout: the loss is deterministic
+    rows = np.array([1, 4, 6])
+    with torch.no_grad():
+        student = projection(sentence_vectors(encoder, representation, texts, rows)).double().numpy()
+        loss = float(objective.loss(rows))
+    t = targets[rows]
+    cosine = (student * t).sum(1) / np.linalg.norm(student, axis=1) / np.linalg.norm(t, axis=1)
+    assert loss == pytest.approx(((student - t) ** 2).mean() + 0.5 * (1 - cosine).mean(), rel=1e-4)
+    predicted = objective.predict(held)
+    expected = (
+        (predicted * held_targets).sum(1) / np.linalg.norm(predicted, axis=1) / np.linalg.norm(held_targets, axis=1)
+    )
+    assert objective.evaluate() == pytest.approx(expected.mean(), rel=1e-5)
+    assert set(objective.modules()) == {"representation", "projection"}

@@ -14,5 +14,8 @@ COMMANDS = {
     "contrastive": "SimCSE (unsupervised) or supervised contrastive fine-tuning",
     "longdoc": "compare long-text strategies (truncation, windows, chunk classifiers)",
     "pretrain": "continued masked-LM pre-training on in-domain text (DAPT) or a task's texts (TAPT)",
+    "distill": "bake any recipe into a smaller plain model (mean pooling of its last layer)",
+    "export": "export a recipe to ONNX (pooling inside, int8 behind a fidelity gate) or sentence-transformers",
+    "serve": "serve a recipe over HTTP: OpenAI-compatible /v1/embeddings, TEI-style /embed, dynamic batching",
     "domain": "is your text far from what the model was trained on? tokenizer fit, masked-LM surprise, verdict",
 }

@@ -19,7 +19,7 @@ from rich.progress import (
 from rich.table import Table
 
 from bertlens.progress import Progress as ProgressFn
-from bertlens.progress import silent
+from bertlens.progress import silent, split_stage
 
 STDERR = Console(stderr=True)
 PLAIN_EVERY = 30.0  # seconds between progress lines when stderr is not a terminal
@@ -36,16 +36,23 @@ def _plain_progress(label: str, unit: str) -> ProgressFn:
 
     def update(stage: str, done: int, total: int) -> None:
         now = time.monotonic()
+        stage, detail = split_stage(stage)
         new_stage = stage != last["stage"]
         if new_stage:
-            last.update(stage=stage, start=now)
+            last.update(stage=stage, start=now, first=done)
         if new_stage or now - last["at"] >= PLAIN_EVERY or done >= total:
-            elapsed = now - last["start"]
-            rate = f" ({done / elapsed:,.1f}/s)" if elapsed >= 1.0 else ""
-            say(f"{label}: {stage} {done}/{total} {unit}{rate}")
+            elapsed, progressed = now - last["start"], done - last["first"]
+            speed = progressed / elapsed if elapsed >= 1.0 and progressed > 0 else 0.0
+            rate = f" ({speed:,.1f}/s, ETA {_clock((total - done) / speed)})" if speed and done < total else ""
+            say(f"{label}: {stage} {done}/{total} {unit}{rate}" + (f", {detail}" if detail else ""))
             last["at"] = now
 
     return update
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes // 60}:{minutes % 60:02d}:{secs:02d}"
 
 
 @contextlib.contextmanager
@@ -70,8 +77,9 @@ def progress_bar(label: str, unit: str = "texts", enabled: bool = True) -> Itera
         task = progress.add_task(label, total=None, rate="")
 
         def update(stage: str, done: int, total: int) -> None:
+            stage, detail = split_stage(stage)
             speed = progress.tasks[0].speed
-            rate = f"{speed:,.0f} {unit}/s" if speed else ""
+            rate = ", ".join(part for part in (f"{speed:,.1f} {unit}/s" if speed else "", detail) if part)
             description = f"{label}: {stage}"
             if description != progress.tasks[0].description:
                 progress.reset(task, description=description, total=total)  # a new stage gets its own rate and ETA

@@ -10,6 +10,7 @@ from bertlens.cli.console import progress_bar, say
 from bertlens.cli.options import add_recipe_options, recipe_from_args
 from bertlens.embedding.embedder import Embedder
 from bertlens.embedding.job import EMPTY_POLICIES, check_output, run_embed
+from bertlens.errors import BertlensError
 from bertlens.io.tables import TableSpec, check_file, parse_column
 
 
@@ -33,8 +34,32 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--shard-size", type=int, default=4096, help="texts per resumable shard (default 4096)")
     parser.add_argument("--restart", action="store_true", help="discard an unfinished run for OUT and start over")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--backend",
+        choices=("torch", "onnx"),
+        default="torch",
+        help="onnx: --model is a directory from `bertlens export --format onnx` (the recipe is inside it)",
+    )
     add_recipe_options(parser)
     parser.set_defaults(run=run)
+
+
+def _embedder(args: argparse.Namespace):
+    if args.backend == "torch":
+        if args.precision is None and args.recipe is None:
+            args.precision = "auto"  # embedding's default: bf16 only where this machine runs it fast
+        return Embedder(recipe_from_args(args), trust_remote_code=args.trust_remote_code)
+    recipe_flags = ("recipe", "layers", "mixer", "pooler", "max_length", "precision", "postprocess", "long_text")
+    given = [f"--{flag.replace('_', '-')}" for flag in recipe_flags if getattr(args, flag) is not None]
+    if args.normalize or args.exclude_special:
+        given.append("--normalize/--exclude-special")
+    if given:
+        raise BertlensError(f"--backend onnx runs the recipe baked into the export; drop {', '.join(given)}")
+    if not args.model:
+        raise BertlensError("--backend onnx needs --model DIR, a directory from `bertlens export --format onnx`")
+    from bertlens.embedding.onnx_backend import OnnxEmbedder
+
+    return OnnxEmbedder(args.model)
 
 
 def run(args: argparse.Namespace) -> None:
@@ -47,7 +72,7 @@ def run(args: argparse.Namespace) -> None:
     )
     check_file(spec.path)
     check_output(args.out)  # before the model loads: a bad --out fails in a second, not after the run
-    embedder = Embedder(recipe_from_args(args), trust_remote_code=args.trust_remote_code)
+    embedder = _embedder(args)
     with progress_bar("embed", enabled=not args.quiet) as update:
         summary = run_embed(
             spec,
@@ -60,11 +85,11 @@ def run(args: argparse.Namespace) -> None:
         )
     notes = []
     if summary.truncated:
-        notes.append(
-            f"{summary.truncated} texts were longer than {embedder.encoder.max_length} tokens and were truncated"
-        )
+        notes.append(f"{summary.truncated} texts were longer than {embedder.max_length} tokens and were truncated")
     if summary.skipped_empty:
         notes.append(f"{summary.skipped_empty} empty texts skipped")
     if summary.resumed_shards:
         notes.append(f"resumed after {summary.resumed_shards} finished shards")
+    if args.precision == "auto":
+        notes.append(f"precision auto -> {embedder.recipe.precision} ({embedder.encoder.precision_reason})")
     say(f"wrote {summary.rows} x {summary.dim} vectors to {summary.out}" + "".join(f"; {n}" for n in notes))

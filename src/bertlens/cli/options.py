@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bertlens.encoding.precision import choose_precision
 from bertlens.errors import BertlensError
 from bertlens.models import resolve_model
 from bertlens.representation.mixers import MIXERS, parse_layers
@@ -21,7 +22,9 @@ def add_encoder_options(parser: argparse.ArgumentParser, model_default: str | No
     )
     group.add_argument("--max-length", type=int, help="truncate texts to this many tokens (default: the model's limit)")
     group.add_argument(
-        "--precision", choices=PRECISIONS, help="fp32 (exact) or bf16 (fast where the CPU has native bf16)"
+        "--precision",
+        choices=PRECISIONS,
+        help="fp32 (exact), bf16 (fast only where the CPU has native bf16) or auto (bf16 there, fp32 elsewhere)",
     )
     group.add_argument(
         "--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)"
@@ -91,7 +94,23 @@ def add_training_options(parser: argparse.ArgumentParser, defaults: TrainConfig 
     group.add_argument(
         "--checkpoint-every", type=int, default=defaults.checkpoint_every, help="steps between checkpoints"
     )
+    group.add_argument(
+        "--train-precision",
+        choices=PRECISIONS,
+        default=defaults.precision,
+        help="fp32, bf16 autocast for forward passes (fast only where the CPU has native bf16; weights stay fp32), "
+        "or auto (bf16 there, fp32 elsewhere)",
+    )
     group.add_argument("--restart", action="store_true", help="discard an unfinished run in --out and start over")
+
+
+def add_trained_model_options(parser: argparse.ArgumentParser, cache_help: str) -> None:
+    """--cache-dir --trust-remote-code --seed --out --quiet: what every command that writes a trained model takes."""
+    parser.add_argument("--cache-dir", type=Path, help=f"{cache_help} (default $BERTLENS_CACHE or ~/.cache/bertlens)")
+    parser.add_argument(
+        "--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)"
+    )
+    add_run_options(parser, None, "model directory to write (an interrupted run resumes here)")
 
 
 def training_config(args: argparse.Namespace, seed: int) -> TrainConfig:
@@ -113,4 +132,5 @@ def training_config(args: argparse.Namespace, seed: int) -> TrainConfig:
         patience=args.patience,
         seed=seed,
         checkpoint_every=args.checkpoint_every,
+        precision=choose_precision(args.train_precision)[0],
     )

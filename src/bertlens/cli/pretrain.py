@@ -8,15 +8,17 @@ from pathlib import Path
 
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
-from bertlens.cli.options import add_run_options, add_training_options, training_config
+from bertlens.cli.options import add_trained_model_options, add_training_options, training_config
+from bertlens.cli.sources import training_texts
 from bertlens.errors import BertlensError
-from bertlens.experiments.pretrain import PRETRAIN_DEFAULTS, initialise_from_scratch, run_pretrain
+from bertlens.experiments.pretrain import PRETRAIN_DEFAULTS, run_pretrain
 from bertlens.io.cache import content_key, file_sha256
 from bertlens.io.tables import check_file, is_blank, iter_texts, parse_column
 from bertlens.tasks.catalog import CATALOG, data_dir, get_task
 from bertlens.tasks.loaders import load_catalog_task
 from bertlens.training import distributed
 from bertlens.training.masking import MASK_UNITS
+from bertlens.training.students import initialise_from_scratch
 
 
 def add_parser(subparsers) -> None:
@@ -44,13 +46,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--heldout", type=float, default=0.02, help="share of rows held out for the held-out loss")
     parser.add_argument("--max-tokens", type=int, help="use only the first N tokens of the corpus (a token budget)")
     add_training_options(parser, PRETRAIN_DEFAULTS)
-    parser.add_argument(
-        "--cache-dir", type=Path, help="token-stream cache (default $BERTLENS_CACHE or ~/.cache/bertlens)"
-    )
-    parser.add_argument(
-        "--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)"
-    )
-    add_run_options(parser, None, "model directory to write (an interrupted run resumes here)")
+    add_trained_model_options(parser, "token-stream cache")
     parser.set_defaults(run=run)
 
 
@@ -66,9 +62,7 @@ def run(args: argparse.Namespace) -> None:
         source = ", ".join(str(p) for p in args.texts)
         key = content_key([args.column, [file_sha256(p) for p in args.texts]])
     else:
-        task = load_catalog_task(get_task(args.task), data_dir(args.data_dir))
-        split = task.splits.get("train") or task.splits["all"]  # never a test split's text
-        texts = [*split.texts_a, *(split.texts_b or ())]
+        texts = training_texts(load_catalog_task(get_task(args.task), data_dir(args.data_dir)))
         source, key = f"task {args.task} (training texts)", content_key(["task", args.task], texts)
     world = distributed.setup()  # under torchrun: one process per rank, rank 0 writes and prints
     model = args.model

@@ -130,6 +130,12 @@ def file_texts(path: Path, column: str | None) -> list[str]:
     return [t for t in iter_texts(path, parse_column(column) if column else None) if not is_blank(t)]
 
 
+def training_texts(task: TaskData) -> list[str]:
+    """A task's training texts (both sides of pairs), never a test split's: what unsupervised training may read."""
+    split = task.splits.get("train") or task.splits["all"]
+    return [*split.texts_a, *(split.texts_b or ())]
+
+
 def load_texts(args: argparse.Namespace, seed: int = 0) -> tuple[list[str], str, TaskData | None]:
     """(texts, a description of where they came from, the task when --task was used)."""
     if args.max_texts is not None and args.max_texts < 2:

@@ -36,6 +36,7 @@ class Embedder:
             attentions="cls" if self.recipe.needs_attentions else "none",
             trust_remote_code=trust_remote_code,
         )
+        self.recipe = self.recipe.replace(precision=self.encoder.precision)  # 'auto' resolved: what actually runs
         check_recipe_fits(self.recipe, self.encoder.num_layers)
         self.representation = Representation(self.recipe).eval()  # frozen: serving reproduces the fitted mix exactly
         self.postprocessor = PostProcessor.load(self.recipe.postprocess) if self.recipe.postprocess else None
@@ -45,6 +46,14 @@ class Embedder:
                 f"vectors but this recipe makes {self.pooled_dim}; refit it for this recipe"
             )
         self.truncated = 0
+
+    @property
+    def fingerprint(self) -> str:
+        return self.encoder.ref.fingerprint
+
+    @property
+    def max_length(self) -> int:
+        return self.encoder.max_length
 
     @property
     def pooled_dim(self) -> int:

@@ -209,7 +209,7 @@ def _run_locked(spec, out, embedder, scan, partial, empty, shard_size, restart, 
         "empty": empty,
         "shard_size": shard_size,
         "recipe": embedder.recipe.to_dict(),
-        "model_fingerprint": embedder.encoder.ref.fingerprint,
+        "model_fingerprint": embedder.fingerprint,
     }
     finished = _prepare_partial(partial, manifest)
     done = 0

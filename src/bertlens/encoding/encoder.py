@@ -11,6 +11,7 @@ import torch
 
 from bertlens.encoding.batching import length_batches
 from bertlens.encoding.cls_attention import ClsAttentionRecorder, attention_modules
+from bertlens.encoding.precision import choose_precision
 from bertlens.errors import BertlensError, did_you_mean
 from bertlens.models import ModelRef, default_max_length, load_encoder, load_tokenizer, resolve_model
 from bertlens.progress import Progress, silent
@@ -71,7 +72,8 @@ class Tokenized:
 class Encoder:
     """Owns a tokenizer and a model; turns texts into LayerStates, batch by batch.
 
-    precision 'fp32' is exact; 'bf16' runs matrix products in bfloat16 under autocast
+    precision 'fp32' is exact; 'bf16' runs matrix products in bfloat16 under autocast; 'auto' picks bf16 only
+    where the hardware has it (encoding/precision.py)
     (layer norms and softmax stay in float32), which is several times faster on CPUs with
     AVX512-BF16/AMX and keeps cosine >= 0.9999 to fp32 on the default model.
     """
@@ -90,8 +92,9 @@ class Encoder:
     ):
         if attentions not in ATTENTION_MODES:
             raise BertlensError(f"unknown attentions mode '{attentions}': {did_you_mean(attentions, ATTENTION_MODES)}")
-        if precision not in ("fp32", "bf16"):
-            raise BertlensError(f"unknown precision '{precision}': valid: fp32, bf16")
+        if precision not in ("fp32", "bf16", "auto"):
+            raise BertlensError(f"unknown precision '{precision}': valid: fp32, bf16, auto")
+        precision, self.precision_reason = choose_precision(precision, device=device)
         self.ref = model if isinstance(model, ModelRef) else resolve_model(model)
         self.tokenizer = load_tokenizer(self.ref, trust_remote_code)
         # Under bf16 autocast eager attention measured faster than SDPA; full attention maps need it too.

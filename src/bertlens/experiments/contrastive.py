@@ -18,7 +18,7 @@ from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import TaskData
 from bertlens.training.loop import FineTuneResult, TrainConfig, fine_tune
 from bertlens.training.objectives import Contrastive
-from bertlens.training.saved_model import save_finetuned
+from bertlens.training.saved_model import run_checkpoint, save_finetuned
 from bertlens.training.strategies import parse_strategy
 
 # SimCSE's settings (Gao et al. 2021): one epoch, batch 64, lr 3e-5, no warmup or decay of weights
@@ -87,9 +87,7 @@ def run_contrastive(
     anchors = encoder.tokenize(examples.anchors)
     positives = encoder.tokenize(examples.positives) if examples.positives is not None else None
     objective = Contrastive(encoder, representation, anchors, positives, temperature)
-    checkpoint = out / "checkpoint"
-    if restart:
-        shutil.rmtree(checkpoint, ignore_errors=True)
+    checkpoint = run_checkpoint(out, restart)
     result = fine_tune(encoder, objective, strategy, config, checkpoint_dir=checkpoint, progress=progress)
     saved = save_finetuned(
         out,

@@ -18,7 +18,7 @@ from bertlens.tasks.loaders import TaskData
 from bertlens.training.heads import Head, HeadSpec
 from bertlens.training.loop import FineTuneResult, TrainConfig, fine_tune
 from bertlens.training.objectives import Encoded, Supervised, score
-from bertlens.training.saved_model import save_finetuned
+from bertlens.training.saved_model import run_checkpoint, save_finetuned
 from bertlens.training.strategies import parse_strategy
 
 
@@ -58,9 +58,7 @@ def run_finetune(
     )
     if size:
         train = training_subset(train, resolve_sizes(size, len(train), flag="--size")[0], config.seed, task.kind)
-    checkpoint = out / "checkpoint"
-    if restart:
-        shutil.rmtree(checkpoint, ignore_errors=True)
+    checkpoint = run_checkpoint(out, restart)
     torch.manual_seed(config.seed)
     representation = Representation(recipe, trainable=True)
     objective = Supervised(

@@ -10,7 +10,6 @@ and its masked-LM loss is measured before training (the base model) and after ev
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from collections.abc import Iterable
@@ -18,19 +17,18 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from bertlens.encoding.encoder import Encoder
 from bertlens.encoding.token_stream import StreamRows, build_token_stream
 from bertlens.errors import BertlensError
 from bertlens.io.cache import default_cache_dir
-from bertlens.progress import Progress, silent
+from bertlens.progress import DETAIL, Progress, silent
 from bertlens.representation.recipe import Recipe
 from bertlens.training import distributed
 from bertlens.training.loop import FineTuneResult, TrainConfig, fine_tune
 from bertlens.training.mlm_head import mlm_head
 from bertlens.training.objectives import MaskedLM
-from bertlens.training.saved_model import save_finetuned
+from bertlens.training.saved_model import run_checkpoint, save_finetuned
 from bertlens.training.strategies import parse_strategy
 
 HEAD_FILE = "mlm_head.safetensors"  # the masked-LM head, saved beside the encoder (a second pretrain loads it)
@@ -60,52 +58,19 @@ class PretrainOutcome:
     recipe: Recipe
 
 
-# Named sizes for training from scratch (BERT architecture): layers x width, heads, feed-forward width
-SIZES = {
-    "tiny": {"num_hidden_layers": 6, "hidden_size": 128, "num_attention_heads": 4, "intermediate_size": 512},
-    "mini": {"num_hidden_layers": 4, "hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 1024},
-    "small": {"num_hidden_layers": 6, "hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 1024},
-    "medium": {"num_hidden_layers": 8, "hidden_size": 512, "num_attention_heads": 8, "intermediate_size": 2048},
-}
+def _with_token_rate(progress: Progress, tokens_per_step: int) -> Progress:
+    """Adds the training speed in word pieces per second (since this process started training) to the stage."""
+    first: dict[str, float] = {}
 
+    def update(stage: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        first.setdefault("step", done)
+        first.setdefault("time", now)
+        rate = (done - first["step"]) * tokens_per_step / (now - first["time"]) if now > first["time"] else 0.0
+        separator = ", " if DETAIL in stage else DETAIL
+        progress(f"{stage}{separator}{rate:,.0f} tokens/s" if rate else stage, done, total)
 
-def scratch_config(spec: str) -> dict:
-    """A named size (tiny, mini, small, medium) or a JSON file of BertConfig fields."""
-    if spec in SIZES:
-        return dict(SIZES[spec])
-    path = Path(spec)
-    if not path.is_file():
-        raise BertlensError(f"--config '{spec}' is neither a size ({', '.join(SIZES)}) nor a JSON file")
-    try:
-        fields = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BertlensError(
-            f"--config {path}: not valid JSON ({exc}); give BertConfig fields as a JSON object"
-        ) from None
-    if not isinstance(fields, dict):
-        raise BertlensError(f"--config {path}: expected a JSON object of BertConfig fields")
-    return fields
-
-
-def initialise_from_scratch(spec: str, tokenizer_dir: Path, target: Path, seed: int, max_length: int) -> Path:
-    """A randomly initialised BERT (seeded) with the given tokenizer, written to `target` as a model directory."""
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir, use_fast=True)
-    except (OSError, ValueError) as exc:
-        raise BertlensError(f"--tokenizer {tokenizer_dir}: could not load a tokenizer ({exc})") from None
-    fields = {"max_position_embeddings": max(512, max_length), **scratch_config(spec), "vocab_size": len(tokenizer)}
-    try:
-        config = BertConfig(**fields)
-        torch.manual_seed(seed)
-        model = BertModel(config)
-    except (TypeError, ValueError) as exc:
-        raise BertlensError(f"--config {spec}: not a valid BERT configuration ({exc})") from None
-    target.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(target, safe_serialization=True)
-    tokenizer.save_pretrained(target)
-    return target
+    return update
 
 
 def split_rows(rows: StreamRows, fraction: float, seed: int) -> tuple[StreamRows, StreamRows]:
@@ -167,16 +132,14 @@ def run_pretrain(
     train, held = split_rows(rows, heldout, config.seed)
     objective = MaskedLM(encoder, head, train, held, unit=mask_unit, seed=config.seed)
     base = objective.heldout_loss()
-    checkpoint = out / "checkpoint"
-    if restart:
-        shutil.rmtree(checkpoint, ignore_errors=True)
+    checkpoint = run_checkpoint(out, restart)
     result = fine_tune(
         encoder,
         objective,
         parse_strategy("full", encoder.num_layers),
         config,
         checkpoint_dir=checkpoint,
-        progress=progress,
+        progress=_with_token_rate(progress, config.batch_size * world.size * rows.content),
     )
     final = objective.heldout_loss()
     if not world.writer:  # the replicas are identical: one process writes

@@ -146,3 +146,14 @@ def _intervals(value: np.ndarray, samples: np.ndarray) -> Intervals:
         low, high = np.nanpercentile(samples, 2.5, axis=1), np.nanpercentile(samples, 97.5, axis=1)
         tied = (np.nanpercentile(diff, 2.5, axis=1) <= 0) & np.isfinite(value)
     return Intervals(value, low, high, tied, best)
+
+
+def paired_difference(
+    outputs: np.ndarray, gold: np.ndarray, metric: str, *, resamples: int = 1000, seed: int = 0
+) -> tuple[float, float, float]:
+    """outputs [2, n]: (score of row 1 - score of row 0, 2.5th and 97.5th percentile over shared resamples)."""
+    value, samples = _value_and_samples(outputs, gold, metric, resamples, seed)
+    diff = samples[1] - samples[0]  # [B]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(value[1] - value[0]), float(np.nanpercentile(diff, 2.5)), float(np.nanpercentile(diff, 97.5))

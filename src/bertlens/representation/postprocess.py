@@ -8,6 +8,8 @@ Steps (a pipeline, fitted in order on the fitting vectors):
   abtt[:D]      all-but-the-top (Mu & Viswanath 2018): centre, then remove the projections on the
                 top D principal directions (default D = dim / 100, at least 1)
   normalize     x / ||x||
+  linear        x W + b, learned elsewhere (a distilled student's projection to its teacher's space,
+                `PostProcessor.affine`); not fitted from vectors, so `bertlens postprocess` does not offer it
 
 Saved as one safetensors file (tensors per step) whose metadata holds the step list as JSON;
 nothing is pickled.
@@ -26,7 +28,8 @@ from safetensors.numpy import load_file, save_file
 from bertlens.errors import BertlensError, did_you_mean
 from bertlens.io.atomic import temporary_sibling
 
-STEPS = ("center", "whiten", "abtt", "normalize")
+STEPS = ("center", "whiten", "abtt", "normalize")  # fitted from vectors
+LEARNED = ("linear",)  # trained by an objective, stored in the same file format
 POSTPROCESS_VERSION = 1
 RANK_TOLERANCE = 1e-10  # eigenvalues below this share of the largest count as zero variance
 
@@ -46,6 +49,10 @@ def parse_steps(text: str) -> tuple[Step, ...]:
     steps = []
     for item in (s.strip() for s in text.split(",") if s.strip()):
         kind, _, arg = item.partition(":")
+        if kind in LEARNED:
+            raise BertlensError(
+                f"post-processing step '{kind}' is learned by training (e.g. `bertlens distill`), not fitted"
+            )
         if kind not in STEPS:
             raise BertlensError(f"unknown post-processing step '{kind}': {did_you_mean(kind, STEPS)}")
         k = None
@@ -85,9 +92,17 @@ class PostProcessor:
     @property
     def output_dim(self) -> int:
         for i in reversed(range(len(self.steps))):
-            if f"{i}.transform" in self.arrays:
-                return self.arrays[f"{i}.transform"].shape[1]
+            for name in ("transform", "weight"):
+                if f"{i}.{name}" in self.arrays:
+                    return self.arrays[f"{i}.{name}"].shape[1]
         return self.dim
+
+    @classmethod
+    def affine(cls, weight: np.ndarray, bias: np.ndarray, normalize: bool = False) -> PostProcessor:
+        """x -> x W + b (weight [D_in, D_out], bias [D_out]), then optionally x / ||x||."""
+        steps = (Step("linear"),) + ((Step("normalize"),) if normalize else ())
+        arrays = {"0.weight": np.asarray(weight, dtype=np.float64), "0.bias": np.asarray(bias, dtype=np.float64)}
+        return cls(steps, arrays, int(weight.shape[0]), 0)
 
     @classmethod
     def fit(cls, steps: tuple[Step, ...], vectors: np.ndarray) -> PostProcessor:
@@ -158,6 +173,8 @@ class PostProcessor:
             elif step.kind == "abtt":
                 directions = self.arrays[f"{i}.directions"]
                 x = x - (x @ directions) @ directions.T
+            elif step.kind == "linear":
+                x = x @ self.arrays[f"{i}.weight"] + self.arrays[f"{i}.bias"]
             elif step.kind == "normalize":
                 x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
         return x.astype(np.float32)
@@ -191,4 +208,7 @@ class PostProcessor:
         if meta.get("version") != str(POSTPROCESS_VERSION):
             raise BertlensError(f"{path}: not a bertlens post-processor (version {meta.get('version')!r})")
         steps = tuple(Step(kind, k) for kind, k in json.loads(meta["steps"]))
+        unknown = [s.kind for s in steps if s.kind not in STEPS + LEARNED]
+        if unknown:
+            raise BertlensError(f"{path}: unknown post-processing step '{unknown[0]}' (made by a newer bertlens?)")
         return cls(steps, load_file(str(path)), int(meta["dim"]), int(meta["fitted_on"]))

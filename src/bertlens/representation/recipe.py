@@ -20,7 +20,7 @@ from bertlens.representation.mixers import check_mixer, output_blocks
 from bertlens.representation.poolers import check_pooler
 
 SCHEMA_VERSION = 1
-PRECISIONS = ("fp32", "bf16")
+PRECISIONS = ("fp32", "bf16", "auto")  # auto: bf16 where the hardware has it, else fp32
 
 
 @dataclass(frozen=True)

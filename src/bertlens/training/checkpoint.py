@@ -52,11 +52,13 @@ def save_checkpoint(
     optimizer: torch.optim.Optimizer,
     state: dict,
     best: dict[str, dict[str, torch.Tensor]] | None,
+    rng_states: list[torch.Tensor] | None = None,
 ) -> None:
     """Write a complete checkpoint to `directory` (replacing the previous one atomically).
 
     modules: name -> module (the encoder as "model", then the objective's modules); each is one
     `NAME.safetensors`, and the best weights so far (when the objective has a dev score) `best_NAME.safetensors`.
+    rng_states: each process's RNG state in rank order under torchrun (default: this process's).
     """
     staging = directory.with_name(directory.name + ".new")
     shutil.rmtree(staging, ignore_errors=True)
@@ -66,7 +68,8 @@ def save_checkpoint(
     tensors, meta = _optimizer_parts(optimizer)
     _save_tensors(tensors, staging / "optimizer.safetensors")
     (staging / "optimizer.json").write_text(json.dumps(meta))
-    _save_tensors({"torch": torch.get_rng_state()}, staging / "rng.safetensors")
+    states = rng_states or [torch.get_rng_state()]
+    _save_tensors({_rng_key(rank): state for rank, state in enumerate(states)}, staging / "rng.safetensors")
     for name, weights in (best or {}).items():
         _save_tensors(weights, staging / f"best_{name}.safetensors")
     files = {p.name: file_sha256(p) for p in sorted(staging.iterdir())}
@@ -110,14 +113,18 @@ def read_state(directory: Path) -> dict:
         return {}
 
 
-def load_checkpoint(directory: Path, modules: dict[str, nn.Module], optimizer: torch.optim.Optimizer):
-    """Restore weights, optimizer and RNG in place; returns (state dict, best weights by module name or None)."""
+def _rng_key(rank: int) -> str:
+    return "torch" if rank == 0 else f"torch_rank{rank}"
+
+
+def load_checkpoint(directory: Path, modules: dict[str, nn.Module], optimizer: torch.optim.Optimizer, rank: int = 0):
+    """Restore weights, optimizer and this process's RNG in place; returns (state, best weights by module or None)."""
     state = read_state(directory)
     for name, module in modules.items():
         module.load_state_dict(load_file(str(directory / f"{name}.safetensors")))
     meta = json.loads((directory / "optimizer.json").read_text())
     optimizer.load_state_dict(_optimizer_state(load_file(str(directory / "optimizer.safetensors")), meta))
-    torch.set_rng_state(load_file(str(directory / "rng.safetensors"))["torch"])
+    torch.set_rng_state(load_file(str(directory / "rng.safetensors"))[_rng_key(rank)])
     best = {
         name: load_file(str(directory / f"best_{name}.safetensors"))
         for name in modules

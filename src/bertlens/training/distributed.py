@@ -63,6 +63,19 @@ def mean_over_processes(value: float | None, world: World) -> float | None:
     return float(tensor[0] / tensor[1]) if tensor[1] > 0 else None
 
 
+def rng_states(world: World) -> list[torch.Tensor]:
+    """Every process's torch RNG state, in rank order (all processes must call it; only the writer needs the result).
+
+    Each process draws its own dropout and masks, so an exact resume restores each one's own stream.
+    """
+    state = torch.get_rng_state()  # [S] uint8
+    if world.size == 1:
+        return [state]
+    gathered = [torch.empty_like(state) for _ in range(world.size)]
+    dist.all_gather(gathered, state)
+    return gathered
+
+
 def barrier(world: World) -> None:
     if world.size > 1:
         dist.barrier()

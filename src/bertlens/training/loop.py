@@ -63,6 +63,7 @@ class TrainConfig:
     patience: int = 2
     seed: int = 0
     checkpoint_every: int = 50
+    precision: str = "fp32"  # "bf16": forward passes under bfloat16 autocast (weights and optimizer stay fp32)
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,22 @@ def _distributed_step(loss: torch.Tensor | None, optimizer, config: TrainConfig,
         state["losses"].append(mean)
 
 
+def _checkpoint(directory: Path, modules, optimizer, state: dict, best, world) -> None:
+    """Every process hands in its RNG state (all must call this); the writer saves."""
+    states = distributed.rng_states(world)
+    if world.writer:
+        save_checkpoint(directory, modules, optimizer, state, best, states)
+
+
+def _autocast(precision: str):
+    """Mixed precision for the forward pass: bf16 matrix products where asked, fp32 master weights either way."""
+    if precision not in ("fp32", "bf16"):
+        raise BertlensError(f"unknown training precision '{precision}': valid: fp32, bf16")
+    return torch.autocast(
+        "cpu" if not torch.cuda.is_available() else "cuda", dtype=torch.bfloat16, enabled=precision == "bf16"
+    )
+
+
 def _set_mode(modules: dict[str, nn.Module], training: bool) -> None:
     for module in modules.values():
         module.train(training)
@@ -184,7 +201,8 @@ def fine_tune(
     epochs = max(config.epochs, math.ceil(config.min_steps / per_epoch))
     total = epochs * per_epoch
     warmup = int(config.warmup * total)
-    key = content_key([encoder.ref.fingerprint, objective.identity(), strategy.name, asdict(config)])
+    run = [encoder.ref.fingerprint, objective.identity(), strategy.name, asdict(config)]
+    key = content_key(run + ([world.size] if world.size > 1 else []))  # another process count is another run
     state = {
         "key": key,
         "step": 0,
@@ -203,7 +221,7 @@ def fine_tune(
                 f"{checkpoint_dir} holds a checkpoint of a different run (model, data, objective, strategy "
                 "or settings changed); remove it or choose another output directory"
             )
-        state, best = load_checkpoint(found, modules, optimizer)
+        state, best = load_checkpoint(found, modules, optimizer, world.rank)
     step = state["step"]
     while not state["done"] and step < total:
         epoch, offset = divmod(step, per_epoch)
@@ -217,7 +235,8 @@ def fine_tune(
             rows = rows[world.rank * config.batch_size : (world.rank + 1) * config.batch_size]  # this process's slice
             for group in optimizer.param_groups:
                 group["lr"] = group["base_lr"] * lr_factor(step, total, warmup)
-            loss = objective.loss(rows) if len(rows) else None
+            with _autocast(config.precision):
+                loss = objective.loss(rows) if len(rows) else None
             if world.size > 1:
                 _distributed_step(loss, optimizer, config, world, state)
             elif loss is not None:
@@ -229,9 +248,10 @@ def fine_tune(
                 state["losses"].append(float(loss.detach()))
             step += 1
             if world.writer:
-                progress("training", step, total)
-            if checkpoint_dir and world.writer and step % config.checkpoint_every == 0 and step % per_epoch:
-                save_checkpoint(checkpoint_dir, modules, optimizer, {**state, "step": step}, best)
+                recent = state["losses"][-20:]
+                progress(f"training | loss {np.mean(recent):.3f}" if recent else "training", step, total)
+            if checkpoint_dir and step % config.checkpoint_every == 0 and step % per_epoch:
+                _checkpoint(checkpoint_dir, modules, optimizer, {**state, "step": step}, best, world)
         dev_score = objective.evaluate()
         if dev_score is not None:
             state["history"].append(dev_score)
@@ -242,8 +262,8 @@ def fine_tune(
                 state["bad_epochs"] += 1
         state["step"] = step
         state["done"] = state["bad_epochs"] >= config.patience or step >= total
-        if checkpoint_dir and world.writer:
-            save_checkpoint(checkpoint_dir, modules, optimizer, state, best)
+        if checkpoint_dir:
+            _checkpoint(checkpoint_dir, modules, optimizer, state, best, world)
         distributed.barrier(world)
     if best is not None:
         for name, module in modules.items():

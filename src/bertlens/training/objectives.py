@@ -7,8 +7,8 @@ The one training loop (loop.py) asks an objective four things and is otherwise t
   evaluate()        a dev score where higher is better, or None (no early stopping)
   identity()        a content key of the data and settings (a checkpoint of another run is refused)
 Objectives here: `Supervised` (classification, pair classification, cosine-similarity regression,
-through a Head) and `Contrastive` (InfoNCE: unsupervised SimCSE or (anchor, positive) pairs).
-Masked-language modelling and distillation are two more classes of the same shape.
+through a Head), `Contrastive` (InfoNCE: unsupervised SimCSE or (anchor, positive) pairs),
+`MaskedLM` (continued pre-training) and `Distillation` (regress a teacher recipe's vectors).
 """
 
 from __future__ import annotations
@@ -299,3 +299,84 @@ class MaskedLM:
 
     def evaluate(self) -> float | None:
         return None if self.heldout is None else -self.heldout_loss()
+
+
+class Distillation:
+    """Feature distillation (Hinton et al. 2015; Reimers & Gurevych 2020, "Making monolingual sentence
+    embeddings multilingual"): the student's vectors s = P(pool(student)) regress the teacher's t:
+
+        loss = mean over the batch and dimensions of (s - t)^2  +  cosine_weight * mean(1 - cos(s, t))
+
+    P is an optional learned linear projection (when the widths differ or the teacher's space was
+    post-processed). The dev score is the mean cosine to the teacher on held-out texts.
+    """
+
+    def __init__(
+        self,
+        encoder: Encoder,
+        representation: Representation,
+        texts: Tokenized,
+        targets: np.ndarray,
+        heldout: Tokenized,
+        heldout_targets: np.ndarray,
+        projection: nn.Linear | None = None,
+        cosine_weight: float = 0.0,
+    ):
+        if len(texts.input_ids) != len(targets) or len(heldout.input_ids) != len(heldout_targets):
+            raise ValueError("every text needs its teacher vector")
+        if len(targets) < 2 or len(heldout_targets) < 1:
+            raise BertlensError("distillation needs at least 2 training texts and 1 held-out text")
+        self.encoder, self.representation, self.projection = encoder, representation, projection
+        self.texts, self.heldout, self.cosine_weight = texts, heldout, cosine_weight
+        self.targets = torch.as_tensor(targets, dtype=torch.float32)  # [N, D]
+        self.heldout_targets = torch.as_tensor(heldout_targets, dtype=torch.float32)  # [M, D]
+        self.name = "distillation"
+
+    @property
+    def size(self) -> int:
+        return len(self.targets)
+
+    def modules(self) -> dict[str, nn.Module]:
+        return {"representation": self.representation} | (
+            {"projection": self.projection} if self.projection is not None else {}
+        )
+
+    def identity(self) -> str:
+        return content_key(
+            ["distillation", self.representation.recipe.to_dict(), self.cosine_weight, self.projection is not None],
+            arrays=[self.targets.numpy(), *(np.asarray(ids, dtype=np.int64) for ids in self.texts.input_ids)],
+        )
+
+    def student_vectors(self, tokenized: Tokenized, rows: np.ndarray) -> torch.Tensor:
+        vectors = sentence_vectors(self.encoder, self.representation, tokenized, rows)  # [B, H]
+        return self.projection(vectors) if self.projection is not None else vectors  # [B, D]
+
+    def loss(self, rows: np.ndarray) -> torch.Tensor:
+        student = self.student_vectors(self.texts, rows).float()  # [B, D]
+        teacher = self.targets[rows]  # [B, D]
+        loss = torch.nn.functional.mse_loss(student, teacher)
+        if self.cosine_weight:
+            loss = loss + self.cosine_weight * (1 - torch.nn.functional.cosine_similarity(student, teacher)).mean()
+        return loss
+
+    def predict(self, tokenized: Tokenized, batch_size: int = 64) -> np.ndarray:
+        """The student's vectors [n, D] in input order (eval mode, no gradients)."""
+        for module in (self.encoder.model, *self.modules().values()):
+            module.eval()
+        parts, order = [], []
+        with torch.no_grad():
+            for rows in length_batches(tokenized.lengths, batch_size, batch_size * 128):
+                parts.append(self.student_vectors(tokenized, rows).float().numpy())
+                order.append(rows)
+        out = np.empty((len(tokenized.input_ids), parts[0].shape[1]), dtype=np.float32)  # [n, D]
+        for rows, part in zip(order, parts, strict=True):
+            out[rows] = part
+        return out
+
+    def heldout_cosines(self) -> np.ndarray:
+        """Cosine of the student's vector to the teacher's, per held-out text [M]."""
+        student = torch.from_numpy(self.predict(self.heldout))
+        return torch.nn.functional.cosine_similarity(student, self.heldout_targets).numpy()
+
+    def evaluate(self) -> float:
+        return float(self.heldout_cosines().mean())

@@ -21,6 +21,14 @@ from bertlens.representation.recipe import Recipe
 from bertlens.training.heads import Head
 
 
+def run_checkpoint(out: Path, restart: bool) -> Path:
+    """OUT/checkpoint: where an interrupted training run resumes from; emptied first when restarting."""
+    checkpoint = out / "checkpoint"
+    if restart:
+        shutil.rmtree(checkpoint, ignore_errors=True)
+    return checkpoint
+
+
 def save_finetuned(
     out: Path,
     encoder: Encoder,

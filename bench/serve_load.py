@@ -1,0 +1,230 @@
+"""Load test of `bertlens serve` against in-process `Embedder` throughput and a simple baseline server.
+
+Usage: python bench/serve_load.py [--requests 256] [--texts-per-request 4] [--concurrency 1,8,32,64]
+
+Starts each server on loopback in its own process, waits for /health, then runs bounded concurrent
+clients (asyncio + httpx; a fixed number of requests per level; it stops by itself) with STS-B
+sentences, and reports texts/s as a ratio to in-process `Embedder.encode` on the same texts (measured
+in this run), p50/p99 latency and errors. Servers: `bertlens serve` (default model, mean pooling,
+dynamic batching) and the baseline a user would write: sentence-transformers `encode` behind a FastAPI
+endpoint, one request per call. Then a fault phase against `bertlens serve` under load: malformed
+bodies, oversize inputs and clients that disconnect mid-request; afterwards the server must still
+answer a valid request correctly. Every figure comes with the CPU it ran on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from common import REPO, sts_sentences
+
+BASELINE_APP = """
+import sys
+import uvicorn
+from fastapi import FastAPI
+from pydantic import BaseModel
+from sentence_transformers import SentenceTransformer
+
+model = SentenceTransformer(sys.argv[2], device="cpu")
+app = FastAPI()
+
+class Body(BaseModel):
+    input: list[str]
+
+@app.post("/v1/embeddings")
+def embed(body: Body):
+    vectors = model.encode(body.input, batch_size=32)
+    return {"data": [{"index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)]}
+
+@app.get("/health")
+def health():
+    return {"status": "ok"}
+
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="error")
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(command: list[str], port: int) -> subprocess.Popen:
+    import httpx
+
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return process
+        except httpx.HTTPError:
+            time.sleep(0.2)
+        if process.poll() is not None:
+            raise SystemExit(f"server failed to start: {process.stderr.read().decode()[-1000:]}")
+    process.kill()
+    raise SystemExit("server did not answer /health within 120 s")
+
+
+async def load(url: str, batches: list[list[str]], concurrency: int) -> dict:
+    import httpx
+
+    latencies, errors = [], 0
+    queue = list(enumerate(batches))
+    vectors: dict[int, np.ndarray] = {}
+
+    async def client(http: httpx.AsyncClient) -> None:
+        nonlocal errors
+        while queue:
+            i, texts = queue.pop()
+            start = time.perf_counter()
+            reply = await http.post(
+                url + "/v1/embeddings", json={"input": texts, "model": "m", "encoding_format": "float"}
+            )
+            latencies.append(time.perf_counter() - start)
+            if reply.status_code != 200:
+                errors += 1
+                continue
+            vectors[i] = np.array([d["embedding"] for d in reply.json()["data"]])
+
+    limits = httpx.Limits(max_connections=concurrency)
+    async with httpx.AsyncClient(timeout=300, limits=limits) as http:
+        start = time.perf_counter()
+        await asyncio.gather(*(client(http) for _ in range(concurrency)))
+        seconds = time.perf_counter() - start
+    texts = sum(len(b) for b in batches)
+    ordered = np.concatenate([vectors[i] for i in sorted(vectors)]) if vectors else np.zeros((0, 1))
+    return {
+        "texts_per_s": texts / seconds,
+        "p50_ms": 1000 * float(np.percentile(latencies, 50)),
+        "p99_ms": 1000 * float(np.percentile(latencies, 99)),
+        "errors": errors,
+        "vectors": ordered,
+    }
+
+
+async def faults(url: str, batches: list[list[str]]) -> dict:
+    """Valid load with bad requests and disconnects mixed in; returns counts by outcome."""
+    import httpx
+
+    bad_bodies = [
+        (b"{not json", "application/json"),
+        (b'{"input": ""}', "application/json"),
+        (b'{"input": [1, 2, 3]}', "application/json"),
+        (b'{"input": "a"}', "text/plain"),
+        (b'{"input": "' + b"x" * 30_000 + b'"}', "application/json"),  # over --max-chars 20000
+        (b'{"input": [' + b",".join([b'"a"'] * 300) + b"]}", "application/json"),  # over --max-inputs 256
+    ]
+    outcome = {"valid_ok": 0, "valid_failed": 0, "invalid_4xx": 0, "invalid_other": 0, "disconnects": 0}
+    async with httpx.AsyncClient(timeout=300) as http:
+
+        async def valid(texts):
+            reply = await http.post(url + "/v1/embeddings", json={"input": texts, "model": "m"})
+            outcome["valid_ok" if reply.status_code == 200 else "valid_failed"] += 1
+
+        async def invalid(body, content_type):
+            reply = await http.post(url + "/v1/embeddings", content=body, headers={"Content-Type": content_type})
+            ok = 400 <= reply.status_code < 500 and "error" in reply.json()
+            outcome["invalid_4xx" if ok else "invalid_other"] += 1
+
+        async def disconnect(texts):
+            try:
+                await asyncio.wait_for(http.post(url + "/v1/embeddings", json={"input": texts * 8}), timeout=0.005)
+            except (TimeoutError, httpx.HTTPError):
+                outcome["disconnects"] += 1
+
+        tasks = []
+        for i, texts in enumerate(batches):
+            tasks.append(valid(texts))
+            if i % 4 == 0:
+                tasks.append(invalid(*bad_bodies[i // 4 % len(bad_bodies)]))
+            if i % 8 == 0:
+                tasks.append(disconnect(texts))
+        await asyncio.gather(*tasks)
+    return outcome
+
+
+def lscpu() -> str:
+    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    model = next((ln.split(":", 1)[1].strip() for ln in out.splitlines() if ln.startswith("Model name")), "?")
+    flags = next((ln.split(":", 1)[1].split() for ln in out.splitlines() if ln.startswith("Flags")), [])
+    return f"{model}, {os.cpu_count()} cores, flags: " + " ".join(
+        f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--requests", type=int, default=256)
+    parser.add_argument("--texts-per-request", type=int, default=4)
+    parser.add_argument("--concurrency", default="1,8,32,64")
+    parser.add_argument("--precision", default="fp32", help="the served recipe's precision (fp32 is comparable)")
+    args = parser.parse_args()
+    from bertlens.embedding.embedder import Embedder
+    from bertlens.models import default_model_dir
+    from bertlens.representation.recipe import Recipe
+
+    texts = [t for t in sts_sentences() if t.strip()][: args.requests * args.texts_per_request]
+    batches = [texts[i : i + args.texts_per_request] for i in range(0, len(texts), args.texts_per_request)]
+    print(f"{len(batches)} requests x {args.texts_per_request} STS-B sentences; CPU: {lscpu()}")
+    embedder = Embedder(Recipe(precision=args.precision))
+    embedder.encode(texts[:64])
+    start = time.perf_counter()
+    reference = embedder.encode(texts)
+    in_process = len(texts) / (time.perf_counter() - start)
+    print(f"in-process Embedder.encode: {in_process:,.0f} texts/s (the 1.00x reference)")
+    port = free_port()
+    servers = {
+        "bertlens serve (dynamic batching)": (
+            [sys.executable, "-m", "bertlens", "serve", "--port", str(port), "--precision", args.precision],
+            port,
+        ),
+    }
+    base_port = free_port()
+    baseline = Path(REPO / "out" / "serve_baseline_app.py")
+    baseline.parent.mkdir(exist_ok=True)
+    baseline.write_text(BASELINE_APP)
+    servers["sentence-transformers encode in FastAPI, one request per call (baseline)"] = (
+        [sys.executable, str(baseline), str(base_port), str(default_model_dir())],
+        base_port,
+    )
+    print(
+        "| server | concurrency | texts/s | ratio to in-process | p50 ms | p99 ms | errors | min cosine to in-process |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for name, (command, server_port) in servers.items():
+        process = start_server(command, server_port)
+        url = f"http://127.0.0.1:{server_port}"
+        try:
+            asyncio.run(load(url, batches[:8], 4))  # warm-up
+            for level in (int(c) for c in args.concurrency.split(",")):
+                result = asyncio.run(load(url, batches, level))
+                got, ref = result["vectors"], reference[: len(result["vectors"])]
+                diff = float(((got * ref).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(ref, axis=1)).min())
+                print(
+                    f"| {name} | {level} | {result['texts_per_s']:,.0f} | {result['texts_per_s'] / in_process:.2f}x | "
+                    f"{result['p50_ms']:.0f} | {result['p99_ms']:.0f} | {result['errors']} | {diff:.6f} |",
+                    flush=True,
+                )
+            if name.startswith("bertlens"):
+                outcome = asyncio.run(faults(url, batches[:64]))
+                after = asyncio.run(load(url, batches[:4], 1))
+                correct = float(np.abs(after["vectors"] - reference[: len(after["vectors"])]).max()) < 1e-4
+                print(f"fault phase: {outcome}; afterwards a valid request answered correctly: {correct}", flush=True)
+        finally:
+            process.terminate()
+            process.wait(timeout=60)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Recipes inside other people's stacks: a scikit-learn transformer (and, later, an MTEB encoder)."""

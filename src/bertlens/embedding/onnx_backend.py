@@ -1,0 +1,93 @@
+"""Embedding with an exported ONNX directory (`bertlens export --format onnx`) through ONNX Runtime.
+
+The directory is self-describing: model.onnx (the whole recipe, token ids -> final vector), the
+tokenizer files, recipe.json and export.json (what was exported, its parity figures and the sha256
+of model.onnx, checked before the model is loaded). `OnnxEmbedder` has the `Embedder` interface the
+embed job uses (recipe, dim, fingerprint, max_length, truncated, encode), so `bertlens embed
+--backend onnx` gets the same shards, resume and row order as the PyTorch backend.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from bertlens.encoding.batching import length_batches
+from bertlens.errors import BertlensError
+from bertlens.io.cache import file_sha256
+from bertlens.progress import Progress, silent
+from bertlens.representation.recipe import Recipe
+
+MODEL_FILE = "model.onnx"
+RECORD_FILE = "export.json"
+MAX_BATCH, MAX_TOKENS = 64, 64 * 128
+
+
+def read_export(directory: Path, verify: bool = True) -> dict:
+    """export.json of an ONNX export directory, with model.onnx checked against its recorded sha256."""
+    record_path = directory / RECORD_FILE
+    if not record_path.is_file() or not (directory / MODEL_FILE).is_file():
+        raise BertlensError(
+            f"{directory} is not an ONNX export (no {RECORD_FILE} or {MODEL_FILE}); make one with "
+            "`bertlens export --format onnx`"
+        )
+    try:
+        record = json.loads(record_path.read_text())
+        expected = record["sha256"][MODEL_FILE]
+    except (ValueError, KeyError, TypeError):
+        raise BertlensError(f"{record_path}: unreadable export record; export again") from None
+    if verify and file_sha256(directory / MODEL_FILE) != expected:
+        raise BertlensError(f"{directory / MODEL_FILE} does not match the checksum in {RECORD_FILE}; export again")
+    return record
+
+
+def session(path: Path, threads: int | None = None):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or int(os.environ.get("OMP_NUM_THREADS", "0") or 0)
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+class OnnxEmbedder:
+    """`OnnxEmbedder(DIR).encode(texts)` -> np.ndarray [N, D] float32, rows in input order."""
+
+    def __init__(self, directory: str | os.PathLike, threads: int | None = None, verify: bool = True):
+        from transformers import AutoTokenizer
+
+        self.directory = Path(directory)
+        self.record = read_export(self.directory, verify)  # verify=False only for candidates made in this process
+        self.recipe = Recipe.from_dict(self.record["recipe"], where=str(self.directory / RECORD_FILE))
+        self.max_length = int(self.record["max_length"])
+        self.dim = int(self.record["dim"])
+        self.fingerprint = self.record["sha256"][MODEL_FILE][:16]
+        self.tokenizer = AutoTokenizer.from_pretrained(self.directory)
+        self.session = session(self.directory / MODEL_FILE, threads)
+        self.truncated = 0
+
+    def encode(self, texts: Sequence[str], progress: Progress = silent) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        encoded = self.tokenizer(list(texts), truncation=True, max_length=self.max_length)
+        self.truncated = sum(1 for enc in encoded.encodings if enc.overflowing)
+        ids = encoded["input_ids"]
+        lengths = np.array([len(row) for row in ids])
+        out = np.empty((len(texts), self.dim), dtype=np.float32)  # [N, D]
+        pad = self.tokenizer.pad_token_id or 0
+        done = 0
+        for rows in length_batches(lengths, MAX_BATCH, MAX_TOKENS):
+            width = int(lengths[rows].max())
+            batch = np.full((len(rows), width), pad, dtype=np.int64)  # [B, T]
+            mask = np.zeros((len(rows), width), dtype=np.int64)  # [B, T]
+            for i, r in enumerate(rows):
+                batch[i, : lengths[r]] = ids[r]
+                mask[i, : lengths[r]] = 1
+            out[rows] = self.session.run(None, {"input_ids": batch, "attention_mask": mask})[0]
+            done += len(rows)
+            progress("embedding", done, len(texts))
+        return out

@@ -1,0 +1,288 @@
+"""`bertlens distill` as a library call: bake any recipe (the teacher) into a smaller, plain model (the student).
+
+The teacher's vectors for the training texts are computed once (cached by content); the student
+(a subset of the teacher's layers, or a small BERT from a config) learns to reproduce them with mean
+pooling of its last layer, plus a learned linear projection when the widths differ or the teacher's
+space was post-processed. Training is the one loop with the Distillation objective (strategies,
+checkpoints, exact resume, progress). The result is a model directory + recipe.json that every
+command accepts, and distill.json with the fidelity (cosine to the teacher on held-out texts), the
+speed of both measured in the same run, and optionally a task score of both with a paired interval.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from bertlens.embedding.cached import cached_vectors
+from bertlens.embedding.embedder import Embedder
+from bertlens.encoding.encoder import Encoder
+from bertlens.errors import BertlensError
+from bertlens.experiments.compare import task_splits
+from bertlens.io.atomic import write_json
+from bertlens.io.cache import default_cache_dir
+from bertlens.metrics.bootstrap import bootstrap, paired_difference
+from bertlens.models import resolve_model
+from bertlens.probing.selection import C_GRID, logistic_on_dev
+from bertlens.progress import Progress, silent
+from bertlens.representation.apply import Representation
+from bertlens.representation.postprocess import PostProcessor
+from bertlens.representation.recipe import Recipe
+from bertlens.tasks.loaders import TaskData
+from bertlens.training.loop import TrainConfig, fine_tune
+from bertlens.training.objectives import Distillation
+from bertlens.training.saved_model import run_checkpoint, save_finetuned
+from bertlens.training.strategies import parse_strategy
+from bertlens.training.students import StudentSpec, build_student, student_width
+
+# Reimers & Gurevych 2020 distil with MSE, lr 2e-5..1e-4, batch 64; a student from a subset of layers moves fast.
+DISTILL_DEFAULTS = TrainConfig(
+    lr=1e-4, head_lr=1e-3, epochs=3, min_steps=0, batch_size=64, warmup=0.1, weight_decay=0.01, patience=2
+)
+PROJECTION_FILE = "projection.safetensors"
+PROJECTIONS = ("auto", "always", "never")
+UNIT_NORM_TOLERANCE = 1e-3  # teacher vectors within this of length 1 are taken as normalised
+SPEED_TEXTS = 1000
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """Cosine of the student's vector to the teacher's on held-out texts."""
+
+    texts: int
+    mean: float
+    p1: float
+    min: float
+
+
+@dataclass(frozen=True)
+class TaskComparison:
+    task: str
+    metric: str
+    teacher: tuple[float, float, float]  # value, 2.5th, 97.5th percentile
+    student: tuple[float, float, float]
+    difference: tuple[float, float, float]  # student - teacher, paired
+
+    @property
+    def share(self) -> float:
+        return self.student[0] / self.teacher[0] if self.teacher[0] else float("nan")
+
+
+@dataclass(frozen=True)
+class DistillOutcome:
+    recipe: Recipe
+    fidelity: Fidelity
+    teacher_texts_per_s: float
+    student_texts_per_s: float
+    steps: int
+    seconds: float
+    evaluations: tuple[TaskComparison, ...]
+    record: dict
+
+
+def split_heldout(count: int, fraction: float, seed: int, limit: int = 2000) -> tuple[np.ndarray, np.ndarray]:
+    """(train rows, held-out rows), sorted: a seeded `fraction` of the texts (at least 1, at most `limit`)."""
+    held = min(limit, max(1, round(count * fraction)))
+    if count - held < 2:
+        raise BertlensError(f"{count} texts leave fewer than 2 to train on after holding out {held}; add texts")
+    chosen = np.random.default_rng(seed).choice(count, held, replace=False)
+    mask = np.zeros(count, dtype=bool)
+    mask[chosen] = True
+    return np.flatnonzero(~mask), np.flatnonzero(mask)
+
+
+def _fit_projection(student: np.ndarray, teacher: np.ndarray) -> nn.Linear:
+    """A linear map student [n, H] -> teacher [n, D] started at the least-squares fit (ridge 1e-3), so training
+    refines a good map instead of learning one from noise."""
+    x = np.hstack([student, np.ones((len(student), 1))]).astype(np.float64)  # [n, H+1]
+    gram = x.T @ x + 1e-3 * np.eye(x.shape[1])
+    solution = np.linalg.solve(gram, x.T @ teacher.astype(np.float64))  # [H+1, D]
+    layer = nn.Linear(student.shape[1], teacher.shape[1])
+    with torch.no_grad():
+        layer.weight.copy_(torch.from_numpy(solution[:-1].T).float())
+        layer.bias.copy_(torch.from_numpy(solution[-1]).float())
+    return layer
+
+
+def _texts_per_second(embedders: Sequence[Embedder], texts: Sequence[str], rounds: int = 2) -> list[float]:
+    """Texts/s of each embedder on the same texts, alternating, best of `rounds` (after one warm-up batch each)."""
+    for embedder in embedders:
+        embedder.encode(texts[:16])
+    best = [0.0] * len(embedders)
+    for _ in range(rounds):
+        for i, embedder in enumerate(embedders):
+            start = time.perf_counter()
+            embedder.encode(texts)
+            best[i] = max(best[i], len(texts) / (time.perf_counter() - start))
+    return best
+
+
+def fidelity(student: np.ndarray, teacher: np.ndarray) -> Fidelity:
+    cosines = (student * teacher).sum(1) / np.maximum(
+        np.linalg.norm(student, axis=1) * np.linalg.norm(teacher, axis=1), 1e-12
+    )  # [n]
+    return Fidelity(len(cosines), float(cosines.mean()), float(np.percentile(cosines, 1)), float(cosines.min()))
+
+
+def compare_on_task(teacher: Embedder, student: Embedder, task: TaskData, seed: int = 0) -> TaskComparison:
+    """Teacher vs student on a task's test split, both frozen: STS cosine Spearman, or a logistic probe's accuracy
+    (C chosen on dev, the sweep's grid); intervals from the same paired bootstrap resamples."""
+    if task.kind not in ("similarity", "classification"):
+        raise BertlensError(f"--eval-task '{task.name}' is {task.kind}; use a similarity or classification task")
+    train, dev, test = task_splits(task, seed=seed)
+    if task.kind == "similarity":
+        outputs = []
+        for embedder in (teacher, student):
+            u, v = embedder.encode(list(test.texts_a)), embedder.encode(list(test.texts_b))
+            cos = (u * v).sum(1) / np.maximum(np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1), 1e-12)
+            outputs.append(cos)
+        gold, metric = test.targets, "spearman"
+    else:
+        texts = [*train.texts_a, *dev.texts_a, *test.texts_a]
+        features = torch.from_numpy(np.stack([teacher.encode(texts), student.encode(texts)]))  # [2, n, D]
+        selected = logistic_on_dev(features, len(train), len(dev), train.targets, dev.targets, C_GRID)
+        outputs, gold, metric = list(selected.predictions), test.targets, "accuracy"
+    stacked = np.stack(outputs)  # [2, n_test]
+    intervals = bootstrap(stacked, gold, metric, seed=seed)
+    diff = paired_difference(stacked, gold, metric, seed=seed)
+
+    def triple(i: int) -> tuple[float, float, float]:
+        return float(intervals.value[i]), float(intervals.low[i]), float(intervals.high[i])
+
+    return TaskComparison(task.name, metric, triple(0), triple(1), diff)
+
+
+def run_distill(
+    teacher_recipe: Recipe,
+    student: StudentSpec,
+    texts: Sequence[str],
+    source: str,
+    out: Path,
+    *,
+    config: TrainConfig = DISTILL_DEFAULTS,
+    heldout: float = 0.05,
+    cosine_weight: float = 0.0,
+    projection: str = "auto",
+    eval_tasks: Sequence[TaskData] = (),
+    cache_dir: Path | None = None,
+    restart: bool = False,
+    trust_remote_code: bool = False,
+    progress: Progress = silent,
+) -> DistillOutcome:
+    """Train the student on `texts`; write OUT (model, recipe.json, distill.json); return the measured outcome."""
+    start = time.perf_counter()
+    if projection not in PROJECTIONS:
+        raise BertlensError(f"--projection must be one of {', '.join(PROJECTIONS)}")
+    if cosine_weight < 0:
+        raise BertlensError("--cosine-weight must be >= 0")
+    if not 0 < heldout < 0.5:
+        raise BertlensError("--heldout must be a share between 0 and 0.5, e.g. 0.05")
+    teacher = Embedder(teacher_recipe, trust_remote_code=trust_remote_code)
+    width = student_width(student, teacher.encoder.hidden_size)
+    needs_projection = projection == "always" or (
+        projection == "auto" and (teacher.dim != width or teacher_recipe.postprocess is not None)
+    )
+    if not needs_projection and teacher.dim != width:
+        raise BertlensError(
+            f"--projection never: the teacher's vectors have {teacher.dim} dimensions and the student's {width}; "
+            "allow a projection (auto)"
+        )
+    train_rows, held_rows = split_heldout(len(texts), heldout, config.seed)
+    targets = cached_vectors(
+        teacher, texts, default_cache_dir(cache_dir), lambda s, d, t: progress("teacher vectors", d, t)
+    )  # [N, D]
+    unit = bool(np.all(np.abs(np.linalg.norm(targets, axis=1) - 1) < UNIT_NORM_TOLERANCE))
+    init = out / ".student-init"
+    note = build_student(
+        student, resolve_model(teacher_recipe.model).path, init, config.seed, teacher.encoder.max_length
+    )
+    encoder = Encoder(str(init), max_length=teacher.encoder.max_length, trust_remote_code=trust_remote_code)
+    recipe = Recipe(model=str(init), max_length=encoder.max_length)  # the plain recipe: mean of the last layer
+    representation = Representation(recipe, trainable=True)
+    train_tok = encoder.tokenize([texts[i] for i in train_rows])
+    held_tok = encoder.tokenize([texts[i] for i in held_rows])
+    layer = None
+    if needs_projection:
+        plain = Distillation(encoder, representation, train_tok, targets[train_rows], held_tok, targets[held_rows])
+        sample = train_rows[: min(len(train_rows), 2048)]
+        probe_tok = encoder.tokenize([texts[i] for i in sample])
+        layer = _fit_projection(plain.predict(probe_tok), targets[sample])
+    objective = Distillation(
+        encoder, representation, train_tok, targets[train_rows], held_tok, targets[held_rows], layer, cosine_weight
+    )
+    checkpoint = run_checkpoint(out, restart)
+    result = fine_tune(
+        encoder,
+        objective,
+        parse_strategy("full", encoder.num_layers),
+        config,
+        checkpoint_dir=checkpoint,
+        progress=progress,
+    )
+    final = recipe.replace(normalize=unit and layer is None)
+    if layer is not None:
+        weight = layer.weight.detach().double().numpy().T  # [H, D]
+        PostProcessor.affine(weight, layer.bias.detach().double().numpy(), normalize=unit).save(out / PROJECTION_FILE)
+        final = final.replace(postprocess=PROJECTION_FILE)
+    record = {
+        "objective": "distillation",
+        "teacher": teacher_recipe.to_dict(),
+        "teacher_fingerprint": teacher.encoder.ref.fingerprint,
+        "student": student.name,
+        "student_init": note,
+        "student_layers": encoder.num_layers,
+        "student_width": encoder.hidden_size,
+        "projection": layer is not None,
+        "normalized": unit,
+        "source": source,
+        "texts": len(texts),
+        "train_texts": len(train_rows),
+        "heldout_texts": len(held_rows),
+        "cosine_weight": cosine_weight,
+        "config": asdict(config),
+        "steps": result.steps,
+        "first_loss": result.first_loss,
+        "last_loss": result.last_loss,
+        "heldout_cosine_by_epoch": list(result.history),
+    }
+    save_finetuned(out, encoder, final, None, record)
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    shutil.rmtree(init, ignore_errors=True)
+    saved = Recipe.load(out / "recipe.json")
+    student_embedder = Embedder(saved, trust_remote_code=trust_remote_code)  # what users will load, not the trainer
+    held_texts = [texts[i] for i in held_rows]
+    measured = fidelity(student_embedder.encode(held_texts), targets[held_rows])
+    speed_texts = [texts[i] for i in held_rows[:SPEED_TEXTS]]
+    progress("measuring speed", 0, 1)
+    teacher_speed, student_speed = _texts_per_second([teacher, student_embedder], speed_texts)
+    progress("measuring speed", 1, 1)
+    evaluations = []
+    for task in eval_tasks:
+        progress("evaluating on " + task.name, 0, 1)
+        evaluations.append(compare_on_task(teacher, student_embedder, task, config.seed))
+        progress("evaluating on " + task.name, 1, 1)
+    seconds = time.perf_counter() - start
+    record = {
+        **record,
+        "fidelity": asdict(measured),
+        "speed": {
+            "texts": len(speed_texts),
+            "teacher_texts_per_s": round(teacher_speed, 1),
+            "student_texts_per_s": round(student_speed, 1),
+            "ratio": round(student_speed / teacher_speed, 3),
+            "threads": torch.get_num_threads(),
+        },
+        "evaluation": [asdict(e) for e in evaluations],
+        "seconds": round(seconds, 1),
+    }
+    write_json(out / "distill.json", record)
+    return DistillOutcome(
+        saved, measured, teacher_speed, student_speed, result.steps, seconds, tuple(evaluations), record
+    )

@@ -1,0 +1,145 @@
+"""Dynamic batching: requests from concurrent clients share forward passes.
+
+Requests wait in a bounded queue; a single worker takes the oldest and every queued request that
+fits the `max_batch_tokens` budget (while a batch encodes, the next one accumulates by itself), and
+when the previous batch served several requests (clients are arriving concurrently) it also waits
+up to `max_wait_ms` for more; a lone client never waits. The batch is encoded in a worker thread
+(the event loop stays free). Each
+request gets its own rows back, in its own order. A request whose client went away is dropped
+from its batch's results without touching the others; a full queue is refused at once (503), not
+queued without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+class QueueFull(Exception):
+    """The server is at its queue limit: the client should retry later."""
+
+
+@dataclass
+class Job:
+    texts: list[str]
+    tokens: int
+    future: asyncio.Future
+    enqueued: float = field(default_factory=time.perf_counter)
+
+
+@dataclass(frozen=True)
+class BatchStats:
+    requests: int
+    texts: int
+    tokens: int
+    queue_seconds: tuple[float, ...]
+    encode_seconds: float
+
+
+class DynamicBatcher:
+    def __init__(
+        self,
+        encode: Callable[[list[str]], np.ndarray],
+        *,
+        max_batch_tokens: int = 16384,
+        max_wait_ms: float = 5.0,
+        max_queue: int = 1024,
+        on_batch: Callable[[BatchStats], None] | None = None,
+    ):
+        self.encode = encode
+        self.max_batch_tokens, self.max_wait = max_batch_tokens, max_wait_ms / 1000
+        self.max_queue = max_queue
+        self.on_batch = on_batch
+        self.queue: asyncio.Queue[Job] | None = None
+        self.worker: asyncio.Task | None = None
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bertlens-encode")
+        self.carry: Job | None = None  # a request that did not fit the last batch goes first in the next
+        self.last_requests = 0  # requests in the last batch: waiting for more only pays under concurrent load
+
+    async def start(self) -> None:
+        self.queue = asyncio.Queue()
+        self.worker = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        """Finish every queued request, then stop (graceful shutdown)."""
+        if self.queue is not None:
+            await self.queue.join()
+        if self.worker is not None:
+            self.worker.cancel()
+        self.executor.shutdown(wait=True)
+
+    async def submit(self, texts: list[str], tokens: int) -> np.ndarray:
+        assert self.queue is not None, "start() the batcher first"
+        if self.queue.qsize() >= self.max_queue:
+            raise QueueFull
+        job = Job(texts, tokens, asyncio.get_running_loop().create_future())
+        self.queue.put_nowait(job)
+        return await job.future
+
+    def _fits(self, batch: list[Job], tokens: int, job: Job) -> bool:
+        if tokens + job.tokens > self.max_batch_tokens:
+            self.carry = job
+            return False
+        batch.append(job)
+        return True
+
+    async def _collect(self) -> list[Job]:
+        """The oldest request, everything already queued that fits the token budget, and, when the last batch
+        served several requests (clients are arriving concurrently), what arrives within `max_wait`."""
+        first = self.carry or await self.queue.get()
+        self.carry = None
+        batch, tokens = [first], first.tokens
+        while tokens < self.max_batch_tokens and not self.queue.empty():
+            if not self._fits(batch, tokens, self.queue.get_nowait()):
+                return batch
+            tokens += batch[-1].tokens
+        deadline = time.perf_counter() + (self.max_wait if self.last_requests > 1 else 0.0)
+        while tokens < self.max_batch_tokens and (remaining := deadline - time.perf_counter()) > 0:
+            try:
+                job = await asyncio.wait_for(self.queue.get(), remaining)
+            except TimeoutError:
+                break
+            if not self._fits(batch, tokens, job):
+                break
+            tokens += job.tokens
+        self.last_requests = len(batch)
+        return batch
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            batch = await self._collect()
+            live = [job for job in batch if not job.future.done()]  # a client that left is not encoded for
+            started = time.perf_counter()
+            try:
+                if live:
+                    texts = [text for job in live for text in job.texts]
+                    vectors = await loop.run_in_executor(self.executor, self.encode, texts)
+                    start = 0
+                    for job in live:
+                        if not job.future.done():
+                            job.future.set_result(vectors[start : start + len(job.texts)])
+                        start += len(job.texts)
+            except Exception as exc:  # noqa: BLE001 - the batch's error goes to each of its requests, the server stays up
+                for job in live:
+                    if not job.future.done():
+                        job.future.set_exception(exc)
+            finally:
+                for _ in batch:
+                    self.queue.task_done()
+            if self.on_batch is not None and live:
+                self.on_batch(
+                    BatchStats(
+                        len(live),
+                        sum(len(j.texts) for j in live),
+                        sum(j.tokens for j in live),
+                        tuple(started - j.enqueued for j in live),
+                        time.perf_counter() - started,
+                    )
+                )

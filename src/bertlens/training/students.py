@@ -1,0 +1,193 @@
+"""Smaller models to train: a subset of a teacher's layers, or a BERT of a named size built from scratch.
+
+Layer subsets follow sentence-transformers' layer-reduction recipe (keep some of the teacher's layers,
+initialised from them; Reimers & Gurevych 2020) and DistilBERT (Sanh et al. 2019: every other layer
+of the teacher). A student from a config starts random, with the teacher's tokenizer, and takes the
+teacher's input embeddings where it can: copied when the widths match, else projected onto their
+top principal directions (so the student starts from the teacher's word geometry, not noise).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from bertlens.errors import BertlensError
+
+# Named sizes for training from scratch (BERT architecture): layers x width, heads, feed-forward width
+SIZES = {
+    "tiny": {"num_hidden_layers": 6, "hidden_size": 128, "num_attention_heads": 4, "intermediate_size": 512},
+    "mini": {"num_hidden_layers": 4, "hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 1024},
+    "small": {"num_hidden_layers": 6, "hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 1024},
+    "medium": {"num_hidden_layers": 8, "hidden_size": 512, "num_attention_heads": 8, "intermediate_size": 2048},
+}
+STUDENT_FORMS = "layers:0,2,4 (teacher layers to keep, 0-based), layers:K (K spread evenly) or config:SIZE|FILE.json"
+
+
+def scratch_config(spec: str) -> dict:
+    """A named size (tiny, mini, small, medium) or a JSON file of BertConfig fields."""
+    if spec in SIZES:
+        return dict(SIZES[spec])
+    path = Path(spec)
+    if not path.is_file():
+        raise BertlensError(f"--config '{spec}' is neither a size ({', '.join(SIZES)}) nor a JSON file")
+    try:
+        fields = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BertlensError(
+            f"--config {path}: not valid JSON ({exc}); give BertConfig fields as a JSON object"
+        ) from None
+    if not isinstance(fields, dict):
+        raise BertlensError(f"--config {path}: expected a JSON object of BertConfig fields")
+    return fields
+
+
+def _load_tokenizer(tokenizer_dir: Path):
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(tokenizer_dir, use_fast=True)
+    except (OSError, ValueError) as exc:
+        raise BertlensError(f"--tokenizer {tokenizer_dir}: could not load a tokenizer ({exc})") from None
+
+
+def _random_bert(spec: str, vocab_size: int, seed: int, max_length: int):
+    from transformers import BertConfig, BertModel
+
+    fields = {"max_position_embeddings": max(512, max_length), **scratch_config(spec), "vocab_size": vocab_size}
+    try:
+        config = BertConfig(**fields)
+        torch.manual_seed(seed)
+        return BertModel(config)
+    except (TypeError, ValueError) as exc:
+        raise BertlensError(f"--config {spec}: not a valid BERT configuration ({exc})") from None
+
+
+def initialise_from_scratch(spec: str, tokenizer_dir: Path, target: Path, seed: int, max_length: int) -> Path:
+    """A randomly initialised BERT (seeded) with the given tokenizer, written to `target` as a model directory."""
+    tokenizer = _load_tokenizer(tokenizer_dir)
+    model = _random_bert(spec, len(tokenizer), seed, max_length)
+    target.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(target, safe_serialization=True)
+    tokenizer.save_pretrained(target)
+    return target
+
+
+@dataclass(frozen=True)
+class StudentSpec:
+    """keep: the teacher's transformer layers to keep (0-based), or None for a model built from `config`."""
+
+    keep: tuple[int, ...] | None = None
+    config: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"layers:{','.join(map(str, self.keep))}" if self.keep is not None else f"config:{self.config}"
+
+
+def spread_layers(count: int, total: int) -> tuple[int, ...]:
+    """`count` of `total` layers spread evenly (halves round up), first and last included: 3 of 6 -> (0, 3, 5)."""
+    return tuple(int(i) for i in np.unique(np.floor(np.linspace(0, total - 1, count) + 0.5).astype(int)))
+
+
+def parse_student(spec: str, teacher_layers: int) -> StudentSpec:
+    """'layers:0,2,4', 'layers:3' or 'config:mini' / 'config:FILE.json' -> StudentSpec (checked against the teacher)."""
+    kind, _, arg = spec.partition(":")
+    if kind == "config" and arg:
+        scratch_config(arg)  # fails now, not after the teacher has been encoded
+        return StudentSpec(config=arg)
+    if kind != "layers" or not arg:
+        raise BertlensError(f"--student '{spec}': expected {STUDENT_FORMS}")
+    parts = [p.strip() for p in arg.split(",")]
+    if not all(p.lstrip("-").isdigit() for p in parts):
+        raise BertlensError(f"--student '{spec}': layer numbers must be integers ({STUDENT_FORMS})")
+    numbers = [int(p) for p in parts]
+    if len(numbers) == 1 and "," not in arg:
+        count = numbers[0]
+        if not 1 <= count <= teacher_layers:
+            raise BertlensError(
+                f"--student layers:{count}: the teacher has {teacher_layers} layers; choose 1..{teacher_layers}"
+            )
+        return StudentSpec(keep=spread_layers(count, teacher_layers))
+    if any(not 0 <= n < teacher_layers for n in numbers) or len(set(numbers)) != len(numbers):
+        raise BertlensError(
+            f"--student '{spec}': layers must be distinct numbers in 0..{teacher_layers - 1} (the teacher has "
+            f"{teacher_layers} layers, counted from 0)"
+        )
+    return StudentSpec(keep=tuple(sorted(numbers)))
+
+
+def student_width(spec: StudentSpec, teacher_width: int) -> int:
+    """The width of the student's vectors (before any projection), known before it is built."""
+    if spec.keep is not None:
+        return teacher_width
+    from transformers import BertConfig
+
+    return int(scratch_config(spec.config).get("hidden_size", BertConfig().hidden_size))
+
+
+def _layer_list(model: nn.Module) -> tuple[nn.Module, str]:
+    """The module holding the transformer layers as `.layer` (BERT-style `encoder`, DistilBERT-style `transformer`)."""
+    for name in ("encoder", "transformer"):
+        holder = getattr(model, name, None)
+        if holder is not None and isinstance(getattr(holder, "layer", None), nn.ModuleList):
+            return holder, name
+    raise BertlensError(
+        f"cannot find the transformer layers of a {type(model).__name__}; layer students need a BERT-style "
+        "encoder (model.encoder.layer); use --student config:SIZE instead"
+    )
+
+
+def _config_key_for_layers(config) -> str:
+    return "n_layers" if hasattr(config, "n_layers") else "num_hidden_layers"
+
+
+def _embedding_init(student: nn.Module, teacher: nn.Module) -> str:
+    """Give the student the teacher's word, position and token-type embeddings: copied when the widths match,
+    else mapped by one linear projection onto the top principal axes of the teacher's word embeddings (one map
+    for all three tables, so sums of embeddings map to sums), rescaled to the student's initial spread."""
+    target, source = student.embeddings, teacher.embeddings
+    words = source.word_embeddings.weight.detach().double()  # [V, H_teacher]
+    width = target.word_embeddings.weight.shape[1]
+    same = words.shape[1] == width
+    if same:
+        basis, scale = torch.eye(width, dtype=torch.float64), 1.0
+    else:
+        _, _, right = torch.linalg.svd(words - words.mean(0), full_matrices=False)  # right [H_teacher, H_teacher]
+        basis = right[:width].T  # [H_teacher, width]
+        scale = float(target.word_embeddings.weight.detach().std() / (words @ basis).std())
+    copied = []
+    for name in ("word_embeddings", "position_embeddings", "token_type_embeddings"):
+        to, frm = getattr(target, name, None), getattr(source, name, None)
+        if to is None or frm is None or to.weight.shape[0] > frm.weight.shape[0]:
+            continue  # the student has more positions or types than the teacher: those stay random
+        with torch.no_grad():
+            to.weight.copy_((frm.weight.detach()[: to.weight.shape[0]].double() @ basis * scale).float())
+        copied.append(name.split("_")[0])
+    how = "copied" if same else "PCA-projected"
+    return f"{', '.join(copied)} embeddings from the teacher ({how})"
+
+
+def build_student(spec: StudentSpec, teacher_dir: Path, target: Path, seed: int, max_length: int) -> str:
+    """Write the student as a model directory at `target`; returns how it was initialised (for the record)."""
+    from transformers import AutoModel
+
+    teacher = AutoModel.from_pretrained(teacher_dir)
+    tokenizer = _load_tokenizer(teacher_dir)
+    if spec.keep is not None:
+        holder, _ = _layer_list(teacher)
+        holder.layer = nn.ModuleList([holder.layer[i] for i in spec.keep])
+        setattr(teacher.config, _config_key_for_layers(teacher.config), len(spec.keep))
+        student, note = teacher, f"teacher layers {list(spec.keep)} (of the teacher's stack, 0-based)"
+    else:
+        student = _random_bert(spec.config, len(tokenizer), seed, max_length)
+        note = f"random {spec.config} BERT (seed {seed}), " + _embedding_init(student, teacher)
+    target.mkdir(parents=True, exist_ok=True)
+    student.save_pretrained(target, safe_serialization=True)
+    tokenizer.save_pretrained(target)
+    return note

@@ -1,0 +1,57 @@
+"""RecipeVectorizer in scikit-learn: a Pipeline with LogisticRegression matches fitting on Embedder vectors by hand,
+clone() keeps the parameters, GridSearchCV searches recipe fields and C, and the grid re-encodes nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+
+from bertlens.adapters.sklearn import RecipeVectorizer
+from bertlens.embedding.embedder import Embedder
+from bertlens.errors import BertlensError
+
+GOOD = ["a wonderful film", "great acting and a moving story", "lovely, warm and funny", "a joy to watch"]
+BAD = ["a dull mess", "boring and far too long", "terrible script, awful acting", "a waste of time"]
+TEXTS = [f"{t} {i}" for i in range(6) for t in GOOD + BAD]
+LABELS = np.array([1, 1, 1, 1, 0, 0, 0, 0] * 6)
+
+
+def test_pipeline_matches_the_embedder_and_a_hand_fitted_classifier(tiny_bert_dir):
+    pipeline = make_pipeline(RecipeVectorizer(model=str(tiny_bert_dir), pooler="max"), LogisticRegression(C=0.5))
+    pipeline.fit(TEXTS, LABELS)
+    vectors = Embedder(model=str(tiny_bert_dir), pooler="max").encode(TEXTS)
+    np.testing.assert_allclose(pipeline[0].transform(TEXTS), vectors, atol=1e-6)
+    by_hand = LogisticRegression(C=0.5).fit(vectors, LABELS)
+    np.testing.assert_allclose(pipeline.predict_proba(TEXTS), by_hand.predict_proba(vectors))
+
+
+def test_clone_keeps_parameters_and_bad_parameters_fail_at_fit(tiny_bert_dir):
+    vectorizer = RecipeVectorizer(model=str(tiny_bert_dir), layers=(-2, -1), pooler="cls", normalize=True)
+    copy = clone(vectorizer)
+    assert copy.get_params() == vectorizer.get_params() and copy is not vectorizer
+    assert copy.recipe().mixer == "mean"  # two layers without a mixer: averaged, as the CLI does
+    with pytest.raises(BertlensError, match="unknown pooler"):
+        RecipeVectorizer(model=str(tiny_bert_dir), pooler="median").fit(TEXTS)
+
+
+def test_grid_search_over_pooler_and_c_encodes_each_text_once_per_recipe(tiny_bert_dir, monkeypatch):
+    calls = []
+    original = Embedder.encode
+
+    def counting(self, texts, progress=None):
+        calls.append((self.recipe.pooler, len(texts)))
+        return original(self, texts)
+
+    monkeypatch.setattr(Embedder, "encode", counting)
+    pipeline = make_pipeline(RecipeVectorizer(model=str(tiny_bert_dir), layers=(1,)), LogisticRegression())
+    grid = {"recipevectorizer__pooler": ["mean", "cls"], "logisticregression__C": [0.1, 1.0, 10.0]}
+    search = GridSearchCV(pipeline, grid, cv=3).fit(TEXTS, LABELS)
+    assert search.best_params_["recipevectorizer__pooler"] in ("mean", "cls")
+    encoded = {}
+    for pooler, count in calls:
+        encoded[pooler] = encoded.get(pooler, 0) + count
+    assert encoded == {"mean": len(TEXTS), "cls": len(TEXTS)}  # 2 poolers x 3 C x 3 folds, each text encoded once

@@ -1,0 +1,62 @@
+"""sentence-transformers export: loaded by SentenceTransformer itself (no bertlens code), it reproduces the recipe
+within 1e-5; what it cannot express is refused with the part named."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sentence_transformers import SentenceTransformer
+
+from bertlens.embedding.embedder import Embedder
+from bertlens.errors import BertlensError
+from bertlens.experiments.export_st import run_export_sentence_transformers
+from bertlens.representation.postprocess import PostProcessor
+from bertlens.representation.recipe import Recipe
+
+TEXTS = ["a", "the cat sat on the mat", "a much longer sentence with several clauses, commas and numbers 1 2 3"] * 2
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"layers": (1,), "pooler": "cls"},
+        {
+            "layers": (0, 1, 2),
+            "mixer": "scalar_mix",
+            "mix_weights": (0.2, -0.4, 0.7),
+            "mix_gamma": 1.6,
+            "pooler": "max",
+        },
+        {"layers": (1, 2), "mixer": "sum", "normalize": True},
+        {"mixer": "first_last"},
+        {"postprocess": "LINEAR"},
+    ],
+    ids=["last-mean", "middle-cls", "scalar_mix-max", "sum-normalized", "first_last", "projection"],
+)
+def test_sentence_transformers_reproduces_the_recipe(tiny_bert_dir, tmp_path, changes):
+    if changes.get("postprocess") == "LINEAR":
+        rng = np.random.default_rng(0)
+        path = PostProcessor.affine(rng.normal(size=(32, 8)), rng.normal(size=8), normalize=True).save(
+            tmp_path / "p.safetensors"
+        )
+        changes = {"postprocess": str(path)}
+    recipe = Recipe(model=str(tiny_bert_dir), **changes)
+    run_export_sentence_transformers(recipe, tmp_path / "st", TEXTS[:3], "t")
+    got = SentenceTransformer(str(tmp_path / "st"), device="cpu").encode(TEXTS, convert_to_numpy=True)
+    np.testing.assert_allclose(got, Embedder(recipe).encode(TEXTS), atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("changes", "part"),
+    [
+        ({"layers": (-2, -1), "mixer": "concat"}, "concatenation"),
+        ({"pooler": "attention"}, "'attention' pooler"),
+        ({"include_special": False}, "without \\[CLS\\]"),
+        ({"long_text": "windows"}, "several passes"),
+    ],
+)
+def test_what_sentence_transformers_cannot_express_is_refused(tiny_bert_dir, tmp_path, changes, part):
+    with pytest.raises(BertlensError, match=f"cannot express .*{part}.*bertlens distill"):
+        run_export_sentence_transformers(Recipe(model=str(tiny_bert_dir), **changes), tmp_path / "st", TEXTS, "t")
+    assert not any(tmp_path.iterdir())

@@ -1,0 +1,173 @@
+"""The server, run for real on loopback: the official openai client gets the recipe's vectors (float and base64),
+TEI-style /embed, concurrent clients batched, every bad request a 4xx JSON error, a full queue 503, metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import numpy as np
+import pytest
+import uvicorn
+
+from bertlens.embedding.embedder import Embedder
+from bertlens.representation.recipe import Recipe
+from bertlens.serving.app import ServeLimits, create_app
+from bertlens.serving.batcher import DynamicBatcher, QueueFull
+
+TEXTS = ["a short text", "a somewhat longer text about cats and dogs", "x"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """uvicorn in a thread on a free loopback port; stopped (gracefully) on exit."""
+
+    def __init__(self, app):
+        self.port = _free_port()
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="error"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        deadline = time.time() + 30
+        while not self.server.started and time.time() < deadline:
+            time.sleep(0.05)
+        return f"http://127.0.0.1:{self.port}"
+
+    def __exit__(self, *exc):
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def embedder(tiny_bert_dir):
+    return Embedder(Recipe(model=str(tiny_bert_dir), pooler="max", normalize=True))
+
+
+@pytest.fixture(scope="module")
+def served(embedder):
+    limits = ServeLimits(max_inputs=8, max_chars=1000, max_body_bytes=20_000, max_wait_ms=20)
+    with Server(create_app(embedder, limits, api_key="secret", name="tiny")) as url:
+        yield url
+
+
+def test_the_openai_client_gets_the_recipes_vectors(served, embedder):
+    from openai import OpenAI
+
+    client = OpenAI(base_url=served + "/v1", api_key="secret")
+    expected = embedder.encode(TEXTS)
+    for fmt in ("float", "base64", None):  # None: the client asks for base64 itself and decodes it
+        extra = {"encoding_format": fmt} if fmt else {}
+        response = client.embeddings.create(input=TEXTS, model="tiny", **extra)
+        if fmt == "base64":  # asked for explicitly, it is returned as sent: little-endian float32
+            got = np.array([np.frombuffer(base64.b64decode(d.embedding), dtype="<f4") for d in response.data])
+        else:
+            got = np.array([d.embedding for d in response.data])
+        np.testing.assert_allclose(got, expected, atol=1e-6)
+        assert [d.index for d in response.data] == [0, 1, 2] and response.model == "tiny"
+        tokens = sum(len(ids) for ids in embedder.encoder.tokenizer(TEXTS)["input_ids"])
+        assert response.usage.prompt_tokens == response.usage.total_tokens == tokens
+    single = client.embeddings.create(input="x", model="tiny")
+    np.testing.assert_allclose(single.data[0].embedding, expected[2], atol=1e-6)
+
+
+def test_tei_embed_normalizes_and_refuses_long_input_without_truncate(served, embedder):
+    headers = {"Authorization": "Bearer secret"}
+    vectors = httpx.post(served + "/embed", json={"inputs": TEXTS}, headers=headers).json()
+    expected = embedder.encode(TEXTS)
+    np.testing.assert_allclose(vectors, expected / np.linalg.norm(expected, axis=1, keepdims=True), atol=1e-6)
+    long = "word " * 150  # 152 tokens: over the tiny model's limit of 128
+    refused = httpx.post(served + "/embed", json={"inputs": long}, headers=headers)
+    assert refused.status_code == 413 and "truncate" in refused.json()["error"]["message"]
+    assert httpx.post(served + "/embed", json={"inputs": long, "truncate": True}, headers=headers).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "status", "words"),
+    [
+        (b"{not json", {}, 400, "not valid JSON"),
+        (b'{"input": "a"}', {"Content-Type": "text/plain"}, 415, "JSON"),
+        (b'{"input": ""}', {}, 422, "empty"),
+        (b'{"input": ["a", 3]}', {}, 422, "must be a string"),
+        (b'{"input": [["a"]]}', {}, 422, "must be a string"),
+        (b'{"input": [101, 102]}', {}, 422, "token arrays"),
+        (b'{"model": "tiny"}', {}, 422, "missing 'input'"),
+        (b'{"input": "a", "dimensions": 8}', {}, 422, "Matryoshka"),
+        (b'{"input": "a", "encoding_format": "hex"}', {}, 422, "encoding_format"),
+        (b'{"input": ["a", "b", "c", "d", "e", "f", "g", "h", "i"]}', {}, 413, "at most 8"),
+        (b'{"input": "' + b"a" * 1200 + b'"}', {}, 413, "characters"),
+        (b'{"input": "' + b"a" * 30_000 + b'"}', {}, 413, "bytes"),
+        (b'{"input": "a"}', {"Authorization": "Bearer wrong"}, 401, "API key"),
+    ],
+)
+def test_bad_requests_get_a_json_error_with_the_right_status(served, body, headers, status, words):
+    sent = {"Content-Type": "application/json", "Authorization": "Bearer secret", **headers}
+    response = httpx.post(served + "/v1/embeddings", content=body, headers=sent)
+    assert response.status_code == status
+    assert words in response.json()["error"]["message"]
+
+
+def test_concurrent_clients_are_batched_and_each_gets_its_own_rows(served, embedder):
+    texts = [f"text number {i} " + "word " * (i % 7) for i in range(48)]
+    expected = embedder.encode(texts)
+
+    def one(i: int) -> np.ndarray:
+        body = {"input": texts[2 * i : 2 * i + 2], "model": "tiny", "encoding_format": "float"}
+        reply = httpx.post(served + "/v1/embeddings", json=body, headers={"Authorization": "Bearer secret"}, timeout=60)
+        return np.array([d["embedding"] for d in reply.json()["data"]])
+
+    with ThreadPoolExecutor(12) as pool:
+        results = list(pool.map(one, range(24)))
+    np.testing.assert_allclose(np.concatenate(results), expected, atol=1e-5)
+    metrics = httpx.get(served + "/metrics").text
+    counts = {
+        line.split()[0]: float(line.split()[1])
+        for line in metrics.splitlines()
+        if line.startswith("bertlens_batch_texts_")
+    }
+    assert counts["bertlens_batch_texts_sum"] / counts["bertlens_batch_texts_count"] > 2  # requests shared batches
+    info = httpx.get(served + "/info").json()
+    assert (
+        info["dim"] == 32
+        and info["recipe"]["pooler"] == "max"
+        and httpx.get(served + "/health").json()["status"] == "ok"
+    )
+
+
+def test_a_full_queue_refuses_at_once_and_a_failing_batch_fails_only_its_requests():
+    async def scenario():
+        release = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def slow(texts):
+            asyncio.run_coroutine_threadsafe(release.wait(), loop).result()
+            if "boom" in texts:
+                raise RuntimeError("boom")
+            return np.ones((len(texts), 2))
+
+        batcher = DynamicBatcher(slow, max_batch_tokens=4, max_wait_ms=1, max_queue=2)
+        await batcher.start()
+        first = asyncio.create_task(batcher.submit(["a"], 4))  # taken by the worker, blocks in slow()
+        await asyncio.sleep(0.05)
+        queued = [asyncio.create_task(batcher.submit([t], 4)) for t in ("boom", "c")]
+        await asyncio.sleep(0.05)
+        with pytest.raises(QueueFull):
+            await batcher.submit(["d"], 4)
+        release.set()
+        assert (await first).shape == (1, 2)
+        with pytest.raises(RuntimeError, match="boom"):
+            await queued[0]
+        assert (await queued[1]).shape == (1, 2)  # the next batch is unaffected
+        await batcher.stop()
+
+    asyncio.run(scenario())
