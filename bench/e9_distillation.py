@@ -121,6 +121,52 @@ def main() -> None:
         f"{interval(record['evaluation'][1]['teacher'])} | 1.00x | 1 |"
     )
     print(row(f"student ({record['student']})", record))
+    serve_the_student(work / "student-concat", texts)
+
+
+def serve_the_student(student: Path, texts: Path) -> None:
+    """The plain student exports (sentence-transformers, ONNX) and serves; each checked against bertlens."""
+    import socket
+    import time
+
+    import httpx
+    import numpy as np
+
+    from bertlens.embedding.embedder import Embedder
+    from bertlens.representation.recipe import Recipe
+
+    recipe = student / "recipe.json"
+    for fmt in ("sentence-transformers", "onnx"):
+        out = student.parent / f"student-concat-{fmt}"
+        if not (out / "model.onnx").is_file() and not (out / "modules.json").is_file():
+            bertlens("export", "--format", fmt, "--recipe", str(recipe), "--texts", str(texts), "--out", str(out))
+        record = out / ("export.json" if fmt == "onnx" else "bertlens-export.json")
+        print(f"export {fmt}: parity {json.loads(record.read_text())['parity']}")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "bertlens", "serve", "--recipe", str(recipe), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(600):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        sample = texts.read_text(encoding="utf-8").splitlines()[:16]
+        reply = httpx.post(f"http://127.0.0.1:{port}/v1/embeddings", json={"input": sample, "encoding_format": "float"})
+        served = np.array([d["embedding"] for d in reply.json()["data"]])
+        local = Embedder(Recipe.load(recipe)).encode(sample)
+        print(
+            f"served by `bertlens serve`: {served.shape}, max abs diff to bertlens {np.abs(served - local).max():.1e}"
+        )
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
 
 
 if __name__ == "__main__":

@@ -464,6 +464,26 @@ CASES: list[tuple[str, list[str], str]] = [
         "is not an ONNX export",
     ),
     (
+        "serve on port 0",
+        ["serve", "--model", "{model}", "--port", "0"],
+        "--port must be between 1 and 65535",
+    ),
+    (
+        "serve with no batch budget",
+        ["serve", "--model", "{model}", "--max-batch-tokens", "0"],
+        "--max-batch-tokens must be at least 1",
+    ),
+    (
+        "serve --backend onnx on a directory that is no export",
+        ["serve", "--backend", "onnx", "--model", "{model}"],
+        "is not an ONNX export",
+    ),
+    (
+        "embed --engine ray with the onnx backend",
+        ["embed", "{tmp}/ok.txt", "--engine", "ray", "--backend", "onnx", "--model", "{model}", "--out", "{tmp}/o.npy"],
+        "--engine ray runs the PyTorch backend",
+    ),
+    (
         "longdoc on a similarity task",
         ["longdoc", "--task", "stsb", "--data-dir", "{data}", "--model", "{model}", "--out", "{tmp}/ld", "--quiet"],
         "is similarity",

@@ -47,4 +47,5 @@ def test_at_least_forty_cases_cover_every_command():
         "domain",
         "distill",
         "export",
+        "serve",
     }

@@ -35,6 +35,15 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--restart", action="store_true", help="discard an unfinished run for OUT and start over")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="ray: encode shards on a pool of Ray actors (pip install 'bertlens[ray]'); reading, resume and output "
+        "stay local",
+    )
+    parser.add_argument("--ray-address", help="join this Ray cluster (default: start a local Ray instance)")
+    parser.add_argument("--ray-workers", type=int, default=2, help="Ray actors, each with its own model (default 2)")
+    parser.add_argument(
         "--backend",
         choices=("torch", "onnx"),
         default="torch",
@@ -48,7 +57,18 @@ def _embedder(args: argparse.Namespace):
     if args.backend == "torch":
         if args.precision is None and args.recipe is None:
             args.precision = "auto"  # embedding's default: bf16 only where this machine runs it fast
+        if args.engine == "ray":
+            from bertlens.embedding.ray_engine import RayEmbedder
+
+            return RayEmbedder(
+                recipe_from_args(args),
+                address=args.ray_address,
+                workers=args.ray_workers,
+                trust_remote_code=args.trust_remote_code,
+            )
         return Embedder(recipe_from_args(args), trust_remote_code=args.trust_remote_code)
+    if args.engine == "ray":
+        raise BertlensError("--engine ray runs the PyTorch backend; drop --backend onnx")
     recipe_flags = ("recipe", "layers", "mixer", "pooler", "max_length", "precision", "postprocess", "long_text")
     given = [f"--{flag.replace('_', '-')}" for flag in recipe_flags if getattr(args, flag) is not None]
     if args.normalize or args.exclude_special:

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 
 from bertlens.experiments.compare import CompareResult, curve, payoff
-from bertlens.io.atomic import write_json, write_text
+from bertlens.io.atomic import write_json
 from bertlens.reports.common import provenance, table
+from bertlens.reports.html import write_report
 from bertlens.reports.plots import pyplot, save_figure
 from bertlens.version import __version__
 
@@ -161,5 +162,5 @@ def write_outputs(result: CompareResult, out: Path) -> dict[str, Path]:
     if cka:
         images["cka"] = cka.name
     write_json(out / "results.json", to_json(result))
-    write_text(out / "report.md", markdown(result, images))
+    write_report(out, markdown(result, images))
     return {"results": out / "results.json", "report": out / "report.md", "curves": out / "learning_curves.png"}

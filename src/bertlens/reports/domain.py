@@ -6,8 +6,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from bertlens.experiments.domain import FERTILITY_RATIO, GAP_NATS, UNK_RATE, DomainResult
-from bertlens.io.atomic import write_json, write_text
+from bertlens.io.atomic import write_json
 from bertlens.reports.common import provenance, table
+from bertlens.reports.html import write_report
 
 
 def fit_rows(result: DomainResult) -> tuple[list[str], list[list[str]]]:
@@ -66,5 +67,5 @@ def write_outputs(result: DomainResult, out: Path, texts_hint: str) -> dict[str,
         lines += ["", "## Frequent words the vocabulary lacks (3+ word pieces)", ""]
         lines += table(["word", "count", "pieces"], [[w, str(c), str(p)] for w, c, p in result.user.fragmented])
     lines += ["", "## Notes", ""] + [f"- {n}" for n in result.notes] if result.notes else []
-    write_text(out / "report.md", "\n".join(lines) + "\n")
+    write_report(out, "\n".join(lines) + "\n")
     return {"report": out / "report.md", "results": out / "results.json"}

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bertlens.io.atomic import write_json, write_text
+from bertlens.io.atomic import write_json
 from bertlens.reports.common import provenance
+from bertlens.reports.html import write_report
 from bertlens.reports.plots import pyplot, save_figure
 
 PLOTTED = (
@@ -84,5 +85,5 @@ def write_outputs(rows: list[dict], out: Path, *, model: str, source: str, texts
         + markdown_table(rows)
         + ["", f"![geometry]({image.name})", ""]
     )
-    write_text(out / "report.md", "\n".join(lines))
+    write_report(out, "\n".join(lines))
     return {"results": out / "results.json", "report": out / "report.md", "plot": image}

@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from bertlens.experiments.linguistic import SuiteResult, TaskOutcome
-from bertlens.io.atomic import write_json, write_text
+from bertlens.io.atomic import write_json
 from bertlens.reports.common import provenance
+from bertlens.reports.html import write_report
 from bertlens.reports.plots import annotated_grid, pyplot, save_figure
 from bertlens.version import __version__
 
@@ -163,7 +164,7 @@ def write_outputs(result: SuiteResult, out: Path) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     images = {"heatmap": heatmap(result, out / "heatmap.png").name, "curves": curves(result, out / "curves.png").name}
     write_json(out / "results.json", to_json(result))
-    write_text(out / "report.md", markdown(result, images))
+    write_report(out, markdown(result, images))
     return {
         "results": out / "results.json",
         "report": out / "report.md",

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from bertlens.experiments.longdoc import LongTextResult
-from bertlens.io.atomic import write_json, write_text
+from bertlens.io.atomic import write_json
 from bertlens.reports.common import provenance
+from bertlens.reports.html import write_report
 
 
 def rows(result: LongTextResult) -> list[dict]:
@@ -70,5 +71,5 @@ def write_outputs(result: LongTextResult, out: Path) -> dict[str, Path]:
         "(windows aggregates and chunk classifiers share one pass).",
         "",
     ] + markdown_table(result)
-    write_text(out / "report.md", "\n".join(lines) + "\n")
+    write_report(out, "\n".join(lines) + "\n")
     return {"results": out / "results.json", "report": out / "report.md"}

@@ -7,9 +7,10 @@ from pathlib import Path
 import numpy as np
 
 from bertlens.experiments.sweep import ProtocolResult, SweepResult
-from bertlens.io.atomic import write_json, write_text
+from bertlens.io.atomic import write_json
 from bertlens.probing.candidates import POSTPROCESS_FILE
 from bertlens.reports.common import provenance
+from bertlens.reports.html import write_report
 from bertlens.reports.plots import annotated_grid, pyplot, save_figure
 from bertlens.representation.poolers import POOLERS
 from bertlens.version import __version__
@@ -201,6 +202,8 @@ def write_outputs(result: SweepResult, out: Path) -> dict[str, Path]:
     if result.postprocessor is not None:
         result.postprocessor.save(out / POSTPROCESS_FILE)  # the recipe names it relative to itself
     result.recipe.save(out / "recipe.json")
-    report = out / "report.md"
-    write_text(report, markdown(result, images))
-    return {"results": out / "results.json", "recipe": out / "recipe.json", "report": report}
+    return {
+        "results": out / "results.json",
+        "recipe": out / "recipe.json",
+        **write_report(out, markdown(result, images)),
+    }

@@ -1,0 +1,85 @@
+"""`bertlens embed --engine ray`: the same embed job, with the encoding spread over a pool of Ray actors.
+
+Reading, validation, shards, resume, checksums and the output file stay exactly the local job's
+(`run_embed`); only a shard's encoding goes out: it is cut into chunks that a pool of actors encodes
+in order (`ActorPool.map` keeps the order), each actor holding one `Embedder` that loads the model
+once for the whole job. With no address a local Ray instance is started with one CPU per worker;
+with one, the pool joins that cluster. Workers need bertlens installed and the model at the same
+path (or a hub id they can reach). `pip install bertlens[ray]`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from bertlens.embedding.embedder import Embedder
+from bertlens.errors import BertlensError
+from bertlens.progress import Progress, silent
+from bertlens.representation.recipe import Recipe
+
+
+class _EmbedActor:
+    """One model per actor, loaded once; encodes chunks of texts."""
+
+    def __init__(self, recipe: dict, threads: int, trust_remote_code: bool) -> None:
+        import torch
+
+        torch.set_num_threads(threads)
+        self.embedder = Embedder(Recipe.from_dict(recipe), trust_remote_code=trust_remote_code)
+
+    def encode(self, texts: list[str]) -> tuple[np.ndarray, int]:
+        vectors = self.embedder.encode(texts)
+        return vectors, self.embedder.truncated
+
+
+class RayEmbedder:
+    """The `Embedder` interface the embed job uses, backed by a pool of Ray actors."""
+
+    def __init__(
+        self,
+        recipe: Recipe,
+        *,
+        address: str | None = None,
+        workers: int = 2,
+        threads_per_worker: int = 1,
+        chunk: int = 256,
+        trust_remote_code: bool = False,
+    ):
+        try:
+            import ray
+            from ray.util import ActorPool
+        except ImportError:
+            raise BertlensError("--engine ray needs Ray: pip install 'bertlens[ray]'") from None
+        if workers < 1 or chunk < 1:
+            raise BertlensError("--ray-workers and the chunk size must be at least 1")
+        local = Embedder(recipe, trust_remote_code=trust_remote_code)  # the driver's copy: dim, limits, fingerprint
+        self.recipe, self.dim, self.fingerprint = local.recipe, local.dim, local.fingerprint
+        self.max_length, self.chunk, self.truncated = local.max_length, chunk, 0
+        if not ray.is_initialized():
+            os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+            ray.init(
+                address=address,
+                num_cpus=None if address else workers * threads_per_worker,
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+            )
+        actor = ray.remote(num_cpus=threads_per_worker)(_EmbedActor)
+        recipe_dict = self.recipe.to_dict()
+        self.actors = [actor.remote(recipe_dict, threads_per_worker, trust_remote_code) for _ in range(workers)]
+        self.pool = ActorPool(self.actors)
+
+    def encode(self, texts: Sequence[str], progress: Progress = silent) -> np.ndarray:
+        size = max(1, min(self.chunk, -(-len(texts) // len(self.actors))))  # every actor gets a part of a shard
+        chunks = [list(texts[i : i + size]) for i in range(0, len(texts), size)]
+        parts, done, truncated = [], 0, 0
+        for vectors, cut in self.pool.map(lambda actor, chunk: actor.encode.remote(chunk), chunks):  # in order
+            parts.append(vectors)
+            truncated += cut
+            done += len(vectors)
+            progress("embedding", done, len(texts))
+        self.truncated = truncated
+        return np.concatenate(parts) if parts else np.zeros((0, self.dim), dtype=np.float32)
