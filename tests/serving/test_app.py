@@ -171,3 +171,17 @@ def test_a_full_queue_refuses_at_once_and_a_failing_batch_fails_only_its_request
         await batcher.stop()
 
     asyncio.run(scenario())
+
+
+def test_an_onnx_export_serves_the_same_vectors(tiny_bert_dir, tmp_path):
+    from bertlens.embedding.onnx_backend import OnnxEmbedder
+    from bertlens.experiments.export import run_export_onnx
+
+    recipe = Recipe(model=str(tiny_bert_dir), pooler="mean", normalize=True)
+    run_export_onnx(recipe, tmp_path / "onnx", TEXTS, "t")
+    with Server(create_app(OnnxEmbedder(tmp_path / "onnx"))) as url:
+        reply = httpx.post(url + "/v1/embeddings", json={"input": TEXTS, "encoding_format": "float"})
+        info = httpx.get(url + "/info").json()
+    got = np.array([d["embedding"] for d in reply.json()["data"]])
+    np.testing.assert_allclose(got, Embedder(recipe).encode(TEXTS), atol=2e-5)
+    assert info["backend"] == "OnnxEmbedder"
