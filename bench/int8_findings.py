@@ -55,7 +55,21 @@ def main() -> None:
         work = Path(tmp)
         run_export_onnx(Recipe(), work / "fp32", texts[:256], "STS-B")
         gated = run_export_onnx(Recipe(), work / "gated", texts[:256], "STS-B", quantize_int8=True, calibration=texts)
-        variants = {"ONNX fp32": work / "fp32", "int8 gated (per channel, sensitive modules fp32)": work / "gated"}
+        run_export_onnx(
+            Recipe(),
+            work / "static",
+            texts[:256],
+            "STS-B",
+            quantize_int8=True,
+            static=True,
+            calibration=texts,
+            force=True,
+        )
+        variants = {
+            "ONNX fp32": work / "fp32",
+            "int8 dynamic, gated (per channel, sensitive modules fp32)": work / "gated",
+            "int8 static QDQ, gated (forced if below the gate)": work / "static",
+        }
         for name, per_channel in (("int8 all, one scale per tensor", False), ("int8 all, per channel", True)):
             target = work / name.replace(" ", "_").replace(",", "")
             shutil.copytree(work / "fp32", target)

@@ -90,3 +90,18 @@ def test_a_damaged_export_is_refused(tiny_bert_dir, tmp_path):
         handle.write(b"\x00")
     with pytest.raises(BertlensError, match="does not match the checksum"):
         OnnxEmbedder(tmp_path / "e")
+
+
+def test_static_int8_calibrates_activation_ranges_and_keeps_the_gate(tiny_bert_dir, tmp_path):
+    import onnx
+
+    recipe = Recipe(model=str(tiny_bert_dir))
+    outcome = run_export_onnx(recipe, tmp_path / "s", TEXTS, "t", quantize_int8=True, static=True, gate=Gate(0.0, 0.0))
+    record = json.loads((tmp_path / "s" / "export.json").read_text())
+    assert record["precision"].startswith("int8 (static QDQ") and outcome.passed and outcome.quantized_modules == 12
+    ops = {node.op_type for node in onnx.load(str(tmp_path / "s" / "model.onnx")).graph.node}
+    assert {"QuantizeLinear", "DequantizeLinear"} <= ops  # activations quantized with calibrated ranges
+    vectors = OnnxEmbedder(tmp_path / "s").encode(TEXTS)
+    expected = Embedder(recipe).encode(TEXTS)
+    cos = (vectors * expected).sum(1) / np.linalg.norm(vectors, axis=1) / np.linalg.norm(expected, axis=1)
+    assert cos.min() > 0.9  # close to fp32, though not equal

@@ -34,7 +34,12 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("--column", help="for --texts CSV/TSV/JSONL: the text column or field")
     parser.add_argument("--samples", type=int, default=512, help="how many texts to check parity on (default 512)")
-    parser.add_argument("--quantize", choices=("int8",), help="onnx: dynamic int8, gated by fidelity to fp32")
+    parser.add_argument(
+        "--quantize",
+        choices=("int8", "int8-static"),
+        help="onnx: int8 gated by fidelity to fp32; int8 is dynamic (activations scaled per batch), int8-static "
+        "calibrates activation ranges on --calibration texts",
+    )
     parser.add_argument(
         "--calibration",
         type=Path,
@@ -108,7 +113,8 @@ def run(args: argparse.Namespace) -> None:
             args.out,
             texts,
             source,
-            quantize_int8=args.quantize == "int8",
+            quantize_int8=args.quantize is not None,
+            static=args.quantize == "int8-static",
             calibration=calibration,
             gate=gate,
             force=args.force,

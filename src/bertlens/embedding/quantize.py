@@ -1,7 +1,8 @@
 """int8 quantization of an exported recipe graph, with the sensitive parts kept in fp32.
 
-Dynamic int8 (ONNX Runtime: int8 weights, activations quantized per batch at run time) speeds up the
-matrix products but is not uniformly safe: a few linear layers carry activations with outliers whose
+Dynamic int8 (ONNX Runtime: int8 weights, activations quantized per batch at run time) or static int8
+(activation ranges calibrated once on given texts, QDQ format) speeds up the matrix products but is
+not uniformly safe: a few linear layers carry activations with outliers whose
 rounding moves the final vector far more than the rest. So each linear module of the encoder is
 scored alone (quantize only it, measure the mean cosine to fp32 on calibration texts), and the
 modules are then quantized from the least to the most damaging while the whole stays above the
@@ -12,11 +13,12 @@ fidelity gate. Which module is which comes from the exporter's name scopes (`mod
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic, quantize_static
 
 QUANTIZED_OPS = ("MatMul", "Gemm")
 NAME_SCOPES = "pkg.torch.onnx.name_scopes"
@@ -63,23 +65,66 @@ def _innermost(scopes: str) -> str:
     return module
 
 
-def quantize(source: Path, target: Path, exclude: tuple[str, ...] = ()) -> Path:
-    """Dynamic int8 (signed weights) of `source` into `target`, leaving the `exclude` nodes in fp32."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+class _Feeds(CalibrationDataReader):
+    """ONNX Runtime's calibration reader over prepared input batches."""
 
-    quantize_dynamic(
+    def __init__(self, feeds: Sequence[dict[str, np.ndarray]]):
+        self.feeds, self.position = list(feeds), 0
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        if self.position >= len(self.feeds):
+            return None
+        self.position += 1
+        return self.feeds[self.position - 1]
+
+
+def quantize(
+    source: Path,
+    target: Path,
+    exclude: tuple[str, ...] = (),
+    calibration: Sequence[dict[str, np.ndarray]] | None = None,
+    calibration_cache: Path | None = None,
+) -> Path:
+    """int8 of `source` into `target`, leaving the `exclude` nodes in fp32.
+
+    Without `calibration`: dynamic (int8 weights per channel; activations scaled per batch at run time).
+    With it: static QDQ (activation ranges measured once on the calibration batches by min/max and cached
+    in `calibration_cache`, so choosing which modules stay fp32 calibrates only once).
+    """
+
+    if calibration is None:
+        quantize_dynamic(
+            str(source),
+            str(target),
+            op_types_to_quantize=list(QUANTIZED_OPS),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            nodes_to_exclude=list(exclude),
+        )
+        return target
+    reader = _Feeds(calibration)
+    quantize_static(
         str(source),
         str(target),
+        reader,
+        quant_format=QuantFormat.QDQ,
         op_types_to_quantize=list(QUANTIZED_OPS),
-        weight_type=QuantType.QInt8,
         per_channel=True,
+        activation_type=QuantType.QUInt8,
+        weight_type=QuantType.QInt8,
         nodes_to_exclude=list(exclude),
+        calibration_cache_path=str(calibration_cache) if calibration_cache is not None else None,
     )
     return target
 
 
 def sensitivities(
-    source: Path, encode: Callable[[Path], np.ndarray], reference: np.ndarray, progress=None
+    source: Path,
+    encode: Callable[[Path], np.ndarray],
+    reference: np.ndarray,
+    progress=None,
+    calibration: Sequence[dict[str, np.ndarray]] | None = None,
+    calibration_cache: Path | None = None,
 ) -> list[Sensitivity]:
     """Each linear module quantized alone: its mean cosine to fp32 (lowest = most sensitive first)."""
     groups = linear_modules(source)
@@ -88,7 +133,7 @@ def sensitivities(
     with tempfile.TemporaryDirectory() as tmp:
         for i, (module, nodes) in enumerate(groups.items()):
             others = tuple(n for n in every if n not in nodes)
-            path = quantize(source, Path(tmp) / "one.onnx", exclude=others)
+            path = quantize(source, Path(tmp) / "one.onnx", others, calibration, calibration_cache)
             found.append(Sensitivity(module, nodes, float(cosines(encode(path), reference).mean())))
             if progress is not None:
                 progress("per-module sensitivity", i + 1, len(groups))

@@ -99,8 +99,30 @@ def _publish(staging: Path, out: Path) -> None:
     staging.rename(out)
 
 
+def calibration_feeds(tokenizer, texts: Sequence[str], max_length: int, batch: int = 16) -> list[dict[str, np.ndarray]]:
+    """The graph's inputs for `texts`, in padded batches: what static quantization measures ranges on."""
+    feeds = []
+    for start in range(0, len(texts), batch):
+        encoded = tokenizer(
+            list(texts[start : start + batch]),
+            truncation=True,
+            max_length=max_length,
+            padding=True,
+            return_tensors="np",
+        )
+        feeds.append({name: encoded[name].astype(np.int64) for name in ("input_ids", "attention_mask")})
+    return feeds
+
+
 def _choose_kept(
-    fp32: Path, work: Path, texts: Sequence[str], reference: np.ndarray, gate: Gate, tokenizer_dir: Path, progress
+    fp32: Path,
+    work: Path,
+    texts: Sequence[str],
+    reference: np.ndarray,
+    gate: Gate,
+    tokenizer_dir: Path,
+    progress,
+    feeds: list[dict[str, np.ndarray]] | None = None,
 ) -> tuple[tuple[str, ...], list, int]:
     """Modules to keep in fp32 (fewest, most sensitive first) so that int8 passes the gate on `texts`."""
 
@@ -111,12 +133,13 @@ def _choose_kept(
     for name in (p.name for p in tokenizer_dir.iterdir() if p.name.startswith(("tokenizer", "vocab", "special"))):
         shutil.copy(tokenizer_dir / name, work / name)
     shutil.copy(tokenizer_dir / RECORD_FILE, work / RECORD_FILE)
-    ranked = sensitivities(fp32, encode, reference, progress)
+    cache = work / "calibration.json" if feeds is not None else None  # static: ranges measured once
+    ranked = sensitivities(fp32, encode, reference, progress, feeds, cache)
     total = len(ranked)
     for count in range(total + 1):
         kept = tuple(s.module for s in ranked[:count])
         exclude = tuple(n for s in ranked[:count] for n in s.nodes)
-        candidate = quantize(fp32, work / "candidate.onnx", exclude)
+        candidate = quantize(fp32, work / "candidate.onnx", exclude, feeds, cache)
         cos = cosines(encode(candidate), reference)
         if gate.passes(float(cos.mean()), float(cos.min())):
             return kept, ranked, total - count
@@ -131,6 +154,7 @@ def run_export_onnx(
     texts_source: str,
     *,
     quantize_int8: bool = False,
+    static: bool = False,
     calibration: Sequence[str] | None = None,
     gate: Gate = Gate(),
     force: bool = False,
@@ -199,14 +223,21 @@ def run_export_onnx(
             (staging / MODEL_FILE).rename(fp32_path)
             work = staging / ".work"
             work.mkdir()
+            feeds = calibration_feeds(encoder.tokenizer, choose, encoder.max_length) if static else None
             kept, ranked, quantized = _choose_kept(
-                fp32_path, work, choose, reference_embedder.encode(choose), gate, staging, progress
+                fp32_path, work, choose, reference_embedder.encode(choose), gate, staging, progress, feeds
             )
             exclude = tuple(n for s in ranked if s.module in kept for n in s.nodes)
-            quantize(fp32_path, staging / MODEL_FILE, exclude)
+            cache = work / "calibration.json" if static else None
+            quantize(fp32_path, staging / MODEL_FILE, exclude, feeds, cache)
             shutil.rmtree(work)
             fp32_path.unlink()
-            record = {**record, "precision": "int8 (dynamic; int8 weights per channel, activations per batch)"}
+            kind = (
+                "int8 (static QDQ; activation ranges calibrated by min/max on the choosing half, weights per channel)"
+                if static
+                else "int8 (dynamic; int8 weights per channel, activations per batch)"
+            )
+            record = {**record, "precision": kind}
             record = _record(staging, record)
             int8_embedder = OnnxEmbedder(staging)
             outcome_int8 = measure(int8_embedder.encode(judge), reference_embedder.encode(judge))
