@@ -48,4 +48,5 @@ def test_at_least_forty_cases_cover_every_command():
         "distill",
         "export",
         "serve",
+        "recommend",
     }

@@ -17,5 +17,6 @@ COMMANDS = {
     "distill": "bake any recipe into a smaller plain model (mean pooling of its last layer)",
     "export": "export a recipe to ONNX (pooling inside, int8 behind a fidelity gate) or sentence-transformers",
     "serve": "serve a recipe over HTTP: OpenAI-compatible /v1/embeddings, TEI-style /embed, dynamic batching",
+    "recommend": "measure your data and recommend length strategy, adaptation, recipe, fine-tuning, precision",
     "domain": "is your text far from what the model was trained on? tokenizer fit, masked-LM surprise, verdict",
 }

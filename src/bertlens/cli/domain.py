@@ -11,7 +11,7 @@ from bertlens.cli.options import add_encoder_options, add_run_options
 from bertlens.cli.sources import file_texts
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
-from bertlens.experiments.domain import measure_domain
+from bertlens.experiments.domain import default_reference, measure_domain
 from bertlens.reports.domain import fit_rows, verdict, write_outputs
 from bertlens.tasks.catalog import data_dir
 
@@ -41,11 +41,7 @@ def add_parser(subparsers) -> None:
 def _reference(args: argparse.Namespace) -> tuple[list[str], str]:
     if args.reference:
         return file_texts(args.reference, None), str(args.reference)
-    from bertlens.experiments.linguistic import find_split_file
-    from bertlens.tasks.conllu import read_conllu
-
-    path = find_split_file(data_dir(args.data_dir) / "ud-ewt", "train")
-    return [s.text for s in read_conllu(path) if s.text.strip()], f"UD EWT training sentences ({path})"
+    return default_reference(data_dir(args.data_dir))
 
 
 def run(args: argparse.Namespace) -> None:

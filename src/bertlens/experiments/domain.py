@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -209,3 +210,12 @@ def measure_domain(
         tuple(reasons),
         tuple(notes),
     )
+
+
+def default_reference(data: Path) -> tuple[list[str], str]:
+    """General English web text: the UD EWT training sentences under `data` (the shared data folder)."""
+    from bertlens.experiments.linguistic import find_split_file
+    from bertlens.tasks.conllu import read_conllu
+
+    path = find_split_file(data / "ud-ewt", "train")
+    return [s.text for s in read_conllu(path) if s.text.strip()], f"UD EWT training sentences ({path})"

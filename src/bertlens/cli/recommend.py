@@ -1,0 +1,65 @@
+"""`bertlens recommend`: measure the data and say what to do (length, domain, representation, fine-tuning,
+latency), with the evidence behind each decision."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bertlens.cli.commands import COMMANDS
+from bertlens.cli.console import print_table, progress_bar, say
+from bertlens.cli.options import add_run_options
+from bertlens.cli.sources import add_task_options, load_task
+from bertlens.errors import BertlensError
+from bertlens.tasks.catalog import data_dir
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "recommend",
+        help=COMMANDS["recommend"],
+        description="Measure your data within a time budget and recommend: text length strategy, domain "
+        "adaptation, the representation (a sweep), frozen vs fine-tuned, and the serving precision; each decision "
+        "with its evidence, rule and confidence. Writes report.md/.html, results.json and recipe.json.",
+    )
+    add_task_options(parser)
+    parser.add_argument("--model", default="default", help="'default', a local model directory or a hub id")
+    parser.add_argument("--budget-minutes", type=float, default=15.0, help="time for all measurements (default 15)")
+    parser.add_argument("--latency-budget-ms", type=float, help="per-text latency the served model must meet")
+    parser.add_argument("--throughput-target", type=float, help="texts/s the served model must reach")
+    parser.add_argument("--cache-dir", type=Path, help="feature-bank cache (default: inside --out)")
+    add_run_options(parser, None, "output directory (finished steps are reused when rerun)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> None:
+    from bertlens.experiments.recommend import run_recommend
+    from bertlens.reports.recommend import write_outputs
+
+    if args.budget_minutes <= 0:
+        raise BertlensError("--budget-minutes must be positive")
+    for flag in ("latency_budget_ms", "throughput_target"):
+        value = getattr(args, flag)
+        if value is not None and value <= 0:
+            raise BertlensError(f"--{flag.replace('_', '-')} must be positive")
+    task = load_task(args)
+    with progress_bar("recommend", unit="steps", enabled=not args.quiet) as update:
+        result = run_recommend(
+            task,
+            args.model,
+            args.out,
+            budget_minutes=args.budget_minutes,
+            latency_budget_ms=args.latency_budget_ms,
+            throughput_target=args.throughput_target,
+            data=data_dir(args.data_dir),
+            cache_dir=args.cache_dir,
+            seed=args.seed,
+            progress=update,
+        )
+    paths = write_outputs(result, args.out)
+    print_table(
+        f"recommend: {result.task}",
+        ["step", "decision", "how sure"],
+        [[d.step, d.decision, d.confidence] for d in result.decisions],
+    )
+    say(f"report: {paths['report']} and {paths['html']}; recipe: {paths['recipe']}")
