@@ -46,8 +46,11 @@ class ApiError(Exception):
         self.status, self.message, self.kind = status, message, kind
 
 
-def _texts(value, field: str, limits: ServeLimits) -> list[str]:
-    """A string or a list of strings, each non-empty and within the limits."""
+def _texts(payload: dict, field: str, limits: ServeLimits) -> list[str]:
+    """payload[field]: a string or a list of strings, each non-empty and within the limits."""
+    if field not in payload:
+        raise ApiError(422, f"missing '{field}': a string or a list of strings")
+    value = payload[field]
     texts = [value] if isinstance(value, str) else value
     if not isinstance(texts, list) or not texts:
         raise ApiError(422, f"'{field}' must be a non-empty string or a non-empty list of strings")
@@ -171,9 +174,7 @@ def create_app(embedder, limits: ServeLimits = ServeLimits(), *, api_key: str | 
     async def openai_embeddings(request: Request):
         async def work():
             payload = await read_json(request)
-            if "input" not in payload:
-                raise ApiError(422, "missing 'input': a string or a list of strings")
-            texts = _texts(payload["input"], "input", limits)
+            texts = _texts(payload, "input", limits)
             encoding = payload.get("encoding_format", "float")
             if encoding not in ("float", "base64"):
                 raise ApiError(422, "'encoding_format' must be 'float' or 'base64'")
@@ -202,9 +203,7 @@ def create_app(embedder, limits: ServeLimits = ServeLimits(), *, api_key: str | 
     async def tei_embed(request: Request):
         async def work():
             payload = await read_json(request)
-            if "inputs" not in payload:
-                raise ApiError(422, "missing 'inputs': a string or a list of strings")
-            texts = _texts(payload["inputs"], "inputs", limits)
+            texts = _texts(payload, "inputs", limits)
             normalize, truncate = payload.get("normalize", True), payload.get("truncate", False)
             if not isinstance(normalize, bool) or not isinstance(truncate, bool):
                 raise ApiError(422, "'normalize' and 'truncate' must be true or false")
