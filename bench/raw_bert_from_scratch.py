@@ -189,6 +189,36 @@ def evaluate(work: Path) -> None:
     print("| upos selectivity | " + " | ".join(f"{100 * a:.1f}" for a in upos["selectivity"]) + " |")
 
 
+def plot_loss(work: Path, path: Path) -> Path:
+    """Training loss per step (and a moving mean) with the held-out loss after each epoch."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    record = json.loads((work / "small-raw-bert" / "training.json").read_text())
+    loss = np.array(record["loss_curve"])
+    per_epoch = record["steps"] // len(record["heldout_loss_by_epoch"])
+    smooth = np.convolve(loss, np.ones(50) / 50, mode="valid")
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    ax.plot(loss, color="#cccccc", lw=0.5, label="training loss (per step)")
+    ax.plot(np.arange(49, len(loss)), smooth, color="#1f77b4", lw=1.2, label="training loss (50-step mean)")
+    epochs = [(i + 1) * per_epoch for i in range(len(record["heldout_loss_by_epoch"]))]
+    ax.plot(epochs, record["heldout_loss_by_epoch"], "o-", color="#d62728", label="held-out rows, after each epoch")
+    ax.set_ylim(5.0, 9.0)
+    ax.set_xlabel("optimiser step (batch 32 x 128 tokens)")
+    ax.set_ylabel("masked-LM loss (nats)")
+    ax.set_title(
+        f"small-raw-bert from scratch: {record['steps']} steps, {record['seconds'] / 60:.0f} min on 2 cores", fontsize=9
+    )
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, default=REPO / "out" / "scratch")
@@ -201,6 +231,7 @@ def main() -> None:
         train(args.out, args.epochs)
     if args.step in ("evaluate", "all"):
         evaluate(args.out)
+        print(f"loss curve: {plot_loss(args.out, args.out / 'loss_curve.png')}")
 
 
 if __name__ == "__main__":
