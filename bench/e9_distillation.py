@@ -1,6 +1,7 @@
 """E9: distil the recipe the STS-B sweep recommends into 4-, 3- and 2-layer students (issue #14).
 
 Usage: python bench/e9_distillation.py [--out out/e9] [--students 4,3,2] [--epochs 2] [--teacher RECIPE.json]
+                                      [--max-texts N] [--train-precision fp32|bf16]
 
 Teacher: the default model (all-MiniLM-L6-v2, 6 layers) with the recipe `bertlens sweep --task stsb`
 recommends (made here unless --teacher is given). Students: `layers:K` (K of the teacher's layers,
@@ -31,7 +32,7 @@ def bertlens(*args: str) -> None:
         raise SystemExit(f"bertlens {args[0]} failed: {done.stderr[-1500:]}")
 
 
-def prepare(work: Path) -> Path:
+def prepare(work: Path, max_texts: int | None = None) -> Path:
     work.mkdir(parents=True, exist_ok=True)
     with open(DATA / "stsb" / "train.csv", newline="", encoding="utf-8") as handle:
         texts = [text for row in csv.reader(handle) for text in row[:2]]
@@ -40,13 +41,18 @@ def prepare(work: Path) -> Path:
     speech = (DATA / "raw" / "state_union.txt").read_text(encoding="utf-8").splitlines()
     texts += [line.strip() for line in speech if len(line.split()) >= 5]
     distinct = list(dict.fromkeys(t for t in texts if t.strip()))
+    if max_texts and len(distinct) > max_texts:  # a seeded sample, in file order
+        import numpy as np
+
+        keep = np.sort(np.random.default_rng(0).choice(len(distinct), max_texts, replace=False))
+        distinct = [distinct[i] for i in keep]
     path = work / "texts.txt"
     path.write_text("\n".join(distinct) + "\n", encoding="utf-8")
     print(f"{len(distinct):,} distinct training texts", flush=True)
     return path
 
 
-def distil(teacher: Path, student: str, texts: Path, out: Path, epochs: int) -> dict:
+def distil(teacher: Path, student: str, texts: Path, out: Path, epochs: int, precision: str = "fp32") -> dict:
     if not (out / "distill.json").is_file():
         bertlens(
             "distill",
@@ -61,6 +67,8 @@ def distil(teacher: Path, student: str, texts: Path, out: Path, epochs: int) -> 
             "sst2",
             "--epochs",
             str(epochs),
+            "--train-precision",
+            precision,
             "--cache-dir",
             str(out.parent / "cache"),
             "--out",
@@ -88,9 +96,11 @@ def main() -> None:
     parser.add_argument("--students", default="4,3,2")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--teacher", type=Path, help="a teacher recipe (default: what the STS-B sweep recommends)")
+    parser.add_argument("--max-texts", type=int, help="a seeded sample of the training texts (a time budget)")
+    parser.add_argument("--train-precision", default="fp32", help="fp32, or bf16 where the CPU has it")
     args = parser.parse_args()
     work = args.out
-    texts = prepare(work)
+    texts = prepare(work, args.max_texts)
     teacher = args.teacher
     if teacher is None:
         teacher = work / "sweep-stsb" / "recipe.json"
@@ -98,7 +108,8 @@ def main() -> None:
             bertlens("sweep", "--task", "stsb", "--data-dir", str(DATA), "--out", str(work / "sweep-stsb"))
     print(f"teacher recipe: {json.loads(teacher.read_text())}", flush=True)
     records = {
-        k: distil(teacher, f"layers:{k}", texts, work / f"student-{k}", args.epochs) for k in args.students.split(",")
+        k: distil(teacher, f"layers:{k}", texts, work / f"student-{k}", args.epochs, args.train_precision)
+        for k in args.students.split(",")
     }
     first = next(iter(records.values()))
     sts, sst = first["evaluation"]
@@ -114,7 +125,7 @@ def main() -> None:
     concat.write_text(
         json.dumps({"schema_version": 1, "layers": [-4, -3, -2, -1], "mixer": "concat", "pooler": "mean"})
     )
-    record = distil(concat, "layers:3", texts, work / "student-concat", args.epochs)
+    record = distil(concat, "layers:3", texts, work / "student-concat", args.epochs, args.train_precision)
     print("\nmean/concat_last4 (1,536 wide) -> plain 3-layer student + projection:")
     print(
         f"| teacher mean/concat_last4 | 6 | {interval(record['evaluation'][0]['teacher'])} | 100% | "
