@@ -26,6 +26,7 @@ import torch
 from bertlens.embedding.embedder import Embedder
 from bertlens.embedding.job import run_embed
 from bertlens.io.tables import TableSpec
+from bertlens.metrics.geometry import row_cosine
 from bertlens.representation.recipe import Recipe
 from common import REPO, sts_sentences, timed
 
@@ -36,10 +37,6 @@ code = main(sys.argv[1:])
 print("PEAK_RSS_MB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 sys.exit(code)
 """
-
-
-def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
 
 
 def embed_job(texts_file: Path, out: Path, embedder: Embedder) -> tuple[np.ndarray, float]:
@@ -158,7 +155,7 @@ def main() -> None:
         print(f"{'run':92s} {'texts/s':>8s} {'ratio':>7s} {'min cos':>9s} {'mean cos':>9s}")
         for name in times:
             seconds = float(np.median(times[name]))
-            cos = cosine_rows(vectors[name].astype(np.float64), fp32.astype(np.float64))
+            cos = row_cosine(vectors[name].astype(np.float64), fp32.astype(np.float64))
             print(
                 f"{name:92s} {len(texts) / seconds:8.0f} {base_seconds / seconds:6.2f}x {cos.min():9.6f} {cos.mean():9.6f}"
             )

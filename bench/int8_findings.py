@@ -43,9 +43,9 @@ def main() -> None:
 
     from bertlens.embedding.embedder import Embedder
     from bertlens.embedding.onnx_backend import MODEL_FILE, OnnxEmbedder
-    from bertlens.embedding.quantize import cosines
     from bertlens.experiments.export import run_export_onnx
     from bertlens.io.cache import file_sha256
+    from bertlens.metrics.geometry import row_cosine
     from bertlens.representation.recipe import Recipe
 
     texts = [t for t in sts_sentences() if t.strip()][: args.texts]
@@ -98,7 +98,7 @@ def main() -> None:
             vectors = embedder.encode(judge)
             speed = len(judge) / (time.perf_counter() - start)
             base = base or speed
-            cos = cosines(vectors.astype(np.float64), reference.astype(np.float64))
+            cos = row_cosine(vectors.astype(np.float64), reference.astype(np.float64))
             print(
                 f"| {name} | {cos.mean():.5f} | {cos.min():.5f} | {spearman_sts(embedder):.4f} | {speed:,.0f} | "
                 f"{speed / base:.2f}x |",

@@ -185,3 +185,15 @@ def test_an_onnx_export_serves_the_same_vectors(tiny_bert_dir, tmp_path):
     got = np.array([d["embedding"] for d in reply.json()["data"]])
     np.testing.assert_allclose(got, Embedder(recipe).encode(TEXTS), atol=2e-5)
     assert info["backend"] == "OnnxEmbedder"
+
+
+def test_a_server_that_refuses_long_texts_says_so_and_counts_nothing(embedder):
+    long = "word " * 150  # over the tiny model's limit of 128 tokens
+    with Server(create_app(embedder, ServeLimits(long_text="refuse"))) as url:
+        refused = httpx.post(url + "/v1/embeddings", json={"input": ["fine", long]})
+        tei = httpx.post(url + "/embed", json={"inputs": long, "truncate": True})
+        ok = httpx.post(url + "/v1/embeddings", json={"input": ["fine"]})
+        metrics = httpx.get(url + "/metrics").text
+    assert refused.status_code == 413 and "1 input(s) exceed" in refused.json()["error"]["message"]
+    assert tei.status_code == 413 and "refuses long texts" in tei.json()["error"]["message"]
+    assert ok.status_code == 200 and "bertlens_truncated_texts_total 0.0" in metrics

@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic, quantize_static
 
+from bertlens.metrics.geometry import row_cosine
+
 QUANTIZED_OPS = ("MatMul", "Gemm")
 NAME_SCOPES = "pkg.torch.onnx.name_scopes"
 
@@ -29,11 +31,6 @@ class Sensitivity:
     module: str  # e.g. model.encoder.layer.3.output.dense
     nodes: tuple[str, ...]
     mean_cosine: float  # with only this module quantized
-
-
-def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise cosine [n] of two [n, D] arrays."""
-    return (a * b).sum(1) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)
 
 
 def linear_modules(model_path: Path) -> dict[str, tuple[str, ...]]:
@@ -134,7 +131,7 @@ def sensitivities(
         for i, (module, nodes) in enumerate(groups.items()):
             others = tuple(n for n in every if n not in nodes)
             path = quantize(source, Path(tmp) / "one.onnx", others, calibration, calibration_cache)
-            found.append(Sensitivity(module, nodes, float(cosines(encode(path), reference).mean())))
+            found.append(Sensitivity(module, nodes, float(row_cosine(encode(path), reference).mean())))
             if progress is not None:
                 progress("per-module sensitivity", i + 1, len(groups))
     return sorted(found, key=lambda s: s.mean_cosine)

@@ -29,6 +29,7 @@ from bertlens.experiments.compare import task_splits
 from bertlens.io.atomic import write_json
 from bertlens.io.cache import default_cache_dir
 from bertlens.metrics.bootstrap import bootstrap, paired_difference
+from bertlens.metrics.geometry import row_cosine
 from bertlens.models import resolve_model
 from bertlens.probing.selection import C_GRID, logistic_on_dev
 from bertlens.progress import Progress, silent
@@ -125,9 +126,7 @@ def _texts_per_second(embedders: Sequence[Embedder], texts: Sequence[str], round
 
 
 def fidelity(student: np.ndarray, teacher: np.ndarray) -> Fidelity:
-    cosines = (student * teacher).sum(1) / np.maximum(
-        np.linalg.norm(student, axis=1) * np.linalg.norm(teacher, axis=1), 1e-12
-    )  # [n]
+    cosines = row_cosine(student, teacher)  # [n]
     return Fidelity(len(cosines), float(cosines.mean()), float(np.percentile(cosines, 1)), float(cosines.min()))
 
 
@@ -140,9 +139,7 @@ def compare_on_task(teacher: Embedder, student: Embedder, task: TaskData, seed: 
     if task.kind == "similarity":
         outputs = []
         for embedder in (teacher, student):
-            u, v = embedder.encode(list(test.texts_a)), embedder.encode(list(test.texts_b))
-            cos = (u * v).sum(1) / np.maximum(np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1), 1e-12)
-            outputs.append(cos)
+            outputs.append(row_cosine(embedder.encode(list(test.texts_a)), embedder.encode(list(test.texts_b))))
         gold, metric = test.targets, "spearman"
     else:
         texts = [*train.texts_a, *dev.texts_a, *test.texts_a]

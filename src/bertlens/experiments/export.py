@@ -20,12 +20,13 @@ import numpy as np
 from bertlens.embedding.embedder import Embedder
 from bertlens.embedding.onnx_backend import MODEL_FILE, RECORD_FILE, OnnxEmbedder
 from bertlens.embedding.onnx_graph import OPSET, export_graph
-from bertlens.embedding.quantize import cosines, quantize, sensitivities
+from bertlens.embedding.quantize import quantize, sensitivities
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
 from bertlens.experiments.distill import TaskComparison, compare_on_task
 from bertlens.io.atomic import write_json
 from bertlens.io.cache import file_sha256
+from bertlens.metrics.geometry import row_cosine
 from bertlens.progress import Progress, silent
 from bertlens.representation.postprocess import PostProcessor
 from bertlens.representation.recipe import Recipe
@@ -73,7 +74,7 @@ class ExportOutcome:
 
 
 def measure(got: np.ndarray, reference: np.ndarray) -> Fidelity:
-    cos = cosines(got.astype(np.float64), reference.astype(np.float64))
+    cos = row_cosine(got.astype(np.float64), reference.astype(np.float64))
     return Fidelity(len(got), float(np.abs(got - reference).max()), float(cos.mean()), float(cos.min()))
 
 
@@ -140,7 +141,7 @@ def _choose_kept(
         kept = tuple(s.module for s in ranked[:count])
         exclude = tuple(n for s in ranked[:count] for n in s.nodes)
         candidate = quantize(fp32, work / "candidate.onnx", exclude, feeds, cache)
-        cos = cosines(encode(candidate), reference)
+        cos = row_cosine(encode(candidate), reference)
         if gate.passes(float(cos.mean()), float(cos.min())):
             return kept, ranked, total - count
         progress("keeping sensitive modules in fp32", count + 1, total)

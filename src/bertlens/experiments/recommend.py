@@ -144,11 +144,9 @@ def step_representation(task: TaskData, model: str, cache_dir: Path, seed: int, 
     postprocess = "whiten" if task.kind == "similarity" else None
     config = SweepConfig(resamples=500, seed=seed, postprocess=postprocess)
     result = run_sweep(task, model, cache_dir=cache_dir, config=config, progress=progress)
-    protocol = (
-        result.protocols[result.basis.split("'")[1]] if "'" in result.basis else next(iter(result.protocols.values()))
-    )
+    protocol = result.main  # the protocol the recommendation was made by
     names = [c.name for c in protocol.candidates]
-    i = names.index(result.recommended.name) if result.recommended.name in names else int(protocol.test.best)
+    i = names.index(result.recommended.name)
     tied = [n for n, t in zip(names, protocol.test.tied_with_best, strict=True) if t and n != names[i]]
     evidence = (
         f"{result.recommended.name}: {protocol.metric} {protocol.test.value[i]:.4f} "

@@ -65,6 +65,11 @@ class ProtocolResult:
         return f"cv{self.folds}" if self.folds > 1 else "test"
 
 
+def main_protocol(kind: str) -> str:
+    """Similarity tasks are judged by cosine (how their vectors are used), the others by the linear probe."""
+    return "cosine" if kind == "similarity" else "probe"
+
+
 @dataclass(frozen=True)
 class SweepResult:
     task: str
@@ -80,6 +85,11 @@ class SweepResult:
     timings: dict[str, float]
     notes: tuple[str, ...] = field(default_factory=tuple)
     postprocessor: PostProcessor | None = None  # fitted for the recommended candidate, when it has one
+
+    @property
+    def main(self) -> ProtocolResult:
+        """The protocol the recommendation is made by."""
+        return self.protocols[main_protocol(self.kind)]
 
 
 @dataclass(frozen=True)
@@ -451,7 +461,7 @@ def run_sweep(
             selection,
             selected,
         )
-    main = protocols["cosine" if task.kind == "similarity" else "probe"]
+    main = protocols[main_protocol(task.kind)]
     chosen = _choose(main, bank)
     recommended = main.candidates[chosen]
     recipe = recommended.recipe(base, main.mix_weights.get(recommended.name))

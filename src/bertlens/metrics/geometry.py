@@ -20,6 +20,11 @@ from collections import defaultdict
 import numpy as np
 
 
+def row_cosine(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Cosine of each row of u with the same row of v: [n]."""
+    return (u * v).sum(1) / np.maximum(np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1), 1e-12)
+
+
 def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
 

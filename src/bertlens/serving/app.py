@@ -27,6 +27,7 @@ from bertlens.serving.batcher import BatchStats, DynamicBatcher, QueueFull
 from bertlens.version import __version__
 
 LONG_TEXT_POLICIES = ("truncate", "refuse")
+SHORTEN = "shorten or split them (this server refuses long texts)"
 
 
 @dataclass(frozen=True)
@@ -142,18 +143,16 @@ def create_app(embedder, limits: ServeLimits = ServeLimits(), *, api_key: str | 
             raise ApiError(422, "the request body must be a JSON object")
         return payload
 
-    def count_tokens(texts: list[str]) -> tuple[int, int]:
-        """(tokens the model will read, texts over its limit)."""
+    def count_tokens(texts: list[str], refuse_long: str | None) -> tuple[int, int]:
+        """(tokens the model will read, texts over its limit); with `refuse_long` (how to fix it), over is a 413."""
         lengths = [len(ids) for ids in tokenizer(texts, add_special_tokens=True)["input_ids"]]
         over = sum(n > max_length for n in lengths)
-        if over and limits.long_text == "refuse":
-            raise ApiError(
-                413, f"{over} input(s) exceed the model's limit of {max_length} tokens; shorten them or split them"
-            )
+        if over and refuse_long:
+            raise ApiError(413, f"{over} input(s) exceed the model's limit of {max_length} tokens; {refuse_long}")
         return sum(min(n, max_length) for n in lengths), over
 
-    async def embed(texts: list[str]) -> tuple[np.ndarray, int]:
-        tokens, over = count_tokens(texts)
+    async def embed(texts: list[str], refuse_long: str | None) -> tuple[np.ndarray, int]:
+        tokens, over = count_tokens(texts, refuse_long)
         try:
             vectors = await batcher.submit(texts, tokens)
         except QueueFull:
@@ -185,7 +184,7 @@ def create_app(embedder, limits: ServeLimits = ServeLimits(), *, api_key: str | 
                     f"'dimensions' {dimensions} is not supported: this recipe was not trained for shortened vectors "
                     f"(Matryoshka); omit it or pass {embedder.dim}",
                 )
-            vectors, tokens = await embed(texts)
+            vectors, tokens = await embed(texts, SHORTEN if limits.long_text == "refuse" else None)
             data = [
                 {
                     "object": "embedding",
@@ -207,13 +206,8 @@ def create_app(embedder, limits: ServeLimits = ServeLimits(), *, api_key: str | 
             normalize, truncate = payload.get("normalize", True), payload.get("truncate", False)
             if not isinstance(normalize, bool) or not isinstance(truncate, bool):
                 raise ApiError(422, "'normalize' and 'truncate' must be true or false")
-            if not truncate:
-                lengths = [len(ids) for ids in tokenizer(texts, add_special_tokens=True)["input_ids"]]
-                if max(lengths) > max_length:
-                    raise ApiError(
-                        413, f"an input exceeds the model's limit of {max_length} tokens; send truncate: true"
-                    )
-            vectors, _ = await embed(texts)
+            refuse = SHORTEN if limits.long_text == "refuse" else None if truncate else "send truncate: true"
+            vectors, _ = await embed(texts, refuse)  # one tokenization checks the limit and counts
             if normalize:
                 vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
             return vectors.astype(float).tolist()
