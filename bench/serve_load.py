@@ -1,6 +1,7 @@
 """Load test of `bertlens serve` against in-process `Embedder` throughput and a simple baseline server.
 
 Usage: python bench/serve_load.py [--requests 256] [--texts-per-request 4] [--concurrency 1,8,32,64]
+                                  [--encoding base64,float]
 
 Starts each server on loopback in its own process, waits for /health, then runs bounded concurrent
 clients (asyncio + httpx; a fixed number of requests per level; it stops by itself) with STS-B
@@ -10,12 +11,18 @@ dynamic batching) and the baseline a user would write: sentence-transformers `en
 endpoint, one request per call. Then a fault phase against `bertlens serve` under load: malformed
 bodies, oversize inputs and clients that disconnect mid-request; afterwards the server must still
 answer a valid request correctly. Every figure comes with the CPU it ran on.
+
+`--encoding`: the response encodings to load `bertlens serve` with. base64 is what the official `openai`
+client asks for when the caller does not say (openai-python sends encoding_format="base64" and decodes it);
+float is what curl users get. The baseline answers float lists only. Each row also gives the CPU the server
+and the load generator used (cores busy over the wall time), since all of them share this machine's cores.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import os
 import socket
 import subprocess
@@ -76,7 +83,18 @@ def start_server(command: list[str], port: int) -> subprocess.Popen:
     raise SystemExit("server did not answer /health within 120 s")
 
 
-async def load(url: str, batches: list[list[str]], concurrency: int) -> dict:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def decode(item: dict) -> np.ndarray:
+    vector = item["embedding"]
+    return np.frombuffer(base64.b64decode(vector), dtype="<f4") if isinstance(vector, str) else np.array(vector)
+
+
+async def load(url: str, batches: list[list[str]], concurrency: int, encoding: str = "float", pid: int = 0) -> dict:
     import httpx
 
     latencies, errors = [], 0
@@ -89,19 +107,20 @@ async def load(url: str, batches: list[list[str]], concurrency: int) -> dict:
             i, texts = queue.pop()
             start = time.perf_counter()
             reply = await http.post(
-                url + "/v1/embeddings", json={"input": texts, "model": "m", "encoding_format": "float"}
+                url + "/v1/embeddings", json={"input": texts, "model": "m", "encoding_format": encoding}
             )
             latencies.append(time.perf_counter() - start)
             if reply.status_code != 200:
                 errors += 1
                 continue
-            vectors[i] = np.array([d["embedding"] for d in reply.json()["data"]])
+            vectors[i] = np.stack([decode(d) for d in reply.json()["data"]])
 
     limits = httpx.Limits(max_connections=concurrency)
     async with httpx.AsyncClient(timeout=300, limits=limits) as http:
-        start = time.perf_counter()
+        start, client_cpu, server_cpu = time.perf_counter(), time.process_time(), cpu_seconds(pid) if pid else 0.0
         await asyncio.gather(*(client(http) for _ in range(concurrency)))
         seconds = time.perf_counter() - start
+        client_cpu, server_cpu = time.process_time() - client_cpu, (cpu_seconds(pid) - server_cpu) if pid else 0.0
     texts = sum(len(b) for b in batches)
     ordered = np.concatenate([vectors[i] for i in sorted(vectors)]) if vectors else np.zeros((0, 1))
     return {
@@ -110,6 +129,8 @@ async def load(url: str, batches: list[list[str]], concurrency: int) -> dict:
         "p99_ms": 1000 * float(np.percentile(latencies, 99)),
         "errors": errors,
         "vectors": ordered,
+        "server_cores": server_cpu / seconds,
+        "client_cores": client_cpu / seconds,
     }
 
 
@@ -169,6 +190,7 @@ def main() -> None:
     parser.add_argument("--texts-per-request", type=int, default=4)
     parser.add_argument("--concurrency", default="1,8,32,64")
     parser.add_argument("--precision", default="fp32", help="the served recipe's precision (fp32 is comparable)")
+    parser.add_argument("--encoding", default="base64,float", help="response encodings for bertlens serve")
     args = parser.parse_args()
     from bertlens.embedding.embedder import Embedder
     from bertlens.models import default_model_dir
@@ -199,23 +221,28 @@ def main() -> None:
         base_port,
     )
     print(
-        "| server | concurrency | texts/s | ratio to in-process | p50 ms | p99 ms | errors | min cosine to in-process |"
+        "| server | response | concurrency | texts/s | ratio to in-process | p50 ms | p99 ms | errors | min cosine to "
+        "in-process | cores busy: server / load generator |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, (command, server_port) in servers.items():
         process = start_server(command, server_port)
         url = f"http://127.0.0.1:{server_port}"
+        encodings = args.encoding.split(",") if name.startswith("bertlens") else ["float"]
         try:
             asyncio.run(load(url, batches[:8], 4))  # warm-up
-            for level in (int(c) for c in args.concurrency.split(",")):
-                result = asyncio.run(load(url, batches, level))
-                got, ref = result["vectors"], reference[: len(result["vectors"])]
-                diff = float(((got * ref).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(ref, axis=1)).min())
-                print(
-                    f"| {name} | {level} | {result['texts_per_s']:,.0f} | {result['texts_per_s'] / in_process:.2f}x | "
-                    f"{result['p50_ms']:.0f} | {result['p99_ms']:.0f} | {result['errors']} | {diff:.6f} |",
-                    flush=True,
-                )
+            for encoding in encodings:
+                for level in (int(c) for c in args.concurrency.split(",")):
+                    result = asyncio.run(load(url, batches, level, encoding, process.pid))
+                    got, ref = result["vectors"], reference[: len(result["vectors"])]
+                    cos = (got * ref).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(ref, axis=1)
+                    print(
+                        f"| {name} | {encoding} | {level} | {result['texts_per_s']:,.0f} | "
+                        f"{result['texts_per_s'] / in_process:.2f}x | {result['p50_ms']:.0f} | {result['p99_ms']:.0f} | "
+                        f"{result['errors']} | {float(cos.min()):.6f} | "
+                        f"{result['server_cores']:.2f} / {result['client_cores']:.2f} |",
+                        flush=True,
+                    )
             if name.startswith("bertlens"):
                 outcome = asyncio.run(faults(url, batches[:64]))
                 after = asyncio.run(load(url, batches[:4], 1))

@@ -9,6 +9,7 @@ import pytest
 
 from bertlens.cli.main import main
 from tests.conftest import DATA, edit_cached_result
+from tests.reports.chromium import CHROMIUM, assert_report_renders
 
 FAST = ["--epochs", "1", "--min-steps", "2", "--batch-size", "16", "--max-dev", "40", "--quiet"]
 
@@ -158,6 +159,8 @@ def test_compare_writes_curves_payoff_and_drift(tmp_path, tiny_bert_dir):
     assert data["drift_task"] == "trec" and "payoff" in data and len(data["curve"]) == 5
     assert (out / "learning_curves.png").stat().st_size > 0 and (out / "cka.png").is_file()
     assert "n=24" in (out / "report.md").read_text()
+    if CHROMIUM:
+        assert_report_renders(out / "report.html", "bertlens compare", ("strategy", "n"), tmp_path, "compare")
     marker = out / "runs" / "full-n24-s0.json"
     edit_cached_result(marker, lambda run: run.update(test=0.987))  # a marker with a valid checksum
     assert not (out / "runs" / "full-n24-s0").exists()  # checkpoints of finished runs are removed

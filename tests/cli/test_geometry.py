@@ -11,6 +11,7 @@ from bertlens.cli.main import main
 from bertlens.embedding.embedder import Embedder
 from bertlens.representation.recipe import Recipe
 from tests.conftest import DATA
+from tests.reports.chromium import CHROMIUM, assert_report_renders
 
 
 def test_geometry_on_stsb_writes_rows_with_alignment(tmp_path, tiny_bert_dir):
@@ -38,6 +39,8 @@ def test_geometry_on_stsb_writes_rows_with_alignment(tmp_path, tiny_bert_dir):
     data = json.loads((out / "results.json").read_text())
     assert len(data["rows"]) == 3 * 2 and {"alignment", "uniformity", "self_similarity"} <= set(data["rows"][0])
     assert (out / "geometry.png").stat().st_size > 0
+    if CHROMIUM:
+        assert_report_renders(out / "report.html", "bertlens geometry", ("layer", "pooler"), tmp_path, "geometry")
 
 
 def test_postprocess_recipe_whitens_what_embed_writes(tmp_path, tiny_bert_dir, sts_sentences):

@@ -16,6 +16,7 @@ from bertlens.representation.recipe import Recipe
 from bertlens.tasks.catalog import get_task
 from bertlens.tasks.loaders import load_catalog_task
 from tests.conftest import DATA
+from tests.reports.chromium import CHROMIUM, assert_report_renders
 
 
 def test_longdoc_scores_every_strategy_with_speed(tmp_path, tiny_bert_dir):
@@ -53,6 +54,8 @@ def test_longdoc_scores_every_strategy_with_speed(tmp_path, tiny_bert_dir):
     assert rows["head"]["speed_vs_head"] == 1.0 and rows["windows:max"]["encoding_pass"] == "windows"
     assert all(0 <= r["ci_low"] <= r["accuracy"] <= r["ci_high"] <= 1 for r in rows.values())
     assert data["windows_per_document"] > 5  # reviews are far longer than 62 tokens
+    if CHROMIUM:
+        assert_report_renders(out / "report.html", "bertlens longdoc", ("strategy", "docs/s"), tmp_path, "longdoc")
 
 
 def test_bad_strategy_is_one_line(tmp_path, tiny_bert_dir, capsys):

@@ -8,6 +8,7 @@ import pytest
 
 from bertlens.cli.main import main
 from tests.conftest import DATA, edit_cached_result
+from tests.reports.chromium import CHROMIUM, assert_report_renders
 
 
 def run_probe(tmp_path, model, *extra):
@@ -48,6 +49,8 @@ def test_suite_writes_report_plots_json_and_datasets(tmp_path, tiny_bert_dir):
     report = (out / "report.md").read_text()
     assert "centre of gravity" in report and "selectivity" in report
     assert (out / "heatmap.png").stat().st_size > 0 and (out / "curves.png").stat().st_size > 0
+    if CHROMIUM:
+        assert_report_renders(out / "report.html", "bertlens probe", ("task", "level"), tmp_path, "probe")
     lines = (out / "datasets" / "tense.jsonl").read_text().splitlines()
     assert json.loads(lines[0])["label"] in ("Past", "Pres")
 

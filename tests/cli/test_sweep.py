@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from bertlens.cli.main import main
+from tests.reports.chromium import CHROMIUM, assert_report_renders
 
 POSITIVE = [
     "a wonderful film",
@@ -67,6 +68,10 @@ def test_csv_with_header_and_tsv_without_give_the_same_sweep(tmp_path, labelled,
     for name in ("results.json", "recipe.json", "report.md", "heatmap-probe.png"):
         assert (tmp_path / "a" / name).stat().st_size > 0
     assert "heatmap-probe.png" in (tmp_path / "a" / "report.md").read_text()
+    if CHROMIUM:
+        assert_report_renders(
+            tmp_path / "a" / "report.html", "bertlens sweep", ("rank", "candidate"), tmp_path, "sweep"
+        )
 
 
 def test_recommended_recipe_reproduces_the_sweep_vectors(tmp_path, labelled, tiny_bert_dir, capsys):

@@ -11,6 +11,7 @@ from bertlens.cli.main import main
 from bertlens.encoding.encoder import Encoder
 from bertlens.experiments.domain import compare_surprise, tokenizer_fit
 from tests.conftest import DATA, SHARED
+from tests.reports.chromium import CHROMIUM, assert_report_renders
 
 RAW = SHARED / "models" / "tiny-raw-bert"
 
@@ -62,6 +63,8 @@ def run_domain(tmp_path, texts: list[str], model) -> dict:
         == 0
     )
     assert (out / "report.md").is_file()
+    if CHROMIUM:
+        assert_report_renders(out / "report.html", "bertlens domain", ("measure",), tmp_path, "domain")
     return json.loads((out / "results.json").read_text())
 
 

@@ -12,10 +12,12 @@ import numpy as np
 import bertlens.experiments.recommend as recommend
 from bertlens.embedding.embedder import Embedder
 from bertlens.experiments.recommend import FROZEN, TUNE, fine_tune_choice, run_recommend
+from bertlens.reports.recommend import markdown as recommend_markdown
 from bertlens.reports.recommend import write_outputs
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import load_user_task
 from tests.conftest import DATA
+from tests.reports.chromium import CHROMIUM, assert_report_renders
 
 
 def _csv(path, texts, labels):
@@ -48,6 +50,9 @@ def test_recommend_on_200_labelled_rows(tiny_bert_dir, tmp_path, monkeypatch):
     paths = write_outputs(result, tmp_path / "out")
     Embedder(Recipe.load(paths["recipe"])).encode(["a recipe users can embed with"])
     assert "<table>" in paths["html"].read_text() and "## Decisions" in paths["report"].read_text()
+    if CHROMIUM:  # the front page: the decision table first
+        page = assert_report_renders(paths["html"], "bertlens recommend", ("step", "decision"), tmp_path, "recommend")
+        assert page["tables"][0] == ["step", "decision", "how sure", "seconds"]
 
     def no_more_sweeps(*args, **kwargs):
         raise AssertionError("a finished step ran again")
@@ -56,6 +61,9 @@ def test_recommend_on_200_labelled_rows(tiny_bert_dir, tmp_path, monkeypatch):
     monkeypatch.setattr(recommend, "run_compare", no_more_sweeps)
     again = run_recommend(task, str(tiny_bert_dir), tmp_path / "out", budget_minutes=10)
     assert [d.decision for d in again.decisions[:4]] == [d.decision for d in result.decisions[:4]]
+    assert [d.seconds for d in again.decisions[:4]] == [d.seconds for d in result.decisions[:4]]  # kept, not re-timed
+    if sum(d.seconds for d in again.decisions) > again.seconds + 1:
+        assert "it reused finished steps" in recommend_markdown(again)
 
 
 def test_long_texts_get_a_long_text_strategy(tiny_bert_dir, tmp_path):
@@ -65,7 +73,71 @@ def test_long_texts_get_a_long_text_strategy(tiny_bert_dir, tmp_path):
     task = _csv(tmp_path / "long.csv", texts, [i % 2 for i in range(30)])
     from bertlens.encoding.encoder import Encoder
 
-    decision = recommend.step_lengths(task, Encoder(str(tiny_bert_dir)), 0)
+    decision = recommend.step_lengths(task, Encoder(str(tiny_bert_dir)), 0, measure=False)
     assert "windows" in decision.decision and decision.recipe_changes == {"long_text": "windows:mean"}
     assert "100.0% over the model's limit" in decision.evidence
+    assert decision.confidence.startswith("rule of thumb: only 30 labelled documents")
     json.dumps(decision.recipe_changes)
+
+
+def test_long_documents_whose_label_sits_at_the_end_get_a_measured_strategy_that_reads_it(tiny_bert_dir, tmp_path):
+    """The label is a run of one word at the end of 300 filler words: truncation cannot see it, so the measured
+    comparison must choose head+tail or windows, and say it measured."""
+    rng = np.random.default_rng(0)
+    filler = ["film", "story", "actor", "plot", "scene", "music"]
+    labels = [i % 2 for i in range(60)]
+    texts = [" ".join([*rng.choice(filler, 300), *(["wonderful" if y else "terrible"] * 20)]) for y in labels]
+    task = _csv(tmp_path / "tail.csv", texts, labels)
+    from bertlens.encoding.encoder import Encoder
+
+    decision = recommend.step_lengths(task, Encoder(str(tiny_bert_dir)), 0)
+    assert decision.confidence == "measured", decision
+    assert decision.recipe_changes.get("long_text") in ("head_tail:32", "windows:mean"), decision
+    assert "head " in decision.evidence and "out-of-fold accuracy" in decision.evidence
+
+
+def test_serving_choice_prefers_the_recipe_itself_then_the_fastest_alternative():
+    fp32 = recommend.Timing("fp32", 100.0, 12.0, own=True)
+    bf16 = recommend.Timing("bf16", 250.0, 6.0, own=True)
+    int8 = recommend.Timing("onnx int8", 400.0, 3.0, own=False)
+    student = recommend.Timing("recipe student", 300.0, 4.0, own=False)
+    rows = [fp32, bf16, int8, student]
+    assert recommend.serving_choice(rows, None, None) == bf16  # the recipe meets "no budget": full fidelity first
+    assert recommend.serving_choice(rows, 10.0, None) == bf16
+    assert recommend.serving_choice(rows, 5.0, None) == int8  # the recipe misses 5 ms: fastest alternative
+    assert recommend.serving_choice(rows, None, 350.0) == int8
+    assert recommend.serving_choice(rows, 1.0, None) is None
+
+
+def test_fine_tuning_is_sized_to_the_budget():
+    train = recommend.TRAIN
+    costs = recommend.Costs(forward=0.002, train_example=0.014, dev=500, test=1000)
+    cost = {n: recommend.fine_tune_seconds(n, costs, train) for n in (64, 500, 2000)}
+    assert cost[2000] > cost[500] > 0
+    assert cost[64] > 0.5 * cost[500]  # tiny sets run more epochs (min_steps), each scoring dev: small is not cheap
+    assert recommend.affordable_size(2000, costs, train, cost[2000]) == 2000
+    assert recommend.affordable_size(2000, costs, train, cost[2000] - 1) < 2000
+    assert recommend.affordable_size(2000, costs, train, 1.0) == 0
+
+
+def test_the_cost_trial_times_real_training_steps(tiny_bert_dir, tmp_path):
+    lines = (DATA / "sst2" / "train.txt").read_text().splitlines()[:300]
+    task = _csv(tmp_path / "d.csv", [ln.split(" ", 1)[1] for ln in lines], [ln[0] for ln in lines])
+    task = recommend._with_test_split(task, 0)
+    costs = recommend.measure_costs(task, str(tiny_bert_dir), Recipe(model=str(tiny_bert_dir)), recommend.TRAIN, 0)
+    assert 0 < costs.forward < 1 and 0 < costs.train_example < 1
+    assert costs.train_example > costs.forward  # a training example is a forward pass and more
+    assert costs.test == 60 and costs.dev > 0
+
+
+def test_alternatives_are_checked_before_measuring(tmp_path, tiny_bert_dir):
+    import pytest
+
+    from bertlens.errors import BertlensError
+
+    with pytest.raises(BertlensError, match="neither an ONNX export"):
+        recommend.load_alternative(tmp_path)
+    Recipe(model=str(tiny_bert_dir)).save(tmp_path / "student" / "recipe.json")
+    (tmp_path / "student" / "distill.json").write_text(json.dumps({"fidelity": {"mean_cosine": 0.97}}))
+    alt = recommend.load_alternative(tmp_path / "student")
+    assert "0.9700" in alt.fidelity and alt.embedder().encode(["a text"]).shape[0] == 1

@@ -27,13 +27,22 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--budget-minutes", type=float, default=15.0, help="time for all measurements (default 15)")
     parser.add_argument("--latency-budget-ms", type=float, help="per-text latency the served model must meet")
     parser.add_argument("--throughput-target", type=float, help="texts/s the served model must reach")
+    parser.add_argument(
+        "--alternatives",
+        nargs="+",
+        type=Path,
+        default=(),
+        metavar="PATH",
+        help="faster things to serve, timed next to the recipe in the latency step: `export` directories (ONNX, "
+        "int8) and `distill` output directories or recipe files",
+    )
     parser.add_argument("--cache-dir", type=Path, help="feature-bank cache (default: inside --out)")
     add_run_options(parser, None, "output directory (finished steps are reused when rerun)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> None:
-    from bertlens.experiments.recommend import run_recommend
+    from bertlens.experiments.recommend import load_alternative, run_recommend
     from bertlens.reports.recommend import write_outputs
 
     if args.budget_minutes <= 0:
@@ -42,6 +51,7 @@ def run(args: argparse.Namespace) -> None:
         value = getattr(args, flag)
         if value is not None and value <= 0:
             raise BertlensError(f"--{flag.replace('_', '-')} must be positive")
+    alternatives = tuple(load_alternative(path) for path in args.alternatives)  # checked before any measuring
     task = load_task(args)
     with progress_bar("recommend", unit="steps", enabled=not args.quiet) as update:
         result = run_recommend(
@@ -51,6 +61,7 @@ def run(args: argparse.Namespace) -> None:
             budget_minutes=args.budget_minutes,
             latency_budget_ms=args.latency_budget_ms,
             throughput_target=args.throughput_target,
+            alternatives=alternatives,
             data=data_dir(args.data_dir),
             cache_dir=args.cache_dir,
             seed=args.seed,

@@ -20,7 +20,8 @@ body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:11
 color:#1d1d1f;line-height:1.45}
 h1{font-size:1.6em;border-bottom:2px solid #ddd;padding-bottom:.3em}h2{font-size:1.25em;margin-top:1.6em}
 table{border-collapse:collapse;margin:1em 0;font-size:.9em;display:block;overflow-x:auto}
-th,td{border:1px solid #d0d0d0;padding:.3em .6em;text-align:left;white-space:nowrap}
+th,td{border:1px solid #d0d0d0;padding:.3em .6em;text-align:left;vertical-align:top}th{white-space:nowrap}
+td{max-width:36em}
 th{background:#f3f3f3;cursor:pointer}tr:nth-child(even) td{background:#fafafa}
 code{background:#f3f3f3;padding:.1em .3em;border-radius:3px}img{max-width:100%;height:auto}
 footer{color:#777;font-size:.8em;margin-top:3em}

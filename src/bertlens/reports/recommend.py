@@ -13,16 +13,20 @@ from bertlens.reports.html import write_report
 
 
 def markdown(result: Recommendation) -> str:
-    rows = [[d.step, d.decision, d.confidence] for d in result.decisions]
+    rows = [[d.step, d.decision, d.confidence, f"{d.seconds:.0f}"] for d in result.decisions]
+    measured = sum(d.seconds for d in result.decisions)
+    resumed = (
+        "" if measured <= result.seconds + 1 else f" (this run took {result.seconds:.0f} s: it reused finished steps)"
+    )
     lines = [
         f"# bertlens recommend: {result.task}",
         "",
-        f"Model: `{result.model}`. Measured in {result.seconds:.0f} s. The recipe to use is `recipe.json` next to "
+        f"Model: `{result.model}`. Measured in {measured:.0f} s{resumed}. The recipe to use is `recipe.json` next to "
         "this report.",
         "",
         "## Decisions",
         "",
-        *table(["step", "decision", "how sure"], rows),
+        *table(["step", "decision", "how sure", "seconds"], rows),
         "",
         "## Evidence",
     ]
