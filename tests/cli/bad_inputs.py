@@ -474,6 +474,11 @@ CASES: list[tuple[str, list[str], str]] = [
         "--max-batch-tokens must be at least 1",
     ),
     (
+        "serve with a negative per-client limit",
+        ["serve", "--model", "{model}", "--max-client-requests", "-1"],
+        "--max-client-requests must be >= 0",
+    ),
+    (
         "serve --backend onnx on a directory that is no export",
         ["serve", "--backend", "onnx", "--model", "{model}"],
         "is not an ONNX export",

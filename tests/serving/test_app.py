@@ -197,3 +197,36 @@ def test_a_server_that_refuses_long_texts_says_so_and_counts_nothing(embedder):
     assert refused.status_code == 413 and "1 input(s) exceed" in refused.json()["error"]["message"]
     assert tei.status_code == 413 and "refuses long texts" in tei.json()["error"]["message"]
     assert ok.status_code == 200 and "bertlens_truncated_texts_total 0.0" in metrics
+
+
+class _Slow:
+    """The embedder, a second slower per batch: requests stay in flight long enough to overlap."""
+
+    def __init__(self, embedder):
+        self.inner = embedder
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def encode(self, texts, *args, **kwargs):
+        time.sleep(1.0)
+        return self.inner.encode(texts, *args, **kwargs)
+
+
+def test_a_client_over_its_in_flight_limit_gets_429_and_its_slot_back(embedder):
+    with Server(create_app(_Slow(embedder), ServeLimits(max_client_requests=1))) as url:
+
+        def post(_):
+            return httpx.post(url + "/v1/embeddings", json={"input": ["a text"]}, timeout=30)
+
+        with ThreadPoolExecutor(2) as pool:
+            first = pool.submit(post, 0)
+            time.sleep(0.3)  # the first is in flight
+            second = pool.submit(post, 1).result()
+            first = first.result()
+        after = post(2)
+        metrics = httpx.get(url + "/metrics").text
+    assert first.status_code == 200 and after.status_code == 200  # the slot comes back when a request ends
+    assert second.status_code == 429 and second.headers["retry-after"] == "1"
+    assert "in flight" in second.json()["error"]["message"]
+    assert 'bertlens_requests_total{endpoint="/v1/embeddings",status="429"} 1.0' in metrics

@@ -34,6 +34,12 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--max-body-bytes", type=int, default=DEFAULTS.max_body_bytes, help="request body size")
     parser.add_argument("--max-queue", type=int, default=DEFAULTS.max_queue, help="requests waiting before 503")
     parser.add_argument(
+        "--max-client-requests",
+        type=int,
+        default=DEFAULTS.max_client_requests,
+        help="requests one client address may have in flight before 429 (default 0: no limit)",
+    )
+    parser.add_argument(
         "--long-text-policy",
         choices=LONG_TEXT_POLICIES,
         default=DEFAULTS.long_text,
@@ -48,6 +54,8 @@ def _limits(args: argparse.Namespace) -> ServeLimits:
     for flag in ("max_batch_tokens", "max_inputs", "max_chars", "max_body_bytes", "max_queue"):
         if getattr(args, flag) < 1:
             raise BertlensError(f"--{flag.replace('_', '-')} must be at least 1")
+    if args.max_client_requests < 0:
+        raise BertlensError("--max-client-requests must be >= 0 (0: no limit)")
     if args.max_wait_ms < 0:
         raise BertlensError("--max-wait-ms must be >= 0")
     if not 0 < args.port < 65536:
@@ -60,6 +68,7 @@ def _limits(args: argparse.Namespace) -> ServeLimits:
         args.max_body_bytes,
         args.max_queue,
         args.long_text_policy,
+        args.max_client_requests,
     )
 
 

@@ -6,8 +6,9 @@ POST /v1/embeddings  OpenAI's request and response (input: a string or a list of
 POST /embed          TEI-style: {"inputs": ..., "normalize": true, "truncate": false} -> [[...], ...]
 GET  /health         liveness;  GET /info: recipe, model fingerprint, limits, backend;  GET /metrics: Prometheus
 Every refusal is a JSON error with the right status: 400 bad JSON, 401 key, 413 too large, 415 not JSON,
-422 invalid input, 503 queue full. Requests are validated before they are queued; the model runs in one
-worker thread, off the event loop, on batches made by `DynamicBatcher`.
+422 invalid input, 429 a client over its in-flight limit (when one is set), 503 queue full. Requests are
+validated before they are queued; the model runs in one worker thread, off the event loop, on batches made by
+`DynamicBatcher`.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class ServeLimits:
     max_body_bytes: int = 4 * 1024 * 1024
     max_queue: int = 1024  # requests waiting
     long_text: str = "truncate"  # texts over the model's limit: truncate (and count) or refuse (413)
+    max_client_requests: int = 0  # requests one client address may have in flight (0: no limit); over it, 429
 
 
 class ApiError(Exception):
@@ -166,14 +168,34 @@ def create_app(embedder, limits: ServeLimits = ServeLimits(), *, api_key: str | 
         truncated_total.inc(over)
         return vectors, tokens
 
-    async def handle(endpoint: str, work):
+    in_flight: dict[str, int] = {}  # requests per client address (only with a per-client limit)
+
+    async def handle(endpoint: str, work, request: Request):
+        client = request.client.host if request.client else "unknown"
         try:
-            response = await work()
+            if limits.max_client_requests:
+                if in_flight.get(client, 0) >= limits.max_client_requests:
+                    raise ApiError(
+                        429,
+                        f"this client already has {limits.max_client_requests} request(s) in flight; wait for them "
+                        "or retry shortly",
+                        "rate_limit_exceeded",
+                    )
+                in_flight[client] = in_flight.get(client, 0) + 1
+                try:
+                    response = await work()
+                finally:
+                    in_flight[client] -= 1
+                    if not in_flight[client]:
+                        del in_flight[client]
+            else:
+                response = await work()
             requests.labels(endpoint, "200").inc()
             return response
         except ApiError as exc:
             requests.labels(endpoint, str(exc.status)).inc()
-            return error(exc.status, exc.message, exc.kind, {"Retry-After": "1"} if exc.status == 503 else None)
+            retry = {"Retry-After": "1"} if exc.status in (429, 503) else None
+            return error(exc.status, exc.message, exc.kind, retry)
 
     @app.post("/v1/embeddings")
     async def openai_embeddings(request: Request):
@@ -202,7 +224,7 @@ def create_app(embedder, limits: ServeLimits = ServeLimits(), *, api_key: str | 
             usage = {"prompt_tokens": tokens, "total_tokens": tokens}
             return _json({"object": "list", "data": data, "model": name, "usage": usage})
 
-        return await handle("/v1/embeddings", work)
+        return await handle("/v1/embeddings", work, request)
 
     @app.post("/embed")
     async def tei_embed(request: Request):
@@ -218,7 +240,7 @@ def create_app(embedder, limits: ServeLimits = ServeLimits(), *, api_key: str | 
                 vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
             return _json(np.ascontiguousarray(vectors, dtype=np.float32))
 
-        return await handle("/embed", work)
+        return await handle("/embed", work, request)
 
     @app.get("/health")
     async def health():
