@@ -380,6 +380,8 @@ def step_fine_tune(
     at_small = ""
     if ("full", small) in points and small != n:
         at_small = f"; at n={small}: frozen {points[('frozen', small)].mean:.4f}, fine-tuned {points[('full', small)].mean:.4f}"
+    # a similarity task's frozen score is the cosine of frozen vectors: nothing is trained, so seeds agree
+    frozen_name = "frozen encoder (cosine, untrained)" if task.kind == "similarity" else "frozen probe"
     sampled = (
         f" (a seeded sample of the {len(train_split):,} training examples left after the dev split: what the budget "
         "affords)"
@@ -387,7 +389,7 @@ def step_fine_tune(
         else f" (every training example left after the dev split, of your {user_n:,})"
     )
     evidence = (
-        f"at n={n}{sampled}: frozen probe {frozen.mean:.4f} [{frozen.low:.4f}, {frozen.high:.4f}], full fine-tune "
+        f"at n={n}{sampled}: {frozen_name} {frozen.mean:.4f} [{frozen.low:.4f}, {frozen.high:.4f}], full fine-tune "
         f"{tuned.mean:.4f} [{tuned.low:.4f}, {tuned.high:.4f}] ({len(paired)} seeds; paired difference "
         f"{diff:+.4f}, seed-to-seed spread {spread:.4f}){at_small}; fine-tuning took {tuned.seconds:.0f} s per run "
         f"({train.epochs} epochs, {train.precision})"
