@@ -117,7 +117,9 @@ def test_a_killed_two_process_run_resumes_to_the_uninterrupted_weights(tmp_path,
     os.killpg(running.pid, signal.SIGKILL)
     subprocess.run(["pkill", "-KILL", "-f", str(out)], check=False)
     running.wait()
+    deadline = time.time() + 60
     while subprocess.run(["pgrep", "-f", str(out)], capture_output=True).returncode == 0:
+        assert time.time() < deadline, "a killed rank is still running"
         time.sleep(0.05)
     assert state.is_file() and not (out / "training.json").exists()
     resumed = subprocess.run(_torchrun(corpus, out, tmp_path / "c", *RESUMABLE), env=env, capture_output=True)

@@ -140,4 +140,14 @@ def test_alternatives_are_checked_before_measuring(tmp_path, tiny_bert_dir):
     Recipe(model=str(tiny_bert_dir)).save(tmp_path / "student" / "recipe.json")
     (tmp_path / "student" / "distill.json").write_text(json.dumps({"fidelity": {"mean_cosine": 0.97}}))
     alt = recommend.load_alternative(tmp_path / "student")
-    assert "0.9700" in alt.fidelity and alt.embedder().encode(["a text"]).shape[0] == 1
+    assert "0.9700" in alt.fidelity and not alt.onnx and alt.embedder().encode(["a text"]).shape[0] == 1
+
+    from bertlens.experiments.export import run_export_onnx
+
+    run_export_onnx(Recipe(model=str(tiny_bert_dir)), tmp_path / "onnx", ["a text", "another text"], "t")
+    exported = recommend.load_alternative(tmp_path / "onnx")
+    assert exported.onnx and exported.label.startswith("onnx fp32") and "parity" in exported.fidelity
+    timing = recommend.step_latency(
+        Recipe(model=str(tiny_bert_dir)), ["a text", "another one"] * 20, 1e-6, None, (alt, exported)
+    )
+    assert "onnx fp32" in timing.evidence and timing.decision.startswith("too slow")  # nothing meets 1 ns

@@ -67,3 +67,4 @@ def test_chromium_renders_the_report_and_sorts_a_table(tmp_path):
         timeout=120,
     )
     assert 'data-sorted="cls/L6"' in done.stdout, done.stderr[-1500:]
+    assert "Uncaught" not in done.stderr  # no script error when sorting

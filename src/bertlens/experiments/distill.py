@@ -23,6 +23,7 @@ from torch import nn
 
 from bertlens.embedding.cached import cached_vectors
 from bertlens.embedding.embedder import Embedder
+from bertlens.embedding.speed import texts_per_second
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
 from bertlens.experiments.compare import task_splits
@@ -110,19 +111,6 @@ def _fit_projection(student: np.ndarray, teacher: np.ndarray) -> nn.Linear:
         layer.weight.copy_(torch.from_numpy(solution[:-1].T).float())
         layer.bias.copy_(torch.from_numpy(solution[-1]).float())
     return layer
-
-
-def _texts_per_second(embedders: Sequence[Embedder], texts: Sequence[str], rounds: int = 2) -> list[float]:
-    """Texts/s of each embedder on the same texts, alternating, best of `rounds` (after one warm-up batch each)."""
-    for embedder in embedders:
-        embedder.encode(texts[:16])
-    best = [0.0] * len(embedders)
-    for _ in range(rounds):
-        for i, embedder in enumerate(embedders):
-            start = time.perf_counter()
-            embedder.encode(texts)
-            best[i] = max(best[i], len(texts) / (time.perf_counter() - start))
-    return best
 
 
 def fidelity(student: np.ndarray, teacher: np.ndarray) -> Fidelity:
@@ -258,7 +246,7 @@ def run_distill(
     measured = fidelity(student_embedder.encode(held_texts), targets[held_rows])
     speed_texts = [texts[i] for i in held_rows[:SPEED_TEXTS]]
     progress("measuring speed", 0, 1)
-    teacher_speed, student_speed = _texts_per_second([teacher, student_embedder], speed_texts)
+    teacher_speed, student_speed = texts_per_second([teacher, student_embedder], speed_texts)
     progress("measuring speed", 1, 1)
     evaluations = []
     for task in eval_tasks:

@@ -21,8 +21,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from bertlens.embedding.embedder import Embedder
+from bertlens.embedding.speed import texts_per_second
 from bertlens.encoding.encoder import Encoder
 from bertlens.encoding.precision import choose_precision, native_bf16
 from bertlens.errors import BertlensError
@@ -429,9 +431,10 @@ class Alternative:
     label: str
     path: Path
     fidelity: str  # what its own record says about its agreement with the recipe it replaces
+    onnx: bool  # an `export` directory (served with --backend onnx), else a recipe file
 
     def embedder(self):
-        if self.label.startswith("onnx"):
+        if self.onnx:
             from bertlens.embedding.onnx_backend import OnnxEmbedder
 
             return OnnxEmbedder(self.path)
@@ -452,7 +455,7 @@ def load_alternative(path: Path) -> Alternative:
             if int8
             else "parity with bertlens fp32 checked at export"
         )
-        return Alternative(f"onnx {precision} ({path.name})", path, fidelity)
+        return Alternative(f"onnx {precision} ({path.name})", path, fidelity, onnx=True)
     recipe_file = path / "recipe.json" if path.is_dir() else path
     if not recipe_file.is_file():
         raise BertlensError(
@@ -468,16 +471,12 @@ def load_alternative(path: Path) -> Alternative:
             fidelity = f"mean cosine {measured['mean_cosine']:.4f} to its teacher on held-out texts"
         except (ValueError, KeyError, TypeError):
             raise BertlensError(f"{record_file}: unreadable distill record; distil again") from None
-    return Alternative(f"recipe {recipe_file.parent.name}/{recipe_file.name}", recipe_file, fidelity)
+    return Alternative(f"recipe {recipe_file.parent.name}/{recipe_file.name}", recipe_file, fidelity, onnx=False)
 
 
 def _timing(embedder, sample: list[str]) -> tuple[float, float]:
-    """(texts/s on the sample in batches, median ms for one text alone), each after a pass that warms it up (the
-    first batches of each shape pay for kernel set-up)."""
-    embedder.encode(sample)  # warm-up
-    start = time.perf_counter()
-    embedder.encode(sample)
-    rate = len(sample) / (time.perf_counter() - start)
+    """(texts/s on the sample in batches, best of two passes; median ms for one text alone, after a warm-up)."""
+    (rate,) = texts_per_second([embedder], sample)
     single = []
     embedder.encode(sample[:1])
     for text in sample[:20]:
@@ -525,7 +524,7 @@ def step_latency(
         + (f" ({t.fidelity})" if t.fidelity else "")
         for t in timings
     )
-    evidence += f" ({len(sample)} of your texts, {torch_threads()} threads)"
+    evidence += f" ({len(sample)} of your texts, {torch.get_num_threads()} threads)"
     if len(precisions) == 1:
         evidence += "; bf16 skipped: " + native_bf16()[1]
     if budget_ms is not None or target is not None:
@@ -547,9 +546,10 @@ def step_latency(
             {"precision": best.label},
         )
     if best is not None:
-        path = next(a.path for a in alternatives if a.label == best.label)
-        onnx = best.label.startswith("onnx")
-        serve = f"bertlens serve --backend onnx --model {path}" if onnx else f"bertlens serve --recipe {path}"
+        alt = next(a for a in alternatives if a.label == best.label)
+        serve = (
+            f"bertlens serve --backend onnx --model {alt.path}" if alt.onnx else f"bertlens serve --recipe {alt.path}"
+        )
         return Decision(
             "latency", f"serve {best.label}: the recipe itself misses the budget", evidence, rule, "measured", (serve,)
         )
@@ -564,12 +564,6 @@ def step_latency(
             "bertlens export --format onnx --quantize int8 --recipe OUT/recipe.json --out export/int8",
         ),
     )
-
-
-def torch_threads() -> int:
-    import torch
-
-    return torch.get_num_threads()
 
 
 def run_recommend(
@@ -701,11 +695,8 @@ TUNABLE = ("classification", "similarity", "pair_classification")
 
 def _seconds_per_text(model: str, texts: list[str], precision: str) -> float:
     """Forward time per text, measured on a few of the user's texts at the training precision."""
-    embedder = Embedder(Recipe(model=model, precision=precision))
-    embedder.encode(texts[:8])  # warm-up
-    start = time.perf_counter()
-    embedder.encode(texts)
-    return (time.perf_counter() - start) / max(len(texts), 1)
+    (rate,) = texts_per_second([Embedder(Recipe(model=model, precision=precision))], texts)
+    return 1 / rate
 
 
 def _reference(data: Path | None) -> tuple[list[str], str] | None:

@@ -168,28 +168,25 @@ def create_app(embedder, limits: ServeLimits = ServeLimits(), *, api_key: str | 
         truncated_total.inc(over)
         return vectors, tokens
 
-    in_flight: dict[str, int] = {}  # requests per client address (only with a per-client limit)
+    in_flight: dict[str, int] = {}  # requests per client address, for --max-client-requests
 
     async def handle(endpoint: str, work, request: Request):
         client = request.client.host if request.client else "unknown"
         try:
-            if limits.max_client_requests:
-                if in_flight.get(client, 0) >= limits.max_client_requests:
-                    raise ApiError(
-                        429,
-                        f"this client already has {limits.max_client_requests} request(s) in flight; wait for them "
-                        "or retry shortly",
-                        "rate_limit_exceeded",
-                    )
-                in_flight[client] = in_flight.get(client, 0) + 1
-                try:
-                    response = await work()
-                finally:
-                    in_flight[client] -= 1
-                    if not in_flight[client]:
-                        del in_flight[client]
-            else:
+            cap = limits.max_client_requests
+            if cap and in_flight.get(client, 0) >= cap:
+                raise ApiError(
+                    429,
+                    f"this client already has {cap} request(s) in flight; wait for them or retry shortly",
+                    "rate_limit_exceeded",
+                )
+            in_flight[client] = in_flight.get(client, 0) + 1
+            try:
                 response = await work()
+            finally:
+                in_flight[client] -= 1
+                if not in_flight[client]:
+                    del in_flight[client]
             requests.labels(endpoint, "200").inc()
             return response
         except ApiError as exc:
