@@ -1,7 +1,7 @@
 """Load test of `bertlens serve` against in-process `Embedder` throughput and a simple baseline server.
 
 Usage: python bench/serve_load.py [--requests 256] [--texts-per-request 4] [--concurrency 1,8,32,64]
-                                  [--encoding base64,float]
+                                  [--encoding base64,float] [--workers 1,2]
 
 Starts each server on loopback in its own process, waits for /health, then runs bounded concurrent
 clients (asyncio + httpx; a fixed number of requests per level; it stops by itself) with STS-B
@@ -16,6 +16,10 @@ answer a valid request correctly. Every figure comes with the CPU it ran on.
 client asks for when the caller does not say (openai-python sends encoding_format="base64" and decodes it);
 float is what curl users get. The baseline answers float lists only. Each row also gives the CPU the server
 and the load generator used (cores busy over the wall time), since all of them share this machine's cores.
+`--workers`: the `bertlens serve --workers` settings to load, one server each (default 1,2). For
+`bertlens serve` each row also says what share of the wall time its workers spent encoding and how fast
+they encoded meanwhile (from its /metrics): throughput = share x speed, which tells idle time from
+contention.
 """
 
 from __future__ import annotations
@@ -89,12 +93,24 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def encode_seconds(url: str) -> float:
+    """Seconds `bertlens serve` has spent encoding batches so far (its /metrics histogram sum)."""
+    import httpx
+
+    for line in httpx.get(url + "/metrics").text.splitlines():
+        if line.startswith("bertlens_encode_seconds_sum"):
+            return float(line.split()[1])
+    return 0.0
+
+
 def decode(item: dict) -> np.ndarray:
     vector = item["embedding"]
     return np.frombuffer(base64.b64decode(vector), dtype="<f4") if isinstance(vector, str) else np.array(vector)
 
 
-async def load(url: str, batches: list[list[str]], concurrency: int, encoding: str = "float", pid: int = 0) -> dict:
+async def load(
+    url: str, batches: list[list[str]], concurrency: int, encoding: str = "float", pid: int = 0, metrics: bool = False
+) -> dict:
     import httpx
 
     latencies, errors = [], 0
@@ -116,11 +132,13 @@ async def load(url: str, batches: list[list[str]], concurrency: int, encoding: s
             vectors[i] = np.stack([decode(d) for d in reply.json()["data"]])
 
     limits = httpx.Limits(max_connections=concurrency)
+    encoding_before = encode_seconds(url) if metrics else 0.0
     async with httpx.AsyncClient(timeout=300, limits=limits) as http:
         start, client_cpu, server_cpu = time.perf_counter(), time.process_time(), cpu_seconds(pid) if pid else 0.0
         await asyncio.gather(*(client(http) for _ in range(concurrency)))
         seconds = time.perf_counter() - start
         client_cpu, server_cpu = time.process_time() - client_cpu, (cpu_seconds(pid) - server_cpu) if pid else 0.0
+    encoding = (encode_seconds(url) - encoding_before) if metrics else 0.0
     texts = sum(len(b) for b in batches)
     ordered = np.concatenate([vectors[i] for i in sorted(vectors)]) if vectors else np.zeros((0, 1))
     return {
@@ -131,6 +149,8 @@ async def load(url: str, batches: list[list[str]], concurrency: int, encoding: s
         "vectors": ordered,
         "server_cores": server_cpu / seconds,
         "client_cores": client_cpu / seconds,
+        "encoding_share": encoding / seconds,  # worker-seconds spent encoding per second (up to --workers)
+        "encoding_texts_per_s": texts / encoding if encoding else 0.0,  # per worker, while encoding
     }
 
 
@@ -191,6 +211,7 @@ def main() -> None:
     parser.add_argument("--concurrency", default="1,8,32,64")
     parser.add_argument("--precision", default="fp32", help="the served recipe's precision (fp32 is comparable)")
     parser.add_argument("--encoding", default="base64,float", help="response encodings for bertlens serve")
+    parser.add_argument("--workers", default="1,2", help="bertlens serve --workers settings to load")
     args = parser.parse_args()
     from bertlens.embedding.embedder import Embedder
     from bertlens.models import default_model_dir
@@ -207,10 +228,12 @@ def main() -> None:
     print(f"in-process Embedder.encode: {in_process:,.0f} texts/s (the 1.00x reference)")
     port = free_port()
     servers = {
-        "bertlens serve (dynamic batching)": (
-            [sys.executable, "-m", "bertlens", "serve", "--port", str(port), "--precision", args.precision],
+        f"bertlens serve --workers {workers}": (
+            [sys.executable, "-m", "bertlens", "serve", "--port", str(port), "--precision", args.precision]
+            + ["--workers", workers],
             port,
-        ),
+        )
+        for workers in args.workers.split(",")
     }
     base_port = free_port()
     baseline = Path(REPO / "out" / "serve_baseline_app.py")
@@ -222,9 +245,10 @@ def main() -> None:
     )
     print(
         "| server | response | concurrency | texts/s | ratio to in-process | p50 ms | p99 ms | errors | min cosine to "
-        "in-process | cores busy: server / load generator |"
+        "in-process | cores busy: server / load generator | encoding share of the wall time (per worker) | "
+        "texts/s while encoding (per worker) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, (command, server_port) in servers.items():
         process = start_server(command, server_port)
         url = f"http://127.0.0.1:{server_port}"
@@ -233,14 +257,17 @@ def main() -> None:
             asyncio.run(load(url, batches[:8], 4))  # warm-up
             for encoding in encodings:
                 for level in (int(c) for c in args.concurrency.split(",")):
-                    result = asyncio.run(load(url, batches, level, encoding, process.pid))
+                    result = asyncio.run(
+                        load(url, batches, level, encoding, process.pid, metrics=name.startswith("bertlens"))
+                    )
                     got, ref = result["vectors"], reference[: len(result["vectors"])]
                     cos = (got * ref).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(ref, axis=1)
                     print(
                         f"| {name} | {encoding} | {level} | {result['texts_per_s']:,.0f} | "
                         f"{result['texts_per_s'] / in_process:.2f}x | {result['p50_ms']:.0f} | {result['p99_ms']:.0f} | "
                         f"{result['errors']} | {float(cos.min()):.6f} | "
-                        f"{result['server_cores']:.2f} / {result['client_cores']:.2f} |",
+                        f"{result['server_cores']:.2f} / {result['client_cores']:.2f} | "
+                        f"{result['encoding_share']:.2f} | {result['encoding_texts_per_s']:,.0f} |",
                         flush=True,
                     )
             if name.startswith("bertlens"):

@@ -479,6 +479,11 @@ CASES: list[tuple[str, list[str], str]] = [
         "--max-client-requests must be >= 0",
     ),
     (
+        "serve with no workers",
+        ["serve", "--model", "{model}", "--workers", "0"],
+        "--workers must be at least 1",
+    ),
+    (
         "serve --backend onnx on a directory that is no export",
         ["serve", "--backend", "onnx", "--model", "{model}"],
         "is not an ONNX export",

@@ -155,7 +155,7 @@ def test_a_full_queue_refuses_at_once_and_a_failing_batch_fails_only_its_request
                 raise RuntimeError("boom")
             return np.ones((len(texts), 2))
 
-        batcher = DynamicBatcher(slow, max_batch_tokens=4, max_wait_ms=1, max_queue=2)
+        batcher = DynamicBatcher([slow], max_batch_tokens=4, max_wait_ms=1, max_queue=2)
         await batcher.start()
         first = asyncio.create_task(batcher.submit(["a"], 4))  # taken by the worker, blocks in slow()
         await asyncio.sleep(0.05)
@@ -230,3 +230,40 @@ def test_a_client_over_its_in_flight_limit_gets_429_and_its_slot_back(embedder):
     assert second.status_code == 429 and second.headers["retry-after"] == "1"
     assert "in flight" in second.json()["error"]["message"]
     assert 'bertlens_requests_total{endpoint="/v1/embeddings",status="429"} 1.0' in metrics
+
+
+def test_two_workers_encode_two_batches_at_once():
+    async def scenario():
+        inside = threading.Barrier(2, timeout=10)  # passes only when both workers are in encode together
+
+        def encode(texts):
+            inside.wait()
+            return np.full((len(texts), 2), len(texts[0]))
+
+        batcher = DynamicBatcher([encode, encode], max_batch_tokens=4, max_wait_ms=1)
+        await batcher.start()
+        got = await asyncio.gather(batcher.submit(["a"], 4), batcher.submit(["bb"], 4))
+        await batcher.stop()
+        return got
+
+    first, second = asyncio.run(scenario())
+    assert first.tolist() == [[1, 1]] and second.tolist() == [[2, 2]]
+
+
+def test_a_two_worker_server_gives_concurrent_clients_their_own_rows(embedder):
+    texts = [f"client text {i} " + "word " * (i % 11) for i in range(64)]
+    expected = embedder.encode(texts)
+
+    encoders = [embedder.encode, embedder.for_thread().encode]
+    with Server(create_app(embedder, ServeLimits(max_wait_ms=2), encoders=encoders)) as url:
+
+        def one(i: int) -> np.ndarray:
+            body = {"input": texts[4 * i : 4 * i + 4], "encoding_format": "float"}
+            reply = httpx.post(url + "/v1/embeddings", json=body, timeout=60)
+            return np.array([d["embedding"] for d in reply.json()["data"]])
+
+        with ThreadPoolExecutor(16) as pool:
+            results = list(pool.map(one, range(16)))
+        info = httpx.get(url + "/info").json()
+    np.testing.assert_allclose(np.concatenate(results), expected, atol=1e-5)
+    assert info["workers"] == 2

@@ -27,6 +27,13 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--backend", choices=("torch", "onnx"), default="torch", help="onnx: --model is a `bertlens export` directory"
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="batches encoded at once, each on its own thread, the cores split between them (default 1: lowest "
+        "latency for a lone client; 2 gave more throughput under many concurrent clients, see docs/results.md)",
+    )
     parser.add_argument("--max-batch-tokens", type=int, default=DEFAULTS.max_batch_tokens, help="tokens per batch")
     parser.add_argument("--max-wait-ms", type=float, default=DEFAULTS.max_wait_ms, help="longest wait to fill a batch")
     parser.add_argument("--max-inputs", type=int, default=DEFAULTS.max_inputs, help="texts per request")
@@ -56,6 +63,8 @@ def _limits(args: argparse.Namespace) -> ServeLimits:
             raise BertlensError(f"--{flag.replace('_', '-')} must be at least 1")
     if args.max_client_requests < 0:
         raise BertlensError("--max-client-requests must be >= 0 (0: no limit)")
+    if args.workers < 1:
+        raise BertlensError("--workers must be at least 1")
     if args.max_wait_ms < 0:
         raise BertlensError("--max-wait-ms must be >= 0")
     if not 0 < args.port < 65536:
@@ -75,29 +84,46 @@ def _limits(args: argparse.Namespace) -> ServeLimits:
 def run(args: argparse.Namespace) -> None:
     import os
 
+    import torch
     import uvicorn
 
     from bertlens.serving.app import create_app
 
     limits = _limits(args)
+    # Requests are a few texts each: the tokenizer's thread pool only adds threads that fight the model for the
+    # cores. Under load it held the event loop 1.5 ms per request, 0.09 ms without it (docs/results.md).
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+    cores = torch.get_num_threads()
+    workers = args.workers
+    threads = max(1, cores // workers)  # per worker: the workers share the cores, not oversubscribe them
     if args.backend == "onnx":
         from bertlens.embedding.onnx_backend import OnnxEmbedder
 
         if not args.model:
             raise BertlensError("--backend onnx needs --model DIR, a directory from `bertlens export --format onnx`")
-        embedder = OnnxEmbedder(args.model)
+        embedder = OnnxEmbedder(args.model, threads=threads)
     else:
         from bertlens.embedding.embedder import Embedder
 
         if args.precision is None and args.recipe is None:
             args.precision = "auto"
+        torch.set_num_threads(threads)
         embedder = Embedder(recipe_from_args(args), trust_remote_code=args.trust_remote_code)
+        if workers > 1 and not embedder.encoder.thread_copies:
+            say("note: this recipe reads [CLS] attention through hooks on the model, so it is served by one worker")
+            workers, threads = 1, cores
+            torch.set_num_threads(threads)
+    encoders = None
+    if workers > 1:
+        encoders = [embedder.encode] + [embedder.for_thread().encode for _ in range(workers - 1)]
     api_key = args.api_key or os.environ.get("BERTLENS_API_KEY")
     if args.host not in ("127.0.0.1", "localhost", "::1") and api_key is None:
         say(f"warning: serving on {args.host} without --api-key: anyone who can reach it can use it")
-    app = create_app(embedder, limits, api_key=api_key, name=args.name)
+    app = create_app(embedder, limits, encoders=encoders, api_key=api_key, name=args.name)
     say(
         f"serving {embedder.recipe.model} ({embedder.dim} dims, {embedder.recipe.precision}) on http://{args.host}:"
-        f"{args.port} (POST /v1/embeddings, POST /embed, GET /health /info /metrics)"
+        f"{args.port} with {workers} worker(s) x {threads} thread(s) (POST /v1/embeddings, POST /embed, GET /health /info "
+        "/metrics)"
     )
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=30)

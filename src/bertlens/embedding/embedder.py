@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 
 import numpy as np
@@ -46,6 +47,12 @@ class Embedder:
                 f"vectors but this recipe makes {self.pooled_dim}; refit it for this recipe"
             )
         self.truncated = 0
+
+    def for_thread(self) -> Embedder:
+        """A copy for a concurrent worker thread: same weights, mix and post-processing; its own tokenizer."""
+        twin = copy.copy(self)
+        twin.encoder = self.encoder.for_thread()
+        return twin
 
     @property
     def fingerprint(self) -> str:

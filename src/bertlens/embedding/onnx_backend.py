@@ -9,6 +9,7 @@ embed job uses (recipe, dim, fingerprint, max_length, truncated, encode), so `be
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from collections.abc import Sequence
@@ -45,13 +46,21 @@ def read_export(directory: Path, verify: bool = True) -> dict:
     return record
 
 
+# ONNX Runtime's fused residual + LayerNorm kernel (com.microsoft.SkipLayerNormalization) took as long as all
+# the int8 matrix products together in a profile of the default model (29% of kernel time); the unfused Add +
+# LayerNormalization is 1.37x faster end to end for int8 and 1.16x for fp32 (docs/results.md, P1).
+SLOW_FUSIONS = ("SkipLayerNormFusion",)
+
+
 def session(path: Path, threads: int | None = None):
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads or int(os.environ.get("OMP_NUM_THREADS", "0") or 0)
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(
+        str(path), options, providers=["CPUExecutionProvider"], disabled_optimizers=list(SLOW_FUSIONS)
+    )
 
 
 class OnnxEmbedder:
@@ -69,6 +78,13 @@ class OnnxEmbedder:
         self.tokenizer = AutoTokenizer.from_pretrained(self.directory)
         self.session = session(self.directory / MODEL_FILE, threads)
         self.truncated = 0
+
+    def for_thread(self) -> OnnxEmbedder:
+        """A copy for a concurrent worker thread: the same ONNX Runtime session (its run() is thread-safe) and
+        its own tokenizer (see `Encoder.for_thread`)."""
+        twin = copy.copy(self)
+        twin.tokenizer = copy.deepcopy(self.tokenizer)
+        return twin
 
     def encode(self, texts: Sequence[str], progress: Progress = silent) -> np.ndarray:
         if not texts:

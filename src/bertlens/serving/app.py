@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import copy
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -83,11 +85,24 @@ def _json(content) -> Response:
     return Response(orjson.dumps(content, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json")
 
 
-def create_app(embedder, limits: ServeLimits = ServeLimits(), *, api_key: str | None = None, name: str = "bertlens"):
-    """An ASGI app serving `embedder` (an Embedder or OnnxEmbedder): its own batcher and metrics registry."""
+def create_app(
+    embedder,
+    limits: ServeLimits = ServeLimits(),
+    *,
+    encoders: Sequence[Callable[[list[str]], np.ndarray]] | None = None,
+    api_key: str | None = None,
+    name: str = "bertlens",
+):
+    """An ASGI app serving `embedder` (an Embedder or OnnxEmbedder): its own batcher and metrics registry.
+
+    `encoders`: one encode function per worker, each encoding a batch while the others do (default: the
+    embedder's own, one worker; `serve --workers N` passes the embedder's and N-1 `for_thread()` copies').
+    """
     if limits.long_text not in LONG_TEXT_POLICIES:
         raise ValueError(f"long_text must be one of {LONG_TEXT_POLICIES}")
-    tokenizer = embedder.tokenizer if hasattr(embedder, "tokenizer") else embedder.encoder.tokenizer
+    encoders = list(encoders) if encoders else [embedder.encode]
+    # the event loop counts tokens with a tokenizer of its own: the workers' tokenizers are busy in their threads
+    tokenizer = copy.deepcopy(embedder.tokenizer if hasattr(embedder, "tokenizer") else embedder.encoder.tokenizer)
     max_length = embedder.max_length
     registry = CollectorRegistry()
     requests = Counter(
@@ -111,7 +126,7 @@ def create_app(embedder, limits: ServeLimits = ServeLimits(), *, api_key: str | 
         tokens_total.inc(stats.tokens)
 
     batcher = DynamicBatcher(
-        embedder.encode,
+        encoders,
         max_batch_tokens=limits.max_batch_tokens,
         max_wait_ms=limits.max_wait_ms,
         max_queue=limits.max_queue,
@@ -255,6 +270,7 @@ def create_app(embedder, limits: ServeLimits = ServeLimits(), *, api_key: str | 
             "dim": embedder.dim,
             "max_length": max_length,
             "limits": asdict(limits),
+            "workers": len(encoders),
             "uptime_seconds": round(time.time() - started, 1),
         }
 

@@ -1,20 +1,20 @@
 """Dynamic batching: requests from concurrent clients share forward passes.
 
-Requests wait in a bounded queue; a single worker takes the oldest and every queued request that
-fits the `max_batch_tokens` budget (while a batch encodes, the next one accumulates by itself), and
-when the previous batch served several requests (clients are arriving concurrently) it also waits
-up to `max_wait_ms` for more; a lone client never waits. The batch is encoded in a worker thread
-(the event loop stays free). Each
-request gets its own rows back, in its own order. A request whose client went away is dropped
-from its batch's results without touching the others; a full queue is refused at once (503), not
-queued without bound.
+Requests wait in a bounded queue. When a worker is free, the batcher takes the oldest request and every
+queued request that fits the `max_batch_tokens` budget (while batches encode, the next one accumulates by
+itself), and when the previous batch served several requests (clients are arriving concurrently) it also
+waits up to `max_wait_ms` for more; a lone client never waits. Each batch is encoded in a worker thread
+(the event loop stays free); with several workers, several batches encode at once, each with its own
+copy of the embedder (shared weights, own tokenizer). Each request gets its own rows back, in its own
+order. A request whose client went away is dropped from its batch's results without touching the
+others; a full queue is refused at once (503), not queued without bound.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -45,25 +45,33 @@ class BatchStats:
 class DynamicBatcher:
     def __init__(
         self,
-        encode: Callable[[list[str]], np.ndarray],
+        encoders: Sequence[Callable[[list[str]], np.ndarray]],
         *,
         max_batch_tokens: int = 16384,
         max_wait_ms: float = 5.0,
         max_queue: int = 1024,
         on_batch: Callable[[BatchStats], None] | None = None,
     ):
-        self.encode = encode
+        """`encoders`: one encode function per worker thread; each is only ever called by one thread at a time."""
+        if not encoders:
+            raise ValueError("need at least one encoder")
+        self.encoders = list(encoders)
         self.max_batch_tokens, self.max_wait = max_batch_tokens, max_wait_ms / 1000
         self.max_queue = max_queue
         self.on_batch = on_batch
         self.queue: asyncio.Queue[Job] | None = None
+        self.idle: asyncio.Queue[Callable[[list[str]], np.ndarray]] | None = None  # encoders free to take a batch
         self.worker: asyncio.Task | None = None
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bertlens-encode")
+        self.running: set[asyncio.Task] = set()
+        self.executor = ThreadPoolExecutor(max_workers=len(self.encoders), thread_name_prefix="bertlens-encode")
         self.carry: Job | None = None  # a request that did not fit the last batch goes first in the next
         self.last_requests = 0  # requests in the last batch: waiting for more only pays under concurrent load
 
     async def start(self) -> None:
         self.queue = asyncio.Queue()
+        self.idle = asyncio.Queue()
+        for encode in self.encoders:
+            self.idle.put_nowait(encode)
         self.worker = asyncio.create_task(self._run())
 
     async def stop(self) -> None:
@@ -112,34 +120,42 @@ class DynamicBatcher:
         return batch
 
     async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
+        """Whenever a worker is free, collect a batch and hand it to that worker without waiting for it."""
         while True:
+            encode = await self.idle.get()
             batch = await self._collect()
-            live = [job for job in batch if not job.future.done()]  # a client that left is not encoded for
-            started = time.perf_counter()
-            try:
-                if live:
-                    texts = [text for job in live for text in job.texts]
-                    vectors = await loop.run_in_executor(self.executor, self.encode, texts)
-                    start = 0
-                    for job in live:
-                        if not job.future.done():
-                            job.future.set_result(vectors[start : start + len(job.texts)])
-                        start += len(job.texts)
-            except Exception as exc:  # noqa: BLE001 - the batch's error goes to each of its requests, the server stays up
+            task = asyncio.create_task(self._encode(batch, encode))
+            self.running.add(task)
+            task.add_done_callback(self.running.discard)
+
+    async def _encode(self, batch: list[Job], encode: Callable[[list[str]], np.ndarray]) -> None:
+        loop = asyncio.get_running_loop()
+        live = [job for job in batch if not job.future.done()]  # a client that left is not encoded for
+        started = time.perf_counter()
+        try:
+            if live:
+                texts = [text for job in live for text in job.texts]
+                vectors = await loop.run_in_executor(self.executor, encode, texts)
+                start = 0
                 for job in live:
                     if not job.future.done():
-                        job.future.set_exception(exc)
-            finally:
-                for _ in batch:
-                    self.queue.task_done()
-            if self.on_batch is not None and live:
-                self.on_batch(
-                    BatchStats(
-                        len(live),
-                        sum(len(j.texts) for j in live),
-                        sum(j.tokens for j in live),
-                        tuple(started - j.enqueued for j in live),
-                        time.perf_counter() - started,
-                    )
+                        job.future.set_result(vectors[start : start + len(job.texts)])
+                    start += len(job.texts)
+        except Exception as exc:  # noqa: BLE001 - the batch's error goes to each of its requests, the server stays up
+            for job in live:
+                if not job.future.done():
+                    job.future.set_exception(exc)
+        finally:
+            self.idle.put_nowait(encode)
+            for _ in batch:
+                self.queue.task_done()
+        if self.on_batch is not None and live:
+            self.on_batch(
+                BatchStats(
+                    len(live),
+                    sum(len(j.texts) for j in live),
+                    sum(j.tokens for j in live),
+                    tuple(started - j.enqueued for j in live),
+                    time.perf_counter() - started,
                 )
+            )

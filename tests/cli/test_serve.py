@@ -1,0 +1,48 @@
+"""`bertlens serve` as users start it: a real process on loopback, here with two workers."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import numpy as np
+
+from bertlens.embedding.embedder import Embedder
+from bertlens.representation.recipe import Recipe
+
+
+def test_serve_with_two_workers_answers_with_the_recipes_vectors(tiny_bert_dir):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    command = [sys.executable, "-m", "bertlens", "serve", "--model", str(tiny_bert_dir), "--pooler", "mean"]
+    process = subprocess.Popen(
+        [*command, "--port", str(port), "--workers", "2", "--precision", "fp32"],
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                if httpx.get(url + "/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        texts = [f"text {i} " + "word " * i for i in range(12)]
+        reply = httpx.post(url + "/v1/embeddings", json={"input": texts, "encoding_format": "float"}, timeout=60)
+        info = httpx.get(url + "/info").json()
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=60)
+    got = np.array([d["embedding"] for d in reply.json()["data"]])
+    np.testing.assert_allclose(got, Embedder(Recipe(model=str(tiny_bert_dir), pooler="mean")).encode(texts), atol=1e-5)
+    assert info["workers"] == 2
+    assert "2 worker(s) x" in stderr

@@ -1,0 +1,34 @@
+"""Embedder copies for concurrent worker threads (what `serve --workers` runs on)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from bertlens.embedding.embedder import Embedder
+from bertlens.errors import BertlensError
+from bertlens.representation.recipe import Recipe
+
+
+def test_copies_share_weights_own_their_tokenizer_and_encode_together(tiny_bert_dir):
+    embedder = Embedder(Recipe(model=str(tiny_bert_dir), pooler="mean"))
+    twin = embedder.for_thread()
+    assert twin.encoder.model is embedder.encoder.model and twin.representation is embedder.representation
+    assert twin.encoder.tokenizer is not embedder.encoder.tokenizer
+    texts = [f"text {i} " + "word " * (i % 9) for i in range(64)]
+    expected = embedder.encode(texts)
+    # the original and its copy on two threads at once, four times each
+    with ThreadPoolExecutor(2) as pool:
+        got = list(pool.map(lambda e: e.encode(texts), [embedder, twin] * 4))
+    for vectors in got:
+        np.testing.assert_allclose(vectors, expected, atol=1e-5)
+
+
+def test_a_recipe_that_hooks_the_model_for_attention_is_not_copied(tiny_bert_dir):
+    embedder = Embedder(Recipe(model=str(tiny_bert_dir), pooler="attention"))
+    if embedder.encoder.thread_copies:
+        pytest.skip("this model's attention is read without hooks")
+    with pytest.raises(BertlensError, match="one worker"):
+        embedder.for_thread()
