@@ -16,6 +16,9 @@ answer a valid request correctly. Every figure comes with the CPU it ran on.
 client asks for when the caller does not say (openai-python sends encoding_format="base64" and decodes it);
 float is what curl users get. The baseline answers float lists only. Each row also gives the CPU the server
 and the load generator used (cores busy over the wall time), since all of them share this machine's cores.
+`--clients`: httpx (a full async client library, as an application would use) and/or raw (kept-alive sockets
+writing the same HTTP/1.1 requests: on a machine whose cores the server shares, it leaves them to the server,
+as clients on other machines would).
 `--workers`: the `bertlens serve --workers` settings to load, one server each (default 1,2). For
 `bertlens serve` each row also says what share of the wall time its workers spent encoding and how fast
 they encoded meanwhile (from its /metrics): throughput = share x speed, which tells idle time from
@@ -28,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import itertools
 import os
 import socket
 import subprocess
@@ -36,7 +40,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+import orjson
 
+from bertlens.metrics.geometry import row_cosine
 from common import REPO, sts_sentences
 
 BASELINE_APP = """
@@ -109,34 +115,72 @@ def decode(item: dict) -> np.ndarray:
     return np.frombuffer(base64.b64decode(vector), dtype="<f4") if isinstance(vector, str) else np.array(vector)
 
 
+async def raw_post(reader, writer, path: str, body: bytes) -> tuple[int, bytes]:
+    """One HTTP/1.1 request on a kept-alive connection, read by Content-Length: a load generator that costs
+    the shared cores far less than a full client library (the server gets no shortcut: same bytes on the wire)."""
+    writer.write(
+        b"POST %s HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+        % (path.encode(), len(body))
+        + body
+    )
+    head = await reader.readuntil(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    length = int(head.lower().split(b"content-length:", 1)[1].split(b"\r\n", 1)[0])
+    return status, await reader.readexactly(length)
+
+
 async def load(
-    url: str, batches: list[list[str]], concurrency: int, encoding: str = "float", pid: int = 0, metrics: bool = False
+    url: str,
+    batches: list[list[str]],
+    concurrency: int,
+    encoding: str = "float",
+    pid: int = 0,
+    metrics: bool = False,
+    raw: bool = False,
 ) -> dict:
+    """`concurrency` clients post the batches as /v1/embeddings requests until none are left; `raw`: with
+    `raw_post` on one kept-alive connection each instead of httpx."""
     import httpx
 
     latencies, errors = [], 0
     queue = list(enumerate(batches))
     vectors: dict[int, np.ndarray] = {}
 
-    async def client(http: httpx.AsyncClient) -> None:
+    def record(i: int, started: float, status: int, payload: bytes) -> None:
         nonlocal errors
+        latencies.append(time.perf_counter() - started)
+        if status != 200:
+            errors += 1
+            return
+        vectors[i] = np.stack([decode(d) for d in orjson.loads(payload)["data"]])
+
+    def body(texts: list[str]) -> dict:
+        return {"input": texts, "model": "m", "encoding_format": encoding}
+
+    async def client(http: httpx.AsyncClient) -> None:
         while queue:
             i, texts = queue.pop()
-            start = time.perf_counter()
-            reply = await http.post(
-                url + "/v1/embeddings", json={"input": texts, "model": "m", "encoding_format": encoding}
-            )
-            latencies.append(time.perf_counter() - start)
-            if reply.status_code != 200:
-                errors += 1
-                continue
-            vectors[i] = np.stack([decode(d) for d in reply.json()["data"]])
+            started = time.perf_counter()
+            reply = await http.post(url + "/v1/embeddings", json=body(texts))
+            record(i, started, reply.status_code, reply.content)
+
+    async def raw_client() -> None:
+        host, port = url.removeprefix("http://").split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        try:
+            while queue:
+                i, texts = queue.pop()
+                started = time.perf_counter()
+                record(i, started, *await raw_post(reader, writer, "/v1/embeddings", orjson.dumps(body(texts))))
+        finally:
+            writer.close()
 
     limits = httpx.Limits(max_connections=concurrency)
     encoding_before = encode_seconds(url) if metrics else 0.0
     async with httpx.AsyncClient(timeout=300, limits=limits) as http:
         start, client_cpu, server_cpu = time.perf_counter(), time.process_time(), cpu_seconds(pid) if pid else 0.0
-        await asyncio.gather(*(client(http) for _ in range(concurrency)))
+        clients = (raw_client() if raw else client(http) for _ in range(concurrency))
+        await asyncio.gather(*clients)
         seconds = time.perf_counter() - start
         client_cpu, server_cpu = time.process_time() - client_cpu, (cpu_seconds(pid) - server_cpu) if pid else 0.0
     encoding = (encode_seconds(url) - encoding_before) if metrics else 0.0
@@ -217,6 +261,11 @@ def main() -> None:
         "--onnx", help="an ONNX export directory: serve it (--backend onnx) and compare with OnnxEmbedder"
     )
     parser.add_argument("--skip-baseline", action="store_true", help="do not load the sentence-transformers server")
+    parser.add_argument(
+        "--clients",
+        default="httpx",
+        help="load generators: httpx (a full async client), raw (kept-alive sockets, little CPU), or both: httpx,raw",
+    )
     args = parser.parse_args()
     from bertlens.embedding.embedder import Embedder
     from bertlens.models import default_model_dir
@@ -259,26 +308,26 @@ def main() -> None:
             base_port,
         )
     print(
-        "| server | response | concurrency | texts/s | ratio to in-process | p50 ms | p99 ms | errors | min cosine to "
-        "in-process | cores busy: server / load generator | encoding share of the wall time (per worker) | "
-        "texts/s while encoding (per worker) |"
+        "| server | response | load generator | concurrency | texts/s | ratio to in-process | p50 ms | p99 ms | errors | "
+        "min cosine to in-process | cores busy: server / load generator | encoding share of the wall time (per "
+        "worker) | texts/s while encoding (per worker) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, (command, server_port) in servers.items():
         process = start_server(command, server_port)
         url = f"http://127.0.0.1:{server_port}"
         encodings = args.encoding.split(",") if name.startswith("bertlens") else ["float"]
         try:
             asyncio.run(load(url, batches[:8], 4))  # warm-up
-            for encoding in encodings:
+            for encoding, clients in itertools.product(encodings, args.clients.split(",")):
                 for level in (int(c) for c in args.concurrency.split(",")):
+                    metrics = name.startswith("bertlens")
                     result = asyncio.run(
-                        load(url, batches, level, encoding, process.pid, metrics=name.startswith("bertlens"))
+                        load(url, batches, level, encoding, process.pid, metrics=metrics, raw=clients == "raw")
                     )
-                    got, ref = result["vectors"], reference[: len(result["vectors"])]
-                    cos = (got * ref).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(ref, axis=1)
+                    cos = row_cosine(result["vectors"], reference[: len(result["vectors"])])
                     print(
-                        f"| {name} | {encoding} | {level} | {result['texts_per_s']:,.0f} | "
+                        f"| {name} | {encoding} | {clients} | {level} | {result['texts_per_s']:,.0f} | "
                         f"{result['texts_per_s'] / in_process:.2f}x | {result['p50_ms']:.0f} | {result['p99_ms']:.0f} | "
                         f"{result['errors']} | {float(cos.min()):.6f} | "
                         f"{result['server_cores']:.2f} / {result['client_cores']:.2f} | "
@@ -289,7 +338,7 @@ def main() -> None:
                 outcome = asyncio.run(faults(url, batches[:64]))
                 after = asyncio.run(load(url, batches[:4], 1))
                 got, ref = after["vectors"], reference[: len(after["vectors"])]
-                cosine = (got * ref).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(ref, axis=1)
+                cosine = row_cosine(got, ref)
                 # dynamic int8 scales activations per batch, so a text's vector moves a little with its batch mates
                 correct = float(cosine.min()) >= 0.98 if int8 else float(np.abs(got - ref).max()) < 1e-4
                 print(f"fault phase: {outcome}; afterwards a valid request answered correctly: {correct}", flush=True)

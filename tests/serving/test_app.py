@@ -267,3 +267,22 @@ def test_a_two_worker_server_gives_concurrent_clients_their_own_rows(embedder):
         info = httpx.get(url + "/info").json()
     np.testing.assert_allclose(np.concatenate(results), expected, atol=1e-5)
     assert info["workers"] == 2
+
+
+def test_free_workers_share_a_wave_of_requests_instead_of_one_taking_it_all():
+    async def scenario():
+        inside = threading.Barrier(2, timeout=10)  # both workers encode at once, or the test times out
+        sizes = []
+
+        def encode(texts):
+            sizes.append(len(texts))
+            inside.wait()
+            return np.zeros((len(texts), 2))
+
+        batcher = DynamicBatcher([encode, encode], max_batch_tokens=1000, max_wait_ms=50)
+        await batcher.start()
+        await asyncio.gather(*(batcher.submit([f"t{i}"], 4) for i in range(4)))  # queued before either collects
+        await batcher.stop()
+        return sorted(sizes)
+
+    assert asyncio.run(scenario()) == [2, 2]

@@ -13,6 +13,7 @@ others; a full queue is refused at once (503), not queued without bound.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -98,16 +99,26 @@ class DynamicBatcher:
         return True
 
     async def _collect(self) -> list[Job]:
-        """The oldest request, everything already queued that fits the token budget, and, when the last batch
-        served several requests (clients are arriving concurrently), what arrives within `max_wait`."""
+        """The oldest request, queued requests up to the token budget, and, when the last batch served several
+        requests (clients are arriving concurrently), what arrives within `max_wait`.
+
+        With other workers free, the queue is shared out instead: this batch takes its even share of what is
+        queued and does not wait, so the free workers encode the rest at the same time (clients that all got
+        their answers at once otherwise send their next requests as one wave, which one worker would take whole).
+        """
         first = self.carry or await self.queue.get()
         self.carry = None
         batch, tokens = [first], first.tokens
+        others = self.idle.qsize()  # workers free besides this one
+        share = math.ceil((self.queue.qsize() + 1) / (others + 1)) if others else None
         while tokens < self.max_batch_tokens and not self.queue.empty():
+            if share is not None and len(batch) >= share:
+                return batch
             if not self._fits(batch, tokens, self.queue.get_nowait()):
                 return batch
             tokens += batch[-1].tokens
-        deadline = time.perf_counter() + (self.max_wait if self.last_requests > 1 else 0.0)
+        waits = self.last_requests > 1 and not others
+        deadline = time.perf_counter() + (self.max_wait if waits else 0.0)
         while tokens < self.max_batch_tokens and (remaining := deadline - time.perf_counter()) > 0:
             try:
                 job = await asyncio.wait_for(self.queue.get(), remaining)
