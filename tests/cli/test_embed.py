@@ -52,6 +52,19 @@ def test_recipe_file_and_csv_column(tmp_path, tiny_bert_dir, capsys):
     assert np.load(tmp_path / "v.npy").shape == (4, 64)
 
 
+def test_parquet_input_by_column_gives_the_same_rows_and_ids(tmp_path, tiny_bert_dir, capsys):
+    import pyarrow as pa
+
+    source = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"doc": [f"d{i}" for i in range(4)], "text": TEXTS}), source)
+    expected = Embedder(Recipe(model=str(tiny_bert_dir), pooler="mean")).encode(TEXTS)
+    flags = ["--model", tiny_bert_dir, "--pooler", "mean", "--precision", "fp32"]
+    code, _ = run_cli(capsys, source, "--column", "text", "--out", tmp_path / "v.parquet", *flags)
+    table = pq.read_table(tmp_path / "v.parquet")
+    assert code == 0 and table["id"].to_pylist() == [1, 2, 3, 4]
+    assert np.abs(np.array(table["embedding"].to_pylist()) - expected).max() <= 1e-6
+
+
 def test_empty_text_policies(tmp_path, tiny_bert_dir, capsys):
     path = tmp_path / "t.txt"
     path.write_text("one\n   \nthree\n")

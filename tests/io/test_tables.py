@@ -57,3 +57,50 @@ def test_missing_file(tmp_path):
 
 def test_parse_column():
     assert parse_column("2") == 2 and parse_column("text") == "text"
+
+
+def _parquet(tmp_path, columns: dict, rows_per_group: int | None = None):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "a.parquet"
+    pq.write_table(pa.table(columns), path, row_group_size=rows_per_group)
+    return path
+
+
+def test_parquet_by_name_and_index_streams_across_batches_and_row_groups(tmp_path, monkeypatch):
+    import bertlens.io.tables as tables
+
+    monkeypatch.setattr(tables, "PARQUET_BATCH_ROWS", 3)  # several read batches, and row groups of 4
+    texts = [f"text {i}" for i in range(10)]
+    path = _parquet(tmp_path, {"id": list(range(10)), "text": texts, "label": [i % 2 for i in range(10)]}, 4)
+    assert list(iter_records(TableSpec(path, ("text", "label")))) == [
+        (i + 1, (t, str(i % 2))) for i, t in enumerate(texts)
+    ]
+    assert read_texts(path, column=1) == texts
+
+
+def test_parquet_null_text_reads_as_empty_for_the_empty_policy(tmp_path):
+    path = _parquet(tmp_path, {"text": ["a", None, "c"]})
+    assert read_texts(path, column="text") == ["a", "", "c"]
+
+
+@pytest.mark.parametrize(
+    "columns, message",
+    [
+        ((), "--column"),
+        (("txt",), "no column 'txt'.*did you mean 'text'"),
+        ((5,), "no column 5; it has 2"),
+        (("id",), "column 'id' holds int64, not text"),
+    ],
+)
+def test_parquet_bad_columns_are_named(tmp_path, columns, message):
+    path = _parquet(tmp_path, {"id": [1, 2], "text": ["a", "b"]})
+    with pytest.raises(BertlensError, match=message):
+        list(iter_records(TableSpec(path, columns)))
+
+
+def test_a_file_that_is_not_parquet_says_so(tmp_path):
+    path = write(tmp_path, "a.parquet", "id,text\n1,x\n")
+    with pytest.raises(BertlensError, match="not a readable Parquet file"):
+        list(iter_records(TableSpec(path, ("text",))))

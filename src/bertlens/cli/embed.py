@@ -20,11 +20,13 @@ def add_parser(subparsers) -> None:
         help=COMMANDS["embed"],
         description="Embed every text of a file. Killed runs resume where they stopped when rerun.",
     )
-    parser.add_argument("input", type=Path, help=".txt (one text a line), .csv/.tsv (--column) or .jsonl (--field)")
+    parser.add_argument(
+        "input", type=Path, help=".txt (one text a line), .csv/.tsv/.parquet (--column) or .jsonl (--field)"
+    )
     parser.add_argument(
         "--out", type=Path, required=True, help="output .npy (rows in input order) or .parquet (id, embedding)"
     )
-    parser.add_argument("--column", help="CSV/TSV text column: header name, or 0-based index")
+    parser.add_argument("--column", help="CSV/TSV/Parquet text column: header name, or 0-based index")
     parser.add_argument("--no-header", action="store_true", help="the CSV/TSV file has no header row")
     parser.add_argument("--multiline", action="store_true", help="CSV quoted fields really span lines (see README)")
     parser.add_argument("--field", help="JSONL field holding the text")

@@ -117,16 +117,16 @@ def load_task(args: argparse.Namespace) -> TaskData:
 
 def add_text_source(parser: argparse.ArgumentParser, required: bool = True) -> argparse._MutuallyExclusiveGroup:
     source = parser.add_mutually_exclusive_group(required=required)
-    source.add_argument("--texts", type=Path, help=".txt (one text a line), .csv/.tsv (--column) or .jsonl (--column)")
+    source.add_argument("--texts", type=Path, help=".txt (one text a line), .csv/.tsv/.parquet or .jsonl (--column)")
     source.add_argument("--task", help=f"every text of a catalog task: {', '.join(CATALOG)}")
-    parser.add_argument("--column", help="for --texts CSV/TSV/JSONL: the text column or field")
+    parser.add_argument("--column", help="for --texts CSV/TSV/Parquet/JSONL: the text column or field")
     parser.add_argument("--data-dir", help="where catalog tasks live (default $BERTLENS_DATA or ../shared/data)")
     parser.add_argument("--max-texts", type=int, help="a seeded sample of at most N texts")
     return source
 
 
 def file_texts(path: Path, column: str | None) -> list[str]:
-    """Non-blank texts of a .txt/.csv/.tsv/.jsonl file."""
+    """Non-blank texts of a .txt/.csv/.tsv/.jsonl/.parquet file."""
     return [t for t in iter_texts(path, parse_column(column) if column else None) if not is_blank(t)]
 
 

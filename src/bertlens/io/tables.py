@@ -1,7 +1,7 @@
-"""Stream records from .txt, .csv, .tsv and .jsonl files, naming the line of any bad input.
+"""Stream records from .txt, .csv, .tsv, .jsonl and .parquet files, naming the line of any bad input.
 
 Every reader yields (line_number, values) where line_number is 1-based and points at the
-first physical line of the record, so every error can say where to look.
+first physical line of the record (for Parquet: the row), so every error can say where to look.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pathlib import Path
 
 from bertlens.errors import BertlensError, did_you_mean
 
-FORMATS = (".txt", ".csv", ".tsv", ".jsonl")
+FORMATS = (".txt", ".csv", ".tsv", ".jsonl", ".parquet")
+PARQUET_BATCH_ROWS = 4096  # rows read at a time: a Parquet file larger than memory streams too
 Column = str | int
 
 
@@ -156,6 +157,45 @@ def _jsonl_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]:
         yield number, tuple(values)
 
 
+def _parquet_columns(spec: TableSpec, names: list[str]) -> list[str]:
+    chosen = []
+    for column in spec.columns:
+        if isinstance(column, int):
+            if not -len(names) <= column < len(names):
+                raise BertlensError(f"{spec.path}: no column {column}; it has {len(names)}: {', '.join(names)}")
+            chosen.append(names[column])
+        elif column not in names:
+            raise BertlensError(f"{spec.path}: no column '{column}': {did_you_mean(column, names)}")
+        else:
+            chosen.append(column)
+    return chosen
+
+
+def _parquet_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not spec.columns:
+        raise BertlensError(f"{spec.path}: name the text column with --column (a column name or 0-based index)")
+    try:
+        table = pq.ParquetFile(spec.path)
+    except (pa.ArrowException, OSError) as exc:
+        raise BertlensError(f"{spec.path}: not a readable Parquet file ({exc})") from None
+    schema = table.schema_arrow
+    columns = _parquet_columns(spec, schema.names)
+    for name in columns[: spec.texts]:
+        kind = schema.field(name).type
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+            raise BertlensError(f"{spec.path}: column '{name}' holds {kind}, not text; choose the text column")
+    number = 0
+    for batch in table.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=list(dict.fromkeys(columns))):
+        values = [batch.column(name).to_pylist() for name in columns]
+        for row in zip(*values, strict=True):
+            number += 1
+            # a null text reads as empty, so the empty-text policy (--empty) decides, naming the row
+            yield number, tuple(v if isinstance(v, str) else "" if v is None else str(v) for v in row)
+
+
 def _check_spanning_record(spec: TableSpec, row: list[str], start: int, end: int, width: int, delimiter: str) -> None:
     """A quoted field over several lines is fine, unless its inner lines look like rows of their own:
     then an unbalanced quote has merged rows, and using the record would silently lose them."""
@@ -169,7 +209,13 @@ def _check_spanning_record(spec: TableSpec, row: list[str], start: int, end: int
         )
 
 
-_READERS = {".txt": _text_records, ".csv": _delimited_records, ".tsv": _delimited_records, ".jsonl": _jsonl_records}
+_READERS = {
+    ".txt": _text_records,
+    ".csv": _delimited_records,
+    ".tsv": _delimited_records,
+    ".jsonl": _jsonl_records,
+    ".parquet": _parquet_records,
+}
 
 
 def iter_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]:
