@@ -11,6 +11,9 @@ import json
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 GOOD_CSV = "text,label\n" + "".join(f"text number {i},{'pos' if i % 2 else 'neg'}\n" for i in range(40))
 
 
@@ -25,6 +28,8 @@ def make_files(tmp: Path, model: Path) -> None:
     (tmp / "unbalanced.csv").write_text('text,label\n"good movie,1\nbad movie,0\nok film,1\n')
     (tmp / "bad.jsonl").write_text('{"text": "a"}\n{"text": "b"\n')
     (tmp / "number.jsonl").write_text('{"text": "a"}\n{"text": 42}\n')
+    (tmp / "not-parquet.parquet").write_text("text\na\n")
+    pq.write_table(pa.table({"id": [1, 2], "text": ["a", "b"]}), tmp / "ok.parquet")
     (tmp / "nan-scores.csv").write_text(
         "a,b,score\n" + "".join(f"left {i},right {i},{i % 5}\n" for i in range(40)) + "x,y,nan\nz,w,\n"
     )
@@ -109,6 +114,16 @@ CASES: list[tuple[str, list[str], str]] = [
         "JSONL field missing",
         ["embed", "{tmp}/number.jsonl", "--field", "body", "--model", "{model}", "--out", "{tmp}/o.npy"],
         "no field 'body'",
+    ),
+    (
+        "Parquet column that holds no text",
+        ["embed", "{tmp}/ok.parquet", "--column", "id", "--model", "{model}", "--out", "{tmp}/o.npy"],
+        "column 'id' holds int64, not text",
+    ),
+    (
+        "a .parquet file that is not Parquet",
+        ["embed", "{tmp}/not-parquet.parquet", "--column", "text", "--model", "{model}", "--out", "{tmp}/o.npy"],
+        "not a readable Parquet file",
     ),
     # embed: output
     ("--out is a directory", ["embed", "{tmp}/ok.txt", "--out", "{tmp}/outdir.npy"], "is a directory"),

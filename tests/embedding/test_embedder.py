@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from bertlens.embedding.embedder import Embedder
-from bertlens.errors import BertlensError
 from bertlens.representation.recipe import Recipe
 
 
-def test_copies_share_weights_own_their_tokenizer_and_encode_together(tiny_bert_dir):
-    embedder = Embedder(Recipe(model=str(tiny_bert_dir), pooler="mean"))
+@pytest.mark.parametrize("pooler", ["mean", "attention"])  # attention: [CLS] rows from hooks on the shared model
+def test_copies_share_weights_own_their_tokenizer_and_encode_together(tiny_bert_dir, pooler):
+    embedder = Embedder(Recipe(model=str(tiny_bert_dir), pooler=pooler))
     twin = embedder.for_thread()
     assert twin.encoder.model is embedder.encoder.model and twin.representation is embedder.representation
     assert twin.encoder.tokenizer is not embedder.encoder.tokenizer
@@ -24,11 +24,3 @@ def test_copies_share_weights_own_their_tokenizer_and_encode_together(tiny_bert_
         got = list(pool.map(lambda e: e.encode(texts), [embedder, twin] * 4))
     for vectors in got:
         np.testing.assert_allclose(vectors, expected, atol=1e-5)
-
-
-def test_a_recipe_that_hooks_the_model_for_attention_is_not_copied(tiny_bert_dir):
-    embedder = Embedder(Recipe(model=str(tiny_bert_dir), pooler="attention"))
-    if embedder.encoder.thread_copies:
-        pytest.skip("this model's attention is read without hooks")
-    with pytest.raises(BertlensError, match="one worker"):
-        embedder.for_thread()

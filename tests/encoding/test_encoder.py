@@ -1,9 +1,12 @@
 """Hidden states and attentions against Hugging Face's own outputs."""
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 import torch
 from transformers import AutoModel, AutoTokenizer
 
+from bertlens.encoding.cls_attention import ClsAttentionRecorder, attention_modules
 from bertlens.encoding.encoder import Encoder, LayerStates
 
 TEXTS = ["A man is playing a guitar.", "Hi", "The quick brown fox jumps over the lazy dog, twice, at dawn!", ""]
@@ -77,3 +80,22 @@ def test_layer_states_reject_inconsistent_shapes():
         LayerStates(hidden, torch.ones(2, 5, dtype=torch.bool), torch.zeros(2, 4, dtype=torch.bool), torch.arange(2))
     with pytest.raises(ValueError, match="doc_index"):
         LayerStates(hidden, torch.ones(2, 4, dtype=torch.bool), torch.zeros(2, 4, dtype=torch.bool), torch.arange(3))
+
+
+def test_cls_attention_hooks_keep_each_threads_own_capture(tiny_bert_dir):
+    encoder = Encoder(str(tiny_bert_dir))
+    recorder = ClsAttentionRecorder(attention_modules(encoder.model))
+    first = encoder.tokenizer(["a short one", "another"], padding=True, return_tensors="pt")
+    second = encoder.tokenizer(["a much longer text, with many more words in it"], return_tensors="pt")
+
+    def run(inputs):
+        with torch.inference_mode():
+            encoder.model(**inputs)
+
+    run(first)
+    expected = recorder.weights(first["attention_mask"])  # [L, 2, T]
+    with ThreadPoolExecutor(1) as one, ThreadPoolExecutor(1) as other:
+        one.submit(run, first).result()
+        other.submit(run, second).result()  # another thread's forward in between
+        got = one.submit(recorder.weights, first["attention_mask"]).result()
+    torch.testing.assert_close(got, expected)

@@ -110,10 +110,6 @@ def run(args: argparse.Namespace) -> None:
             args.precision = "auto"
         torch.set_num_threads(threads)
         embedder = Embedder(recipe_from_args(args), trust_remote_code=args.trust_remote_code)
-        if workers > 1 and not embedder.encoder.thread_copies:
-            say("note: this recipe reads [CLS] attention through hooks on the model, so it is served by one worker")
-            workers, threads = 1, cores
-            torch.set_num_threads(threads)
     encoders = None
     if workers > 1:
         encoders = [embedder.encode] + [embedder.for_thread().encode for _ in range(workers - 1)]

@@ -8,6 +8,8 @@ capture. That keeps the fast SDPA kernels for the rest of the model. Other archi
 
 from __future__ import annotations
 
+import threading
+
 import torch
 from torch import nn
 
@@ -30,21 +32,31 @@ def attention_modules(model: nn.Module) -> list[nn.Module] | None:
 
 
 class ClsAttentionRecorder:
-    """Hooks on each layer's query and key projections; `weights(mask)` -> [L, B, T] after a forward."""
+    """Hooks on each layer's query and key projections; `weights(mask)` -> [L, B, T] after a forward.
+
+    What the hooks capture is kept per thread, so threads running forwards on the same model at once
+    (`serve --workers`) each read their own batch's queries and keys.
+    """
 
     def __init__(self, modules: list[nn.Module]):
         self.modules = modules
-        self.queries: list[torch.Tensor | None] = [None] * len(modules)
-        self.keys: list[torch.Tensor | None] = [None] * len(modules)
+        self._captured = threading.local()
         self.handles = []
         for i, module in enumerate(modules):
-            self.handles.append(module.query.register_forward_hook(self._keep(self.queries, i, cls_only=True)))
-            self.handles.append(module.key.register_forward_hook(self._keep(self.keys, i, cls_only=False)))
+            self.handles.append(module.query.register_forward_hook(self._keep("queries", i, cls_only=True)))
+            self.handles.append(module.key.register_forward_hook(self._keep("keys", i, cls_only=False)))
 
-    @staticmethod
-    def _keep(store: list, index: int, cls_only: bool):
+    def _store(self, name: str) -> list[torch.Tensor | None]:
+        """This thread's captured tensors of one kind, one slot per layer."""
+        store = getattr(self._captured, name, None)
+        if store is None:
+            store = [None] * len(self.modules)
+            setattr(self._captured, name, store)
+        return store
+
+    def _keep(self, name: str, index: int, cls_only: bool):
         def hook(module, inputs, output):
-            store[index] = output[:, :1] if cls_only else output  # [B, 1, H] or [B, T, H]
+            self._store(name)[index] = output[:, :1] if cls_only else output  # [B, 1, H] or [B, T, H]
 
         return hook
 
@@ -52,7 +64,7 @@ class ClsAttentionRecorder:
         """Head-averaged [CLS] attention per layer: [L, B, T]."""
         blocked = ~attention_mask.bool()[:, None, None, :]  # [B, 1, 1, T]
         rows = []
-        for module, q, k in zip(self.modules, self.queries, self.keys):
+        for module, q, k in zip(self.modules, self._store("queries"), self._store("keys")):
             heads, size = module.num_attention_heads, module.attention_head_size
             batch, length, _ = k.shape
             q = q.float().view(batch, 1, heads, size).transpose(1, 2)  # [B, heads, 1, d]

@@ -124,20 +124,11 @@ class Encoder:
         self._uses_token_types = "token_type_ids" in self.tokenizer.model_input_names
         self._pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
 
-    @property
-    def thread_copies(self) -> bool:
-        """Whether `for_thread` can copy it: not when [CLS] attention is recorded by hooks on the shared model."""
-        return self._recorder is None
-
     def for_thread(self) -> Encoder:
         """A copy another thread can encode with at the same time: it shares the weights (read-only under
         inference) and owns its tokenizer: a fast tokenizer shared by threads can fail with "Already borrowed" when
-        one thread changes its truncation settings while another encodes (tokenizers #537, transformers #47085)."""
-        if not self.thread_copies:
-            raise BertlensError(
-                "this recipe records [CLS] attention with hooks on the shared model, which one thread at a time can "
-                "use; run it with one worker"
-            )
+        one thread changes its truncation settings while another encodes (tokenizers #537, transformers #47085).
+        The [CLS] attention hooks on the shared model keep what they capture per thread."""
         twin = copy.copy(self)
         twin.tokenizer = copy.deepcopy(self.tokenizer)
         return twin

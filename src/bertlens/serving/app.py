@@ -96,7 +96,7 @@ def create_app(
     """An ASGI app serving `embedder` (an Embedder or OnnxEmbedder): its own batcher and metrics registry.
 
     `encoders`: one encode function per worker, each encoding a batch while the others do (default: the
-    embedder's own, one worker; `serve --workers N` passes the embedder's and N-1 `for_thread()` copies').
+    embedder's own, one worker; `serve --workers N` passes the embedder's and N-1 `for_thread()` copies).
     """
     if limits.long_text not in LONG_TEXT_POLICIES:
         raise ValueError(f"long_text must be one of {LONG_TEXT_POLICIES}")
