@@ -65,7 +65,7 @@ def sts_sentences() -> list[str]:
 @pytest.fixture(scope="session")
 def ud_slice():
     """The first 400 sentences of each UD EWT split."""
-    from bertlens.experiments.linguistic import load_treebank
+    from bertlens.tasks.conllu import load_treebank
 
     return load_treebank(DATA / "ud-ewt", max_sentences=400)
 

@@ -12,25 +12,18 @@ import pytest
 from safetensors.numpy import load_file
 
 from bertlens.embedding.embedder import Embedder
-from bertlens.errors import BertlensError
-from bertlens.experiments.distill import DISTILL_DEFAULTS, compare_on_task, run_distill, split_heldout
+from bertlens.experiments.distill import DISTILL_DEFAULTS, HELDOUT_LIMIT, run_distill
+from bertlens.probing.task_comparison import compare_on_task
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.catalog import get_task
 from bertlens.tasks.loaders import load_catalog_task
+from bertlens.tasks.splits import carve_dev
 from bertlens.training.students import StudentSpec
 from tests.conftest import DATA
 
 WORDS = ["cats", "dogs", "rain", "code", "music", "tea", "trains", "snow", "books", "films"]
 TEXTS = [f"{a} and {b} number {i}" for i, (a, b) in enumerate((a, b) for a in WORDS for b in WORDS)]
 CONFIG = replace(DISTILL_DEFAULTS, epochs=3, batch_size=16, lr=5e-4, checkpoint_every=4)
-
-
-def test_split_heldout_is_seeded_and_disjoint():
-    train, held = split_heldout(100, 0.1, seed=3)
-    assert len(held) == 10 and not set(train) & set(held) and len(train) + len(held) == 100
-    np.testing.assert_array_equal(held, split_heldout(100, 0.1, seed=3)[1])
-    with pytest.raises(BertlensError, match="fewer than 2 to train on"):
-        split_heldout(2, 0.4, seed=0)
 
 
 def test_a_concatenation_is_distilled_into_a_plain_student(tiny_bert_dir, tmp_path):
@@ -43,7 +36,7 @@ def test_a_concatenation_is_distilled_into_a_plain_student(tiny_bert_dir, tmp_pa
     assert saved.postprocess and record["projection"] and record["student_layers"] == 1
     student = Embedder(saved)
     assert student.dim == 64  # the teacher's width (two layers of 32 concatenated)
-    _, held = split_heldout(len(TEXTS), 0.05, CONFIG.seed)
+    _, held = carve_dev(np.arange(len(TEXTS)), None, CONFIG.seed, False, 0.05, limit=HELDOUT_LIMIT, min_kept=2)
     held_texts = [TEXTS[i] for i in held]
     s, t = student.encode(held_texts), Embedder(teacher).encode(held_texts)
     np.testing.assert_allclose(np.linalg.norm(s, axis=1), 1, atol=1e-5)  # the teacher normalises: so does the student

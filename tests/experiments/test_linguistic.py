@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bertlens.errors import BertlensError
-from bertlens.experiments.linguistic import check_tasks, load_treebank
+from bertlens.experiments.linguistic import check_tasks
+from bertlens.tasks.conllu import load_treebank
 
 SENTENCE = "# text = Hi there\n1\tHi\thi\tINTJ\tUH\t_\t0\troot\t_\t_\n2\tthere\tthere\tADV\tRB\t_\t1\tadvmod\t_\t_\n\n"
 

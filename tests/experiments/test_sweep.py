@@ -152,9 +152,9 @@ def test_under_cross_validation_every_fit_sees_only_its_folds_training_pairs(tmp
     """The leak this guards against: a ScalarMix or a whitening fitted once (on fold 0's training pairs, with
     their gold scores) and then used to score every fold, most of whose rows it was fitted on."""
     from bertlens.experiments import sweep as sweep_module
-    from bertlens.probing.splits import make_folds
     from bertlens.representation.postprocess import PostProcessor
     from bertlens.tasks.loaders import load_user_task
+    from bertlens.tasks.splits import make_folds
 
     task = load_user_task(
         _noise_file(tmp_path, "similarity", rows=90),

@@ -16,10 +16,11 @@ from bertlens.cli.options import (
 )
 from bertlens.cli.sources import add_task_options, load_task
 from bertlens.errors import BertlensError
-from bertlens.experiments.compare import CompareConfig, drift_probe, payoff, resolve_sizes, run_compare, task_splits
+from bertlens.experiments.compare import CompareConfig, drift_probe, payoff, run_compare
 from bertlens.models import resolve_model
 from bertlens.reports.compare import table_rows, write_outputs
 from bertlens.tasks.catalog import data_dir
+from bertlens.tasks.splits import resolve_sizes, task_splits
 from bertlens.training.strategies import parse_strategies
 
 

@@ -15,13 +15,13 @@ from bertlens.experiments.linguistic import (
     ALL_TASKS,
     SuiteConfig,
     check_tasks,
-    load_treebank,
     run_linguistic_suite,
 )
 from bertlens.io.cache import default_cache_dir
 from bertlens.reports.linguistic import summary_row, write_outputs
 from bertlens.representation.poolers import check_pooler
 from bertlens.tasks.catalog import data_dir
+from bertlens.tasks.conllu import load_treebank
 
 SUITES = ("linguistic",)
 

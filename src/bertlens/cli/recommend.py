@@ -42,8 +42,9 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from bertlens.experiments.recommend import load_alternative, run_recommend
     from bertlens.reports.recommend import write_outputs
+    from bertlens.workflows.latency_step import load_alternative
+    from bertlens.workflows.recommend import run_recommend
 
     if args.budget_minutes <= 0:
         raise BertlensError("--budget-minutes must be positive")

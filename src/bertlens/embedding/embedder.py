@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from bertlens.embedding.long_text import encode_long
+from bertlens.embedding.protocol import Embeddings, TextEncoder, TokenCounter, token_counter_of
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
 from bertlens.progress import Progress, silent
@@ -17,8 +18,8 @@ from bertlens.representation.postprocess import PostProcessor
 from bertlens.representation.recipe import Recipe
 
 
-class Embedder:
-    """`Embedder(recipe).encode(texts)` -> np.ndarray [N, D] float32, rows in input order."""
+class Embedder(TextEncoder):
+    """`Embedder(recipe).encode(texts)` -> np.ndarray [N, D] float32, rows in input order (PyTorch backend)."""
 
     def __init__(
         self,
@@ -46,7 +47,6 @@ class Embedder:
                 f"post-processor {self.recipe.postprocess} was fitted on {self.postprocessor.dim}-dimensional "
                 f"vectors but this recipe makes {self.pooled_dim}; refit it for this recipe"
             )
-        self.truncated = 0
 
     def for_thread(self) -> Embedder:
         """A copy for a concurrent worker thread: same weights, mix and post-processing; its own tokenizer."""
@@ -72,9 +72,14 @@ class Embedder:
         """Width of the output vectors (whitening may keep fewer components)."""
         return self.postprocessor.output_dim if self.postprocessor is not None else self.pooled_dim
 
-    def encode(self, texts: Sequence[str], progress: Progress = silent) -> np.ndarray:
-        """Embed texts; `progress("embedding", done, len(texts))` after each batch."""
+    def token_counter(self) -> TokenCounter:
+        return token_counter_of(self.encoder.tokenizer)
+
+    def embed(self, texts: Sequence[str], progress: Progress = silent) -> Embeddings:
+        """Embed texts; `progress("embedding", done, len(texts))` after each batch. A long-text strategy reads
+        every text whole, so nothing counts as truncated then."""
         long_text = self.recipe.long_text_strategy
+        truncated = 0
         if long_text is not None:
             out = encode_long(
                 self.encoder,
@@ -83,12 +88,12 @@ class Embedder:
                 long_text,
                 lambda stage, done, total: progress("embedding", done, total),
             )
-            self.truncated = 0
         else:
             tokenized = self.encoder.tokenize(texts)
-            self.truncated = tokenized.truncated
+            truncated = tokenized.truncated
             out = np.empty((len(texts), self.pooled_dim), dtype=np.float32)  # [N, D]
             with torch.inference_mode():
                 for states in self.encoder.stream(tokenized, progress, "embedding"):
                     out[states.doc_index.numpy()] = self.representation(states).float().numpy()
-        return self.postprocessor.transform(out) if self.postprocessor is not None else out
+        vectors = self.postprocessor.transform(out) if self.postprocessor is not None else out
+        return Embeddings(vectors, truncated)

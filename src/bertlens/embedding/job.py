@@ -228,13 +228,13 @@ def _run_locked(spec, out, embedder, scan, partial, empty, shard_size, restart, 
             warnings.warn(
                 f"shard {file.name} of the unfinished run failed its checksum; embedding it again", stacklevel=2
             )
-        vectors = embedder.encode(
+        result = embedder.embed(
             [text for _, text in shard], lambda stage, n, total, base=done: progress(stage, base + n, rows)
-        )  # [n, D]
+        )  # vectors [n, D]
         done += len(shard)
-        truncated += embedder.truncated
+        truncated += result.truncated
         ids = np.array([line for line, _ in shard], dtype=np.int64)
-        write_npz(file, vectors=vectors, ids=ids, truncated=np.array(embedder.truncated))
+        write_npz(file, vectors=result.vectors, ids=ids, truncated=np.array(result.truncated))
         write_text(file.with_suffix(".sha256"), file_sha256(file) + "\n")  # written last: marks the shard finished
     if out.suffix.lower() == ".npy":
         _write_npy(out, shard_files, rows, embedder.dim, ids_needed=empty == "skip" and bool(scan.empty_lines))

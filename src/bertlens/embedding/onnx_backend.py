@@ -2,9 +2,9 @@
 
 The directory is self-describing: model.onnx (the whole recipe, token ids -> final vector), the
 tokenizer files, recipe.json and export.json (what was exported, its parity figures and the sha256
-of model.onnx, checked before the model is loaded). `OnnxEmbedder` has the `Embedder` interface the
-embed job uses (recipe, dim, fingerprint, max_length, truncated, encode), so `bertlens embed
---backend onnx` gets the same shards, resume and row order as the PyTorch backend.
+of model.onnx, checked before the model is loaded). `OnnxEmbedder` is a `TextEncoder`, so `bertlens embed
+--backend onnx` gets the same shards, resume and row order as the PyTorch backend, and `serve` the same
+server. It tokenizes, pads and batches through encoding/tokens.py, as the PyTorch encoder does.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bertlens.encoding.batching import length_batches
+from bertlens.embedding.protocol import Embeddings, TextEncoder, TokenCounter, token_counter_of
+from bertlens.encoding.tokens import map_batches, pad_ids, tokenize
 from bertlens.errors import BertlensError
 from bertlens.io.cache import file_sha256
 from bertlens.progress import Progress, silent
@@ -63,7 +64,7 @@ def session(path: Path, threads: int | None = None):
     )
 
 
-class OnnxEmbedder:
+class OnnxEmbedder(TextEncoder):
     """`OnnxEmbedder(DIR).encode(texts)` -> np.ndarray [N, D] float32, rows in input order."""
 
     def __init__(self, directory: str | os.PathLike, threads: int | None = None, verify: bool = True):
@@ -77,7 +78,7 @@ class OnnxEmbedder:
         self.fingerprint = self.record["sha256"][MODEL_FILE][:16]
         self.tokenizer = AutoTokenizer.from_pretrained(self.directory)
         self.session = session(self.directory / MODEL_FILE, threads)
-        self.truncated = 0
+        self.pad_id = self.tokenizer.pad_token_id or 0
 
     def for_thread(self) -> OnnxEmbedder:
         """A copy for a concurrent worker thread: the same ONNX Runtime session (its run() is thread-safe) and
@@ -86,24 +87,17 @@ class OnnxEmbedder:
         twin.tokenizer = copy.deepcopy(self.tokenizer)
         return twin
 
-    def encode(self, texts: Sequence[str], progress: Progress = silent) -> np.ndarray:
+    def token_counter(self) -> TokenCounter:
+        return token_counter_of(self.tokenizer)
+
+    def embed(self, texts: Sequence[str], progress: Progress = silent) -> Embeddings:
         if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        encoded = self.tokenizer(list(texts), truncation=True, max_length=self.max_length)
-        self.truncated = sum(1 for enc in encoded.encodings if enc.overflowing)
-        ids = encoded["input_ids"]
-        lengths = np.array([len(row) for row in ids])
-        out = np.empty((len(texts), self.dim), dtype=np.float32)  # [N, D]
-        pad = self.tokenizer.pad_token_id or 0
-        done = 0
-        for rows in length_batches(lengths, MAX_BATCH, MAX_TOKENS):
-            width = int(lengths[rows].max())
-            batch = np.full((len(rows), width), pad, dtype=np.int64)  # [B, T]
-            mask = np.zeros((len(rows), width), dtype=np.int64)  # [B, T]
-            for i, r in enumerate(rows):
-                batch[i, : lengths[r]] = ids[r]
-                mask[i, : lengths[r]] = 1
-            out[rows] = self.session.run(None, {"input_ids": batch, "attention_mask": mask})[0]
-            done += len(rows)
-            progress("embedding", done, len(texts))
-        return out
+            return Embeddings(np.zeros((0, self.dim), dtype=np.float32), 0)
+        tokenized = tokenize(self.tokenizer, texts, self.max_length)
+
+        def run(rows: np.ndarray) -> np.ndarray:
+            ids, mask = pad_ids([tokenized.input_ids[r] for r in rows], self.pad_id)  # [B, T] each
+            return self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]  # [B, D]
+
+        vectors = map_batches(tokenized.lengths, run, MAX_BATCH, MAX_TOKENS, progress, "embedding")
+        return Embeddings(vectors.astype(np.float32, copy=False), tokenized.truncated)

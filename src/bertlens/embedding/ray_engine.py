@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from bertlens.embedding.embedder import Embedder
+from bertlens.embedding.protocol import Embeddings, TextEncoder, TokenCounter
 from bertlens.errors import BertlensError
 from bertlens.progress import Progress, silent
 from bertlens.representation.recipe import Recipe
@@ -30,13 +31,12 @@ class _EmbedActor:
         torch.set_num_threads(threads)
         self.embedder = Embedder(Recipe.from_dict(recipe), trust_remote_code=trust_remote_code)
 
-    def encode(self, texts: list[str]) -> tuple[np.ndarray, int]:
-        vectors = self.embedder.encode(texts)
-        return vectors, self.embedder.truncated
+    def embed(self, texts: list[str]) -> Embeddings:
+        return self.embedder.embed(texts)
 
 
-class RayEmbedder:
-    """The `Embedder` interface the embed job uses, backed by a pool of Ray actors."""
+class RayEmbedder(TextEncoder):
+    """The `TextEncoder` interface, backed by a pool of Ray actors."""
 
     def __init__(
         self,
@@ -57,7 +57,8 @@ class RayEmbedder:
             raise BertlensError("--ray-workers and the chunk size must be at least 1")
         local = Embedder(recipe, trust_remote_code=trust_remote_code)  # the driver's copy: dim, limits, fingerprint
         self.recipe, self.dim, self.fingerprint = local.recipe, local.dim, local.fingerprint
-        self.max_length, self.chunk, self.truncated = local.max_length, chunk, 0
+        self.max_length, self.chunk = local.max_length, chunk
+        self._count_tokens = local.token_counter()
         if not ray.is_initialized():
             os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
             ray.init(
@@ -72,14 +73,21 @@ class RayEmbedder:
         self.actors = [actor.remote(recipe_dict, threads_per_worker, trust_remote_code) for _ in range(workers)]
         self.pool = ActorPool(self.actors)
 
-    def encode(self, texts: Sequence[str], progress: Progress = silent) -> np.ndarray:
+    def token_counter(self) -> TokenCounter:
+        return self._count_tokens
+
+    def for_thread(self) -> RayEmbedder:
+        """The actor pool is not shared by threads: one caller at a time."""
+        raise NotImplementedError("a RayEmbedder serves one caller; start another for another thread")
+
+    def embed(self, texts: Sequence[str], progress: Progress = silent) -> Embeddings:
         size = max(1, min(self.chunk, -(-len(texts) // len(self.actors))))  # every actor gets a part of a shard
         chunks = [list(texts[i : i + size]) for i in range(0, len(texts), size)]
         parts, done, truncated = [], 0, 0
-        for vectors, cut in self.pool.map(lambda actor, chunk: actor.encode.remote(chunk), chunks):  # in order
-            parts.append(vectors)
-            truncated += cut
-            done += len(vectors)
+        for part in self.pool.map(lambda actor, chunk: actor.embed.remote(chunk), chunks):  # in order
+            parts.append(part.vectors)
+            truncated += part.truncated
+            done += len(part.vectors)
             progress("embedding", done, len(texts))
-        self.truncated = truncated
-        return np.concatenate(parts) if parts else np.zeros((0, self.dim), dtype=np.float32)
+        vectors = np.concatenate(parts) if parts else np.zeros((0, self.dim), dtype=np.float32)
+        return Embeddings(vectors, truncated)

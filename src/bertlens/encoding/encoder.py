@@ -13,6 +13,7 @@ import torch
 from bertlens.encoding.batching import length_batches
 from bertlens.encoding.cls_attention import ClsAttentionRecorder, attention_modules
 from bertlens.encoding.precision import choose_precision
+from bertlens.encoding.tokens import Tokenized, pad_ids, tokenize
 from bertlens.errors import BertlensError, did_you_mean
 from bertlens.models import ModelRef, default_max_length, load_encoder, load_tokenizer, resolve_model
 from bertlens.progress import Progress, silent
@@ -53,21 +54,6 @@ class LayerStates:
     @property
     def num_layers(self) -> int:
         return self.hidden.shape[0] - 1
-
-
-@dataclass(frozen=True)
-class Tokenized:
-    """Token ids per text (unpadded), how many texts were cut at max_length, and (when asked)
-    each token's character span in its text ((0, 0) for special tokens)."""
-
-    input_ids: list[list[int]]
-    special_tokens_mask: list[list[int]]
-    truncated: int
-    offsets: list[list[tuple[int, int]]] | None = None
-
-    @property
-    def lengths(self) -> np.ndarray:
-        return np.fromiter((len(ids) for ids in self.input_ids), dtype=np.int64, count=len(self.input_ids))
 
 
 class Encoder:
@@ -141,40 +127,22 @@ class Encoder:
     def hidden_size(self) -> int:
         return self.ref.hidden_size
 
-    def tokenize(self, texts: Sequence[str], *, offsets: bool = False) -> Tokenized:
-        """Tokenize with truncation at max_length and count how many texts were cut."""
-        if not texts:
-            return Tokenized([], [], 0, [] if offsets else None)
+    def tokenize(self, texts: Sequence[str], *, offsets: bool = False, word_starts: bool = False) -> Tokenized:
+        """Tokenize with truncation at max_length and count how many texts were cut (see encoding/tokens.py)."""
         if offsets and not self.tokenizer.is_fast:
             raise BertlensError(
                 f"model '{self.ref.name}' has no fast tokenizer, which word alignment needs (character offsets)"
             )
-        encoded = self.tokenizer(
-            list(texts),
-            truncation=True,
-            max_length=self.max_length,
-            return_special_tokens_mask=True,
-            return_offsets_mapping=offsets,
-        )
-        truncated = sum(1 for enc in encoded.encodings if enc.overflowing)
-        spans = [[tuple(pair) for pair in row] for row in encoded["offset_mapping"]] if offsets else None
-        return Tokenized(encoded["input_ids"], encoded["special_tokens_mask"], truncated, spans)
+        return tokenize(self.tokenizer, texts, self.max_length, offsets=offsets, word_starts=word_starts)
 
     def pad(self, tokenized: Tokenized, rows: np.ndarray) -> dict[str, torch.Tensor]:
         """A padded batch of the given rows: input_ids, attention_mask, token_type_ids, special_tokens_mask [B, T]."""
-        length = max(len(tokenized.input_ids[r]) for r in rows)
-        ids = np.full((len(rows), length), self._pad_id, dtype=np.int64)  # [B, T]
-        attention = np.zeros((len(rows), length), dtype=np.int64)  # [B, T]
-        special = np.zeros((len(rows), length), dtype=bool)  # [B, T]
-        for i, r in enumerate(rows):
-            n = len(tokenized.input_ids[r])
-            ids[i, :n] = tokenized.input_ids[r]
-            attention[i, :n] = 1
-            special[i, :n] = tokenized.special_tokens_mask[r]
+        ids, attention = pad_ids([tokenized.input_ids[r] for r in rows], self._pad_id)  # [B, T] each
+        special, _ = pad_ids([tokenized.special_tokens_mask[r] for r in rows], 0)  # [B, T]
         batch = {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(attention)}
         if self._uses_token_types:
             batch["token_type_ids"] = torch.zeros_like(batch["input_ids"])
-        batch["special_tokens_mask"] = torch.from_numpy(special)
+        batch["special_tokens_mask"] = torch.from_numpy(special.astype(bool))
         return batch
 
     def running(self):

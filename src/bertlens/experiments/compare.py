@@ -29,12 +29,12 @@ from bertlens.metrics.intervals import t_interval
 from bertlens.probing.logistic import fit_logistic
 from bertlens.probing.pairs import pair_features, row_cosine
 from bertlens.probing.selection import C_GRID, logistic_on_dev
-from bertlens.probing.splits import carve_dev
 from bertlens.progress import Progress, silent
 from bertlens.representation.apply import Representation
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.catalog import CATALOG, get_task
 from bertlens.tasks.loaders import Split, TaskData, load_catalog_task
+from bertlens.tasks.splits import task_splits, training_subset
 from bertlens.training.heads import Head, HeadSpec
 from bertlens.training.loop import TrainConfig, fine_tune
 from bertlens.training.objectives import Encoded, Supervised, score
@@ -92,45 +92,6 @@ class DriftProbe:
     test: Split
 
 
-def resolve_sizes(text: str, train_size: int, flag: str = "--sizes") -> tuple[int, ...]:
-    """'100,300,full' -> sizes; each must fit the training split (errors name `flag`)."""
-    sizes = []
-    for item in (s.strip() for s in text.split(",") if s.strip()):
-        value = train_size if item in ("full", "all") else None
-        if value is None:
-            try:
-                value = int(item)
-            except ValueError:
-                raise BertlensError(f"{flag}: '{item}' is not a number (or 'full')") from None
-        if value < 2:
-            raise BertlensError(f"{flag}: {value} is too small; a classifier needs at least 2 examples")
-        if value > train_size:
-            raise BertlensError(
-                f"{flag}: {value} is more than the task's {train_size} training examples; "
-                f"use sizes up to {train_size} (or 'full')"
-            )
-        sizes.append(value)
-    if not sizes:
-        raise BertlensError(f"{flag} is empty; e.g. 100,300,1000,full")
-    return tuple(sorted(set(sizes)))
-
-
-def task_splits(task: TaskData, max_dev: int | None = None, seed: int = 0) -> tuple[Split, Split, Split]:
-    """train, dev, test; without a dev split, the same seeded 10% of train the sweep would carve (never trained on)."""
-    if task.uses_cv:
-        raise BertlensError(
-            f"task '{task.name}' has no test split (it is cross-validated); compare needs train/dev/test"
-        )
-    train, test = task.splits["train"], task.splits["test"]
-    dev = task.splits.get("dev")
-    if dev is None:
-        rows, held = carve_dev(np.arange(len(train)), train.targets, seed, stratify=task.kind != "similarity")
-        dev, train = train.subset(held), train.subset(rows)
-    if max_dev and len(dev) > max_dev:
-        dev = dev.subset(np.sort(np.random.default_rng(seed).choice(len(dev), max_dev, replace=False)))
-    return train, dev, test
-
-
 def drift_probe(name: str | None, task_name: str, data_dir: Path, seed: int) -> DriftProbe | None:
     """The second task watched for forgetting: `name`, or TREC (SST-2 when tuning on TREC); 'none' for no probe."""
     name = name or ("sst2" if task_name == "trec" else "trec")
@@ -151,15 +112,6 @@ def drift_probe(name: str | None, task_name: str, data_dir: Path, seed: int) -> 
         return split.subset(np.sort(rng.choice(len(split), min(n, len(split)), replace=False)))
 
     return DriftProbe(name, sample(train, DRIFT_TRAIN), sample(test, DRIFT_TEST))
-
-
-def training_subset(train: Split, size: int, seed: int, kind: str) -> Split:
-    """The first `size` rows of a seeded permutation (nested across sizes); needs two classes."""
-    rows = np.random.default_rng(seed).permutation(len(train))[:size]
-    subset = train.subset(np.sort(rows))
-    if kind != "similarity" and len(np.unique(subset.targets)) < 2:
-        raise BertlensError(f"a training subset of {size} examples (seed {seed}) has a single class; use a larger size")
-    return subset
 
 
 def _frozen_vectors(embedder: Embedder, split: Split) -> tuple[np.ndarray, np.ndarray | None]:

@@ -26,18 +26,17 @@ from bertlens.embedding.embedder import Embedder
 from bertlens.embedding.speed import texts_per_second
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
-from bertlens.experiments.compare import task_splits
 from bertlens.io.atomic import write_json
 from bertlens.io.cache import default_cache_dir
-from bertlens.metrics.bootstrap import bootstrap, paired_difference
 from bertlens.metrics.geometry import row_cosine
 from bertlens.models import resolve_model
-from bertlens.probing.selection import C_GRID, logistic_on_dev
+from bertlens.probing.task_comparison import TaskComparison, compare_on_task
 from bertlens.progress import Progress, silent
 from bertlens.representation.apply import Representation
 from bertlens.representation.postprocess import PostProcessor
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import TaskData
+from bertlens.tasks.splits import carve_dev
 from bertlens.training.loop import TrainConfig, fine_tune
 from bertlens.training.objectives import Distillation
 from bertlens.training.saved_model import run_checkpoint, save_finetuned
@@ -52,6 +51,7 @@ PROJECTION_FILE = "projection.safetensors"
 PROJECTIONS = ("auto", "always", "never")
 UNIT_NORM_TOLERANCE = 1e-3  # teacher vectors within this of length 1 are taken as normalised
 SPEED_TEXTS = 1000
+HELDOUT_LIMIT = 2000  # held-out texts for the fidelity figure: enough for its 1st percentile
 
 
 @dataclass(frozen=True)
@@ -65,19 +65,6 @@ class Fidelity:
 
 
 @dataclass(frozen=True)
-class TaskComparison:
-    task: str
-    metric: str
-    teacher: tuple[float, float, float]  # value, 2.5th, 97.5th percentile
-    student: tuple[float, float, float]
-    difference: tuple[float, float, float]  # student - teacher, paired
-
-    @property
-    def share(self) -> float:
-        return self.student[0] / self.teacher[0] if self.teacher[0] else float("nan")
-
-
-@dataclass(frozen=True)
 class DistillOutcome:
     recipe: Recipe
     fidelity: Fidelity
@@ -87,17 +74,6 @@ class DistillOutcome:
     seconds: float
     evaluations: tuple[TaskComparison, ...]
     record: dict
-
-
-def split_heldout(count: int, fraction: float, seed: int, limit: int = 2000) -> tuple[np.ndarray, np.ndarray]:
-    """(train rows, held-out rows), sorted: a seeded `fraction` of the texts (at least 1, at most `limit`)."""
-    held = min(limit, max(1, round(count * fraction)))
-    if count - held < 2:
-        raise BertlensError(f"{count} texts leave fewer than 2 to train on after holding out {held}; add texts")
-    chosen = np.random.default_rng(seed).choice(count, held, replace=False)
-    mask = np.zeros(count, dtype=bool)
-    mask[chosen] = True
-    return np.flatnonzero(~mask), np.flatnonzero(mask)
 
 
 def _fit_projection(student: np.ndarray, teacher: np.ndarray) -> nn.Linear:
@@ -116,32 +92,6 @@ def _fit_projection(student: np.ndarray, teacher: np.ndarray) -> nn.Linear:
 def fidelity(student: np.ndarray, teacher: np.ndarray) -> Fidelity:
     cosines = row_cosine(student, teacher)  # [n]
     return Fidelity(len(cosines), float(cosines.mean()), float(np.percentile(cosines, 1)), float(cosines.min()))
-
-
-def compare_on_task(teacher: Embedder, student: Embedder, task: TaskData, seed: int = 0) -> TaskComparison:
-    """Teacher vs student on a task's test split, both frozen: STS cosine Spearman, or a logistic probe's accuracy
-    (C chosen on dev, the sweep's grid); intervals from the same paired bootstrap resamples."""
-    if task.kind not in ("similarity", "classification"):
-        raise BertlensError(f"--eval-task '{task.name}' is {task.kind}; use a similarity or classification task")
-    train, dev, test = task_splits(task, seed=seed)
-    if task.kind == "similarity":
-        outputs = []
-        for embedder in (teacher, student):
-            outputs.append(row_cosine(embedder.encode(list(test.texts_a)), embedder.encode(list(test.texts_b))))
-        gold, metric = test.targets, "spearman"
-    else:
-        texts = [*train.texts_a, *dev.texts_a, *test.texts_a]
-        features = torch.from_numpy(np.stack([teacher.encode(texts), student.encode(texts)]))  # [2, n, D]
-        selected = logistic_on_dev(features, len(train), len(dev), train.targets, dev.targets, C_GRID)
-        outputs, gold, metric = list(selected.predictions), test.targets, "accuracy"
-    stacked = np.stack(outputs)  # [2, n_test]
-    intervals = bootstrap(stacked, gold, metric, seed=seed)
-    diff = paired_difference(stacked, gold, metric, seed=seed)
-
-    def triple(i: int) -> tuple[float, float, float]:
-        return float(intervals.value[i]), float(intervals.low[i]), float(intervals.high[i])
-
-    return TaskComparison(task.name, metric, triple(0), triple(1), diff)
 
 
 def run_distill(
@@ -179,7 +129,9 @@ def run_distill(
             f"--projection never: the teacher's vectors have {teacher.dim} dimensions and the student's {width}; "
             "allow a projection (auto)"
         )
-    train_rows, held_rows = split_heldout(len(texts), heldout, config.seed)
+    train_rows, held_rows = carve_dev(
+        np.arange(len(texts)), None, config.seed, False, heldout, limit=HELDOUT_LIMIT, min_kept=2
+    )
     targets = cached_vectors(
         teacher, texts, default_cache_dir(cache_dir), lambda s, d, t: progress("teacher vectors", d, t)
     )  # [N, D]

@@ -22,7 +22,9 @@ import numpy as np
 import torch
 
 from bertlens.encoding.encoder import Encoder
+from bertlens.encoding.tokens import pad_ids
 from bertlens.progress import Progress, silent
+from bertlens.tasks.conllu import find_split_file
 from bertlens.training.masking import replacement_ids
 from bertlens.training.mlm_head import mlm_head
 from bertlens.training.objectives import masked_token_losses
@@ -95,32 +97,28 @@ def tokenizer_fit(tokenizer, texts: list[str], top: int = 15, min_count: int = 3
 
 
 def text_losses(encoder: Encoder, head, texts: list[str], seed: int, batch_size: int = 32) -> np.ndarray:
-    """Masked-LM loss of each text [n] under fixed seeded whole-word masks; NaN where nothing was masked."""
-    tokenizer = encoder.tokenizer
-    random_ids = replacement_ids(tokenizer)
+    """Masked-LM loss of each text [n] under fixed seeded whole-word masks; NaN where nothing was masked.
+
+    Batches of `batch_size` texts in input order (not length-bucketed): the seeded masks then fall on the same
+    tokens however many texts there are after them.
+    """
+    tokenized = encoder.tokenize(texts, word_starts=True)
+    random_ids = replacement_ids(encoder.tokenizer)
     generator = torch.Generator().manual_seed(seed)
     out = np.full(len(texts), np.nan)
     encoder.model.eval()
     head.eval()
     with torch.no_grad():
         for start in range(0, len(texts), batch_size):
-            batch = tokenizer(
-                texts[start : start + batch_size],
-                truncation=True,
-                max_length=encoder.max_length,
-                padding=True,
-                return_tensors="pt",
-                return_special_tokens_mask=True,
-            )
+            rows = np.arange(start, min(start + batch_size, len(texts)))
+            batch = encoder.pad(tokenized, rows)
             real = batch["attention_mask"].bool()  # [B, T]
-            words = torch.tensor(
-                [[i == 0 or w[i] != w[i - 1] for i in range(len(w))] for w in (e.word_ids for e in batch.encodings)]
-            )  # [B, T]
+            words = torch.from_numpy(pad_ids([tokenized.word_starts[r] for r in rows], 0)[0].astype(bool))  # [B, T]
             scored = masked_token_losses(
                 encoder,
                 head,
                 batch["input_ids"],
-                real & ~batch["special_tokens_mask"].bool(),
+                real & ~batch["special_tokens_mask"],
                 words,
                 real,
                 random_ids=random_ids,
@@ -129,10 +127,10 @@ def text_losses(encoder: Encoder, head, texts: list[str], seed: int, batch_size:
             if scored is None:
                 continue
             losses, row = scored  # [M], [M]: which text each masked position belongs to
-            totals = torch.zeros(len(real)).index_add_(0, row, losses)
-            counts = torch.zeros(len(real)).index_add_(0, row, torch.ones_like(losses))
+            totals = torch.zeros(len(rows)).index_add_(0, row, losses)
+            counts = torch.zeros(len(rows)).index_add_(0, row, torch.ones_like(losses))
             with np.errstate(invalid="ignore"):
-                out[start : start + len(real)] = (totals / counts).numpy()
+                out[rows] = (totals / counts).numpy()
     return out
 
 
@@ -214,7 +212,6 @@ def measure_domain(
 
 def default_reference(data: Path) -> tuple[list[str], str]:
     """General English web text: the UD EWT training sentences under `data` (the shared data folder)."""
-    from bertlens.experiments.linguistic import find_split_file
     from bertlens.tasks.conllu import read_conllu
 
     path = find_split_file(data / "ud-ewt", "train")

@@ -23,10 +23,10 @@ from bertlens.embedding.onnx_graph import OPSET, export_graph
 from bertlens.embedding.quantize import quantize, sensitivities
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
-from bertlens.experiments.distill import TaskComparison, compare_on_task
 from bertlens.io.atomic import write_json
 from bertlens.io.cache import file_sha256
 from bertlens.metrics.geometry import row_cosine
+from bertlens.probing.task_comparison import TaskComparison, compare_on_task
 from bertlens.progress import Progress, silent
 from bertlens.representation.postprocess import PostProcessor
 from bertlens.representation.recipe import Recipe

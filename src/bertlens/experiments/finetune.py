@@ -10,11 +10,11 @@ import torch
 
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
-from bertlens.experiments.compare import resolve_sizes, task_splits, training_subset
 from bertlens.progress import Progress, silent
 from bertlens.representation.apply import Representation
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import TaskData
+from bertlens.tasks.splits import resolve_sizes, task_splits, training_subset
 from bertlens.training.heads import Head, HeadSpec
 from bertlens.training.loop import FineTuneResult, TrainConfig, fine_tune
 from bertlens.training.objectives import Encoded, Supervised, score

@@ -20,7 +20,7 @@ from bertlens.features.word_bank import WordBank, build_word_bank
 from bertlens.io.cache import cached_result, content_key
 from bertlens.probing.layerwise import DEFAULT_STRENGTHS, LayerFeatures, LayerwiseResult, probe_layers
 from bertlens.progress import Progress, silent
-from bertlens.tasks.conllu import Sentence, read_conllu, word_spans
+from bertlens.tasks.conllu import Sentence, word_spans
 from bertlens.tasks.probing_tasks import (
     SENTENCE_TASKS,
     SPLITS,
@@ -82,38 +82,6 @@ def check_tasks(names: tuple[str, ...]) -> tuple[str, ...]:
         if name not in ALL_TASKS:
             raise BertlensError(f"unknown probing task '{name}': {did_you_mean(name, ALL_TASKS)}")
     return names
-
-
-def find_split_file(directory: Path, split: str) -> Path:
-    """`split`.conllu, or a UD-style name such as en_ewt-ud-`split`.conllu."""
-    exact = directory / f"{split}.conllu"
-    if exact.is_file():
-        return exact
-    matches = sorted(directory.glob(f"*-{split}.conllu")) + sorted(directory.glob(f"*_{split}.conllu"))
-    if len(matches) != 1:
-        found = ", ".join(p.name for p in sorted(directory.glob("*.conllu"))) or "no .conllu files"
-        raise BertlensError(f"{directory}: need one {split}.conllu (or *-{split}.conllu); found {found}")
-    return matches[0]
-
-
-def load_treebank(directory: str | Path, max_sentences: int | None = None) -> dict[str, list[Sentence]]:
-    """train/dev/test sentences of a UD treebank directory (the first `max_sentences` of each, if given)."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise BertlensError(
-            f"treebank directory not found: {directory}; pass --treebank DIR with train/dev/test .conllu files"
-        )
-    splits = {}
-    for split in SPLITS:
-        sentences = []
-        for sentence in read_conllu(find_split_file(directory, split)):
-            if max_sentences is not None and len(sentences) >= max_sentences:
-                break
-            sentences.append(sentence)
-        if not sentences:
-            raise BertlensError(f"{find_split_file(directory, split)}: no sentences")
-        splits[split] = sentences
-    return splits
 
 
 def _fingerprint(splits: dict[str, list[Sentence]]) -> str:

@@ -23,11 +23,11 @@ from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError, did_you_mean
 from bertlens.metrics.bootstrap import Intervals, bootstrap
 from bertlens.probing.selection import C_GRID, logistic_on_dev
-from bertlens.probing.splits import carve_dev
 from bertlens.progress import Progress, silent
 from bertlens.representation.apply import Representation
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import Split, TaskData
+from bertlens.tasks.splits import carve_dev
 from bertlens.training.hierarchical import HIERARCHICAL, ChunkSequences, train_chunk_classifier
 
 DEFAULT_STRATEGIES = ("head", "tail", "head_tail", "windows:mean", "windows:max", "hier:attention", "hier:gru")

@@ -24,6 +24,7 @@ from bertlens.errors import BertlensError
 from bertlens.io.cache import default_cache_dir
 from bertlens.progress import DETAIL, Progress, silent
 from bertlens.representation.recipe import Recipe
+from bertlens.tasks.splits import hold_out_block
 from bertlens.training import distributed
 from bertlens.training.loop import FineTuneResult, TrainConfig, fine_tune
 from bertlens.training.mlm_head import mlm_head
@@ -73,15 +74,6 @@ def _with_token_rate(progress: Progress, tokens_per_step: int) -> Progress:
     return update
 
 
-def split_rows(rows: StreamRows, fraction: float, seed: int) -> tuple[StreamRows, StreamRows]:
-    """(train, held-out): a seeded contiguous slice of `fraction` of the rows is held out, never trained on."""
-    held = max(1, round(len(rows) * fraction))
-    start = int(np.random.default_rng(seed).integers(0, len(rows) - held + 1))
-    heldout = np.arange(start, start + held)
-    train = np.r_[np.arange(0, start), np.arange(start + held, len(rows))]
-    return rows.part(train), rows.part(heldout)
-
-
 def run_pretrain(
     model: str,
     texts: Iterable[str],
@@ -129,7 +121,8 @@ def run_pretrain(
             f"{source}: {len(stream)} tokens make {len(rows)} rows of {encoder.max_length}, fewer than one batch of "
             f"{config.batch_size} plus a held-out row; add text or lower --batch-size / --max-length"
         )
-    train, held = split_rows(rows, heldout, config.seed)
+    kept, held_out = hold_out_block(len(rows), heldout, config.seed)
+    train, held = rows.part(kept), rows.part(held_out)
     objective = MaskedLM(encoder, head, train, held, unit=mask_unit, seed=config.seed)
     base = objective.heldout_loss()
     checkpoint = run_checkpoint(out, restart)

@@ -22,11 +22,11 @@ from bertlens.probing.pairs import pair_features, row_cosine
 from bertlens.probing.ridge import fit_ridge
 from bertlens.probing.scalar_mix_fit import fit_classification_mix, fit_similarity_mix
 from bertlens.probing.selection import C_GRID, logistic_on_dev
-from bertlens.probing.splits import DEV_FRACTION, Fold, make_folds
 from bertlens.progress import Progress, silent
 from bertlens.representation.postprocess import PostProcessor, parse_steps
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import TaskData
+from bertlens.tasks.splits import DEV_FRACTION, Fold, make_folds
 
 MIX_EXAMPLES = 1000  # training rows (a seeded sample) used to learn a classification ScalarMix
 

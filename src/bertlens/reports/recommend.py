@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from bertlens.experiments.recommend import Recommendation
 from bertlens.io.atomic import write_json
 from bertlens.reports.common import provenance, table
 from bertlens.reports.html import write_report
+from bertlens.workflows.recommend import Recommendation
 
 
 def markdown(result: Recommendation) -> str:

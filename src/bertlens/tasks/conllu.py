@@ -15,6 +15,8 @@ from pathlib import Path
 
 from bertlens.errors import BertlensError
 
+TREEBANK_SPLITS = ("train", "dev", "test")
+
 COLUMNS = 10
 _RANGE = re.compile(r"^(\d+)-(\d+)$")
 _EMPTY = re.compile(r"^\d+\.\d+$")
@@ -215,3 +217,35 @@ def _find_spans(text: str, tokens, forms: list[str]) -> list[tuple[int, int]] | 
         else:
             spans.extend([(begin, end)] * len(ids))  # 'wo'+'n't' for "won't": the words share the token
     return spans
+
+
+def find_split_file(directory: Path, split: str) -> Path:
+    """`split`.conllu, or a UD-style name such as en_ewt-ud-`split`.conllu."""
+    exact = directory / f"{split}.conllu"
+    if exact.is_file():
+        return exact
+    matches = sorted(directory.glob(f"*-{split}.conllu")) + sorted(directory.glob(f"*_{split}.conllu"))
+    if len(matches) != 1:
+        found = ", ".join(p.name for p in sorted(directory.glob("*.conllu"))) or "no .conllu files"
+        raise BertlensError(f"{directory}: need one {split}.conllu (or *-{split}.conllu); found {found}")
+    return matches[0]
+
+
+def load_treebank(directory: str | Path, max_sentences: int | None = None) -> dict[str, list[Sentence]]:
+    """train/dev/test sentences of a UD treebank directory (the first `max_sentences` of each, if given)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise BertlensError(
+            f"treebank directory not found: {directory}; pass --treebank DIR with train/dev/test .conllu files"
+        )
+    splits = {}
+    for split in TREEBANK_SPLITS:
+        sentences = []
+        for sentence in read_conllu(find_split_file(directory, split)):
+            if max_sentences is not None and len(sentences) >= max_sentences:
+                break
+            sentences.append(sentence)
+        if not sentences:
+            raise BertlensError(f"{find_split_file(directory, split)}: no sentences")
+        splits[split] = sentences
+    return splits

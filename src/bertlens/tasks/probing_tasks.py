@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from bertlens.io.atomic import temporary_sibling
-from bertlens.tasks.conllu import Sentence, Word
+from bertlens.tasks.conllu import TREEBANK_SPLITS, Sentence, Word
 
-SPLITS = ("train", "dev", "test")
+SPLITS = TREEBANK_SPLITS
 TOKEN_TASKS: dict[str, Callable[[Word], str]] = {
     "upos": lambda w: w.upos,
     "xpos": lambda w: w.xpos,

@@ -9,13 +9,18 @@ import json
 
 import numpy as np
 
-import bertlens.experiments.recommend as recommend
+import bertlens.workflows.fine_tune_step as fine_tune_step
+import bertlens.workflows.latency_step as latency_step
+import bertlens.workflows.length_step as length_step
+import bertlens.workflows.representation_step as representation_step
 from bertlens.embedding.embedder import Embedder
-from bertlens.experiments.recommend import FROZEN, TUNE, fine_tune_choice, run_recommend
 from bertlens.reports.recommend import markdown as recommend_markdown
 from bertlens.reports.recommend import write_outputs
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import load_user_task
+from bertlens.tasks.splits import with_test_split
+from bertlens.workflows.fine_tune_step import FROZEN, TUNE, fine_tune_choice
+from bertlens.workflows.recommend import run_recommend
 from tests.conftest import DATA
 from tests.reports.chromium import CHROMIUM, assert_report_renders
 
@@ -57,8 +62,8 @@ def test_recommend_on_200_labelled_rows(tiny_bert_dir, tmp_path, monkeypatch):
     def no_more_sweeps(*args, **kwargs):
         raise AssertionError("a finished step ran again")
 
-    monkeypatch.setattr(recommend, "run_sweep", no_more_sweeps)
-    monkeypatch.setattr(recommend, "run_compare", no_more_sweeps)
+    monkeypatch.setattr(representation_step, "run_sweep", no_more_sweeps)
+    monkeypatch.setattr(fine_tune_step, "run_compare", no_more_sweeps)
     again = run_recommend(task, str(tiny_bert_dir), tmp_path / "out", budget_minutes=10)
     assert [d.decision for d in again.decisions[:4]] == [d.decision for d in result.decisions[:4]]
     assert [d.seconds for d in again.decisions[:4]] == [d.seconds for d in result.decisions[:4]]  # kept, not re-timed
@@ -73,7 +78,7 @@ def test_long_texts_get_a_long_text_strategy(tiny_bert_dir, tmp_path):
     task = _csv(tmp_path / "long.csv", texts, [i % 2 for i in range(30)])
     from bertlens.encoding.encoder import Encoder
 
-    decision = recommend.step_lengths(task, Encoder(str(tiny_bert_dir)), 0, measure=False)
+    decision = length_step.step_lengths(task, Encoder(str(tiny_bert_dir)), 0, measure=False)
     assert "windows" in decision.decision and decision.recipe_changes == {"long_text": "windows:mean"}
     assert "100.0% over the model's limit" in decision.evidence
     assert decision.confidence.startswith("rule of thumb: only 30 labelled documents")
@@ -90,41 +95,43 @@ def test_long_documents_whose_label_sits_at_the_end_get_a_measured_strategy_that
     task = _csv(tmp_path / "tail.csv", texts, labels)
     from bertlens.encoding.encoder import Encoder
 
-    decision = recommend.step_lengths(task, Encoder(str(tiny_bert_dir)), 0)
+    decision = length_step.step_lengths(task, Encoder(str(tiny_bert_dir)), 0)
     assert decision.confidence == "measured", decision
     assert decision.recipe_changes.get("long_text") in ("head_tail:32", "windows:mean"), decision
     assert "head " in decision.evidence and "out-of-fold accuracy" in decision.evidence
 
 
 def test_serving_choice_prefers_the_recipe_itself_then_the_fastest_alternative():
-    fp32 = recommend.Timing("fp32", 100.0, 12.0, own=True)
-    bf16 = recommend.Timing("bf16", 250.0, 6.0, own=True)
-    int8 = recommend.Timing("onnx int8", 400.0, 3.0, own=False)
-    student = recommend.Timing("recipe student", 300.0, 4.0, own=False)
+    fp32 = latency_step.Timing("fp32", 100.0, 12.0, own=True)
+    bf16 = latency_step.Timing("bf16", 250.0, 6.0, own=True)
+    int8 = latency_step.Timing("onnx int8", 400.0, 3.0, own=False)
+    student = latency_step.Timing("recipe student", 300.0, 4.0, own=False)
     rows = [fp32, bf16, int8, student]
-    assert recommend.serving_choice(rows, None, None) == bf16  # the recipe meets "no budget": full fidelity first
-    assert recommend.serving_choice(rows, 10.0, None) == bf16
-    assert recommend.serving_choice(rows, 5.0, None) == int8  # the recipe misses 5 ms: fastest alternative
-    assert recommend.serving_choice(rows, None, 350.0) == int8
-    assert recommend.serving_choice(rows, 1.0, None) is None
+    assert latency_step.serving_choice(rows, None, None) == bf16  # the recipe meets "no budget": full fidelity first
+    assert latency_step.serving_choice(rows, 10.0, None) == bf16
+    assert latency_step.serving_choice(rows, 5.0, None) == int8  # the recipe misses 5 ms: fastest alternative
+    assert latency_step.serving_choice(rows, None, 350.0) == int8
+    assert latency_step.serving_choice(rows, 1.0, None) is None
 
 
 def test_fine_tuning_is_sized_to_the_budget():
-    train = recommend.TRAIN
-    costs = recommend.Costs(forward=0.002, train_example=0.014, dev=500, test=1000)
-    cost = {n: recommend.fine_tune_seconds(n, costs, train) for n in (64, 500, 2000)}
+    train = fine_tune_step.TRAIN
+    costs = fine_tune_step.Costs(forward=0.002, train_example=0.014, dev=500, test=1000)
+    cost = {n: fine_tune_step.fine_tune_seconds(n, costs, train) for n in (64, 500, 2000)}
     assert cost[2000] > cost[500] > 0
     assert cost[64] > 0.5 * cost[500]  # tiny sets run more epochs (min_steps), each scoring dev: small is not cheap
-    assert recommend.affordable_size(2000, costs, train, cost[2000]) == 2000
-    assert recommend.affordable_size(2000, costs, train, cost[2000] - 1) < 2000
-    assert recommend.affordable_size(2000, costs, train, 1.0) == 0
+    assert fine_tune_step.affordable_size(2000, costs, train, cost[2000]) == 2000
+    assert fine_tune_step.affordable_size(2000, costs, train, cost[2000] - 1) < 2000
+    assert fine_tune_step.affordable_size(2000, costs, train, 1.0) == 0
 
 
 def test_the_cost_trial_times_real_training_steps(tiny_bert_dir, tmp_path):
     lines = (DATA / "sst2" / "train.txt").read_text().splitlines()[:300]
     task = _csv(tmp_path / "d.csv", [ln.split(" ", 1)[1] for ln in lines], [ln[0] for ln in lines])
-    task = recommend._with_test_split(task, 0)
-    costs = recommend.measure_costs(task, str(tiny_bert_dir), Recipe(model=str(tiny_bert_dir)), recommend.TRAIN, 0)
+    task = with_test_split(task, 0)
+    costs = fine_tune_step.measure_costs(
+        task, str(tiny_bert_dir), Recipe(model=str(tiny_bert_dir)), fine_tune_step.TRAIN, 0
+    )
     assert 0 < costs.forward < 1 and 0 < costs.train_example < 1
     assert costs.train_example > costs.forward  # a training example is a forward pass and more
     assert costs.test == 60 and costs.dev > 0
@@ -136,18 +143,18 @@ def test_alternatives_are_checked_before_measuring(tmp_path, tiny_bert_dir):
     from bertlens.errors import BertlensError
 
     with pytest.raises(BertlensError, match="neither an ONNX export"):
-        recommend.load_alternative(tmp_path)
+        latency_step.load_alternative(tmp_path)
     Recipe(model=str(tiny_bert_dir)).save(tmp_path / "student" / "recipe.json")
     (tmp_path / "student" / "distill.json").write_text(json.dumps({"fidelity": {"mean_cosine": 0.97}}))
-    alt = recommend.load_alternative(tmp_path / "student")
+    alt = latency_step.load_alternative(tmp_path / "student")
     assert "0.9700" in alt.fidelity and not alt.onnx and alt.embedder().encode(["a text"]).shape[0] == 1
 
     from bertlens.experiments.export import run_export_onnx
 
     run_export_onnx(Recipe(model=str(tiny_bert_dir)), tmp_path / "onnx", ["a text", "another text"], "t")
-    exported = recommend.load_alternative(tmp_path / "onnx")
+    exported = latency_step.load_alternative(tmp_path / "onnx")
     assert exported.onnx and exported.label.startswith("onnx fp32") and "parity" in exported.fidelity
-    timing = recommend.step_latency(
+    timing = latency_step.step_latency(
         Recipe(model=str(tiny_bert_dir)), ["a text", "another one"] * 20, 1e-6, None, (alt, exported)
     )
     assert "onnx fp32" in timing.evidence and timing.decision.startswith("too slow")  # nothing meets 1 ns

@@ -1,0 +1,89 @@
+"""Texts -> token ids, and token ids -> padded batches: the one tokenize and the one pad of the package.
+
+The PyTorch encoder, the ONNX Runtime backend, masked-LM measurement and training objectives all go
+through these, so truncation, special tokens and padding agree wherever a text is encoded. numpy only:
+the ONNX backend runs without torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from bertlens.encoding.batching import length_batches
+from bertlens.progress import Progress, silent
+
+
+@dataclass(frozen=True)
+class Tokenized:
+    """Token ids per text (unpadded), how many texts were cut at max_length, and (when asked) each token's
+    character span in its text ((0, 0) for special tokens) and whether it starts a word."""
+
+    input_ids: list[list[int]]
+    special_tokens_mask: list[list[int]]
+    truncated: int
+    offsets: list[list[tuple[int, int]]] | None = None
+    word_starts: list[list[bool]] | None = None
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.fromiter((len(ids) for ids in self.input_ids), dtype=np.int64, count=len(self.input_ids))
+
+
+def tokenize(
+    tokenizer, texts: Sequence[str], max_length: int, *, offsets: bool = False, word_starts: bool = False
+) -> Tokenized:
+    """Tokenize with truncation at `max_length` and count how many texts were cut.
+
+    word_starts: a token starts a word when its word id differs from the previous token's (special tokens,
+    which have none, count as starts), as whole-word masking needs.
+    """
+    if not texts:
+        return Tokenized([], [], 0, [] if offsets else None, [] if word_starts else None)
+    encoded = tokenizer(
+        list(texts),
+        truncation=True,
+        max_length=max_length,
+        return_special_tokens_mask=True,
+        return_offsets_mapping=offsets,
+    )
+    truncated = sum(1 for enc in encoded.encodings if enc.overflowing)
+    spans = [[tuple(pair) for pair in row] for row in encoded["offset_mapping"]] if offsets else None
+    starts = None
+    if word_starts:
+        starts = [[i == 0 or w[i] != w[i - 1] for i in range(len(w))] for w in (e.word_ids for e in encoded.encodings)]
+    return Tokenized(encoded["input_ids"], encoded["special_tokens_mask"], truncated, spans, starts)
+
+
+def pad_ids(rows_ids: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Right-padded ids [B, T] int64 and attention mask [B, T] int64 (1 on real tokens) of the given rows."""
+    length = max(len(ids) for ids in rows_ids)
+    ids = np.full((len(rows_ids), length), pad_id, dtype=np.int64)  # [B, T]
+    attention = np.zeros((len(rows_ids), length), dtype=np.int64)  # [B, T]
+    for i, row in enumerate(rows_ids):
+        ids[i, : len(row)] = row
+        attention[i, : len(row)] = 1
+    return ids, attention
+
+
+def map_batches(
+    lengths: np.ndarray,
+    run: Callable[[np.ndarray], np.ndarray],
+    max_batch: int,
+    max_tokens: int,
+    progress: Progress = silent,
+    stage: str = "encoding",
+) -> np.ndarray:
+    """`run(rows)` -> [B, ...] for each length-bucketed batch of rows, put back in input order [N, ...]."""
+    out = None
+    done = 0
+    for rows in length_batches(lengths, max_batch, max_tokens):
+        part = np.asarray(run(rows))
+        if out is None:
+            out = np.empty((len(lengths), *part.shape[1:]), dtype=part.dtype)
+        out[rows] = part
+        done += len(rows)
+        progress(stage, done, len(lengths))
+    return out

@@ -1,0 +1,229 @@
+"""Step 4 of `recommend`: frozen probe vs a quick fine-tune, sized to the budget by a measured trial.
+
+The trial (a forward pass over 64 texts and fine-tuning runs of 4 and 12 steps) gives the cost per training
+example; the step then runs at the largest training size whose comparison fits what is left of the budget,
+or falls back to the rule of thumb (frozen below ~1k labels), marked as such."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from bertlens.embedding.embedder import Embedder
+from bertlens.embedding.speed import texts_per_second
+from bertlens.encoding.precision import choose_precision
+from bertlens.experiments.compare import CompareConfig, curve, run_compare
+from bertlens.representation.recipe import Recipe
+from bertlens.tasks.loaders import TaskData
+from bertlens.tasks.splits import task_splits, with_test_split
+from bertlens.training.loop import TrainConfig
+from bertlens.training.strategies import parse_strategy
+from bertlens.workflows.decision import Decision, sample_rows
+
+FINE_TUNE_RULE_N = 1000  # the chapter's rule of thumb: below ~1k labels a frozen probe is usually as good
+
+DRIFT_TEXTS = 64  # texts each fine-tuning run's CKA is measured on (not a decision input here)
+
+BUDGET_SHARE = 0.85  # of the time left, what step 4 may plan to use: estimates are from a short trial
+
+
+@dataclass(frozen=True)
+class Costs:
+    """What step 4 costs on this machine, measured on the user's texts before it is sized."""
+
+    forward: float  # seconds per text, one forward pass (scoring dev, test and the drift texts; frozen encoding)
+    train_example: float  # seconds per training example (forward + backward + optimizer, padded batches)
+    dev: int  # dev examples, scored every epoch
+    test: int  # test examples, scored once per run
+    start_up: float = 0.0  # seconds per fine-tuning run besides its examples (optimizer, best-weights restore)
+
+
+def fine_tune_seconds(n: int, costs: Costs, train: TrainConfig) -> float:
+    """Estimated time of step 4 at n training examples: two seeds of full fine-tuning at n and n/4 (each at least
+    `min_steps` batches, dev scored every epoch, test and the drift texts once), plus the frozen probes' encoding."""
+    seeds, total = 2, 0.0
+    for size in (n, max(16, n // 4)):
+        steps_per_epoch = -(-size // train.batch_size)
+        epochs = max(train.epochs, -(-train.min_steps // steps_per_epoch))  # as the training loop counts
+        scored = epochs * costs.dev + costs.test + 2 * DRIFT_TEXTS
+        total += seeds * (epochs * size * costs.train_example + scored * costs.forward + costs.start_up)
+    return total + (n + costs.dev + costs.test) * costs.forward
+
+
+def affordable_size(n: int, costs: Costs, train: TrainConfig, seconds: float) -> int:
+    """The largest training size up to n whose fine-tuning comparison fits in `seconds` (0 when even 64 does not)."""
+    steps = (16000, 8000, 6000, 5000, 4000, 3000, 2000, 1500, 1000, 500, 250, 128, 64)
+    for size in sorted({n, *(s for s in steps if s < n)}, reverse=True):
+        if fine_tune_seconds(size, costs, train) <= seconds:
+            return size
+    return 0
+
+
+def measure_costs(task: TaskData, model: str, recipe: Recipe, train: TrainConfig, seed: int) -> Costs:
+    """A forward pass over 64 of the user's texts, and two short fine-tuning trials (4 and 12 steps at the real batch
+    size and precision, through the same `run_compare` the step uses): the difference is the cost of a training
+    example without the fixed start-up cost, which is counted once per run. The sizing then holds on any machine."""
+    forward = _seconds_per_text(model, sample_rows(task.all_texts(), 64, seed), train.precision)
+    train_split, dev_split, test_split = task_splits(task, 500, seed)
+    short, long = (min(len(train_split), k * train.batch_size) for k in (4, 12))
+    tiny = test_split.subset(np.arange(min(16, len(test_split))))
+    config = CompareConfig(
+        sizes=tuple(sorted({short, long})),
+        strategies=(parse_strategy("full", 1),),
+        seeds=(seed,),
+        train=replace(train, epochs=1, min_steps=1),
+        max_dev=16,
+        drift_texts=8,
+    )
+    with tempfile.TemporaryDirectory() as runs:
+        trial = run_compare(replace(task, splits={**task.splits, "test": tiny}), model, recipe, config, Path(runs))
+    seconds = {run.size: run.seconds for run in trial.runs}
+    if long > short:
+        # never below two forward passes: noise (a tiny model, a busy machine) can flatten the slope
+        per_example = max((seconds[long] - seconds[short]) / (long - short), 2 * forward)
+        start_up = max(seconds[short] - short * per_example, 0.0)
+    else:  # a training set of at most 4 batches: no slope to take, the whole run is the cost
+        per_example, start_up = seconds[short] / short, 0.0
+    return Costs(forward, per_example, len(dev_split), len(test_split), start_up)
+
+
+def step_fine_tune(
+    task: TaskData,
+    model: str,
+    recipe: Recipe,
+    runs_dir: Path,
+    seed: int,
+    progress,
+    *,
+    train: TrainConfig,
+    user_n: int,
+    size: int,
+) -> Decision:
+    """Frozen probe vs full fine-tuning at `size` training examples (the user's own count when the budget allows)
+    and at a quarter of it, two seeds each, paired by seed. `task` has a test split (see `with_test_split`)."""
+    train_split, _, _ = task_splits(task, 500, seed)
+    n = min(size, len(train_split))
+    sizes = tuple(sorted({n, max(16, n // 4)} if n >= 64 else {n}))
+    config = CompareConfig(
+        sizes=sizes,
+        strategies=(parse_strategy("frozen", 1), parse_strategy("full", 1)),
+        seeds=(seed, seed + 1),
+        train=train,
+        max_dev=500,
+        drift_texts=DRIFT_TEXTS,  # drift is not a decision here: a few texts keep the runs' CKA cheap
+    )
+    result = run_compare(task, model, recipe, config, runs_dir, seed=seed, progress=progress)
+    points = {(p.strategy, p.size): p for p in curve(result)}
+    frozen, tuned = points[("frozen", n)], points[("full", n)]
+    paired = np.array(
+        [
+            t.test - f.test
+            for t in result.runs
+            for f in result.runs
+            if t.strategy == "full" and f.strategy == "frozen" and t.size == f.size == n and t.seed == f.seed
+        ]
+    )
+    diff = float(paired.mean())
+    spread = float(paired.std(ddof=1)) if len(paired) > 1 else float("nan")
+    small = max(16, n // 4)
+    at_small = ""
+    if ("full", small) in points and small != n:
+        at_small = f"; at n={small}: frozen {points[('frozen', small)].mean:.4f}, fine-tuned {points[('full', small)].mean:.4f}"
+    # a similarity task's frozen score is the cosine of frozen vectors: nothing is trained, so seeds agree
+    frozen_name = "frozen encoder (cosine, untrained)" if task.kind == "similarity" else "frozen probe"
+    sampled = (
+        f" (a seeded sample of the {len(train_split):,} training examples left after the dev split: what the budget "
+        "affords)"
+        if n < len(train_split)
+        else f" (every training example left after the dev split, of your {user_n:,})"
+    )
+    evidence = (
+        f"at n={n}{sampled}: {frozen_name} {frozen.mean:.4f} [{frozen.low:.4f}, {frozen.high:.4f}], full fine-tune "
+        f"{tuned.mean:.4f} [{tuned.low:.4f}, {tuned.high:.4f}] ({len(paired)} seeds; paired difference "
+        f"{diff:+.4f}, seed-to-seed spread {spread:.4f}){at_small}; fine-tuning took {tuned.seconds:.0f} s per run "
+        f"({train.epochs} epochs, {train.precision})"
+    )
+    rule = (
+        f"fine-tune when it beats the frozen probe in every seed by more than the seeds vary; where the "
+        f"measurement cannot decide, the chapter's rule of thumb: frozen below ~{FINE_TUNE_RULE_N} labels"
+    )
+    choice, confidence = fine_tune_choice(paired, user_n)
+    if confidence == "measured" and n < len(train_split):
+        confidence = f"measured at n={n} of {len(train_split):,} (more labels usually favour fine-tuning more)"
+    commands = ("bertlens finetune --task ... --strategy full --out models/tuned",) if choice == TUNE else ()
+    return Decision("frozen or fine-tuned", choice, evidence, rule, confidence, commands)
+
+
+TUNE, FROZEN = "fine-tune", "keep the encoder frozen (linear probe)"
+
+
+def fine_tune_choice(paired: np.ndarray, n: int) -> tuple[str, str]:
+    """(decision, confidence) from the per-seed differences fine-tuned - frozen at the user's size.
+
+    Fine-tune when every seed gains and the mean gain exceeds the seed-to-seed spread; stay frozen when no
+    seed gains; otherwise the measurement cannot decide and the rule of thumb does (frozen below ~1k labels).
+    """
+    if len(paired) > 1 and (paired > 0).all() and paired.mean() > paired.std(ddof=1):
+        return TUNE, "measured"
+    if len(paired) > 1 and (paired <= 0).all():
+        return FROZEN, "measured"
+    choice = FROZEN if n < FINE_TUNE_RULE_N else TUNE
+    return choice, f"rule of thumb: the measured difference is within the seed-to-seed spread (n={n})"
+
+
+# the training `compare` uses (4 epochs, >= 100 steps, early stopping), so both agree; checkpoints sparser (each
+# writes the model and AdamW state: a cost the short trial does not see)
+TRAIN = TrainConfig(checkpoint_every=200)
+
+FINE_TUNE_TEST = 2000  # test examples scored per run: intervals of about +-2 points on accuracy
+
+TUNABLE = ("classification", "similarity", "pair_classification")
+
+
+def fine_tune_or_rule(task, model, recipe, steps, seed, budget, progress) -> Decision:
+    """Step 4 measured at the largest training size the budget affords (keeping 60 s for step 5), else the rule."""
+    progress("frozen or fine-tuned", 3, 5)
+    user_n = len(task.splits.get("train") or task.splits["all"])
+    why = f"{task.kind} tasks are not compared" if task.kind not in TUNABLE else ""
+    size, estimate = 0, 0.0
+    if not why:
+        tune_task = with_test_split(task, seed)
+        test = tune_task.splits["test"]
+        if len(test) > FINE_TUNE_TEST:
+            test = test.subset(np.sort(np.random.default_rng(seed).choice(len(test), FINE_TUNE_TEST, replace=False)))
+        tune_task = replace(tune_task, splits={**tune_task.splits, "test": test})
+        train_split, _, _ = task_splits(tune_task, 500, seed)
+        train = replace(TRAIN, seed=seed, precision=choose_precision("auto")[0])
+        costs = measure_costs(tune_task, model, recipe, train, seed)
+        left = BUDGET_SHARE * (budget.left() - 60)
+        size = affordable_size(len(train_split), costs, train, left)
+        if size == 0:
+            why = f"{budget.left():.0f} s of the budget left, and even n=64 would take about " + (
+                f"{fine_tune_seconds(64, costs, train):.0f} s"
+            )
+        estimate = fine_tune_seconds(size, costs, train) if size else 0.0
+    if why:
+        choice = FROZEN if user_n < FINE_TUNE_RULE_N else TUNE
+        return Decision(
+            "frozen or fine-tuned",
+            choice,
+            f"{user_n} labelled training examples",
+            f"the chapter's rule of thumb: frozen below ~{FINE_TUNE_RULE_N} labels",
+            f"rule of thumb: not measured ({why})",
+        )
+    start = time.perf_counter()
+    decision = step_fine_tune(
+        tune_task, model, recipe, steps / "runs", seed, progress, train=train, user_n=user_n, size=size
+    )
+    took = time.perf_counter() - start
+    return replace(decision, evidence=decision.evidence + f"; this step: estimated {estimate:.0f} s, took {took:.0f} s")
+
+
+def _seconds_per_text(model: str, texts: list[str], precision: str) -> float:
+    """Forward time per text, measured on a few of the user's texts at the training precision."""
+    (rate,) = texts_per_second([Embedder(Recipe(model=model, precision=precision))], texts)
+    return 1 / rate

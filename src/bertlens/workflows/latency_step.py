@@ -1,0 +1,161 @@
+"""Step 5 of `recommend`: time the recipe (fp32, bf16 where native) and each --alternatives on the user's texts
+-> what to serve, by a pure rule (`serving_choice`)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bertlens.embedding.embedder import Embedder
+from bertlens.embedding.speed import texts_per_second
+from bertlens.encoding.precision import native_bf16
+from bertlens.errors import BertlensError
+from bertlens.representation.recipe import Recipe
+from bertlens.workflows.decision import Decision
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """Something faster to serve than the recipe itself: an ONNX export directory or a (distilled) recipe file."""
+
+    label: str
+    path: Path
+    fidelity: str  # what its own record says about its agreement with the recipe it replaces
+    onnx: bool  # an `export` directory (served with --backend onnx), else a recipe file
+
+    def embedder(self):
+        if self.onnx:
+            from bertlens.embedding.onnx_backend import OnnxEmbedder
+
+            return OnnxEmbedder(self.path)
+        return Embedder(Recipe.load(self.path))
+
+
+def load_alternative(path: Path) -> Alternative:
+    """An export directory (export.json checked) or a recipe (a distill output directory or its recipe.json)."""
+    path = Path(path)
+    if (path / "export.json").is_file():
+        from bertlens.embedding.onnx_backend import read_export
+
+        record = read_export(path)
+        int8 = record.get("int8")
+        precision = "int8" if int8 else "fp32"
+        fidelity = (
+            f"mean cosine {int8['mean_cosine']:.4f}, min {int8['min_cosine']:.4f} to fp32"
+            if int8
+            else "parity with bertlens fp32 checked at export"
+        )
+        return Alternative(f"onnx {precision} ({path.name})", path, fidelity, onnx=True)
+    recipe_file = path / "recipe.json" if path.is_dir() else path
+    if not recipe_file.is_file():
+        raise BertlensError(
+            f"--alternatives: {path} is neither an ONNX export (export.json) nor a recipe; give an `export` output "
+            "directory, a `distill` output directory or a recipe .json"
+        )
+    Recipe.load(recipe_file)  # validated now, not after the other steps
+    fidelity = "no fidelity record"
+    record_file = recipe_file.parent / "distill.json"
+    if record_file.is_file():
+        try:
+            measured = json.loads(record_file.read_text())["fidelity"]
+            fidelity = f"mean cosine {measured['mean_cosine']:.4f} to its teacher on held-out texts"
+        except (ValueError, KeyError, TypeError):
+            raise BertlensError(f"{record_file}: unreadable distill record; distil again") from None
+    return Alternative(f"recipe {recipe_file.parent.name}/{recipe_file.name}", recipe_file, fidelity, onnx=False)
+
+
+def _timing(embedder, sample: list[str]) -> tuple[float, float]:
+    """(texts/s on the sample in batches, best of two passes; median ms for one text alone, after a warm-up)."""
+    (rate,) = texts_per_second([embedder], sample)
+    single = []
+    embedder.encode(sample[:1])
+    for text in sample[:20]:
+        start = time.perf_counter()
+        embedder.encode([text])
+        single.append(1000 * (time.perf_counter() - start))
+    return rate, float(np.median(single))
+
+
+@dataclass(frozen=True)
+class Timing:
+    label: str  # "fp32", "bf16" (the recipe itself) or an alternative's label
+    texts_per_s: float
+    ms_one_text: float
+    own: bool  # the recipe itself (full fidelity) rather than an alternative
+    fidelity: str = ""
+
+
+def serving_choice(timings: list[Timing], budget_ms: float | None, target: float | None) -> Timing | None:
+    """The recipe itself at its fastest precision meeting the budget; else the fastest alternative meeting it;
+    None when nothing does. Full fidelity comes first: an alternative only when the recipe cannot serve."""
+    meets = [
+        t
+        for t in timings
+        if (budget_ms is None or t.ms_one_text <= budget_ms) and (target is None or t.texts_per_s >= target)
+    ]
+    pool = [t for t in meets if t.own] or meets
+    return max(pool, key=lambda t: t.texts_per_s) if pool else None
+
+
+def step_latency(
+    recipe: Recipe,
+    texts: list[str],
+    budget_ms: float | None,
+    target: float | None,
+    alternatives: tuple[Alternative, ...] = (),
+) -> Decision:
+    """Time the recipe at fp32 and (where native) bf16, then each alternative, on the user's texts."""
+    sample = texts[: 32 if recipe.long_text else 256]  # a long-text recipe reads every window: fewer documents
+    precisions = ["fp32"] + (["bf16"] if native_bf16()[0] else [])
+    timings = [Timing(p, *_timing(Embedder(recipe.replace(precision=p)), sample), own=True) for p in precisions]
+    timings += [Timing(a.label, *_timing(a.embedder(), sample), own=False, fidelity=a.fidelity) for a in alternatives]
+    evidence = "; ".join(
+        f"{t.label}: {t.texts_per_s:,.0f} texts/s, {t.ms_one_text:.1f} ms for one text"
+        + (f" ({t.fidelity})" if t.fidelity else "")
+        for t in timings
+    )
+    evidence += f" ({len(sample)} of your texts, {torch.get_num_threads()} threads)"
+    if len(precisions) == 1:
+        evidence += "; bf16 skipped: " + native_bf16()[1]
+    if budget_ms is not None or target is not None:
+        evidence += f"; budget: {budget_ms or 'any'} ms per text, {target or 'any'} texts/s"
+    rule = (
+        "serve the recipe itself at the precision with the most texts/s among those meeting the budget (bf16 "
+        "vectors match fp32 to min cosine >= 0.9999, docs/results.md); only when none does, the fastest "
+        "alternative (ONNX/int8 export, distilled student) that meets it"
+    )
+    best = serving_choice(timings, budget_ms, target)
+    if best is not None and best.own:
+        return Decision(
+            "latency",
+            f"serve at {best.label}",
+            evidence,
+            rule,
+            "measured",
+            ("bertlens serve --recipe OUT/recipe.json",),
+            {"precision": best.label},
+        )
+    if best is not None:
+        alt = next(a for a in alternatives if a.label == best.label)
+        serve = (
+            f"bertlens serve --backend onnx --model {alt.path}" if alt.onnx else f"bertlens serve --recipe {alt.path}"
+        )
+        return Decision(
+            "latency", f"serve {best.label}: the recipe itself misses the budget", evidence, rule, "measured", (serve,)
+        )
+    return Decision(
+        "latency",
+        "too slow for the budget: distil a smaller student, or export to ONNX int8 behind the fidelity gate",
+        evidence,
+        rule,
+        "measured",
+        (
+            "bertlens distill --teacher OUT/recipe.json --student layers:3 --texts corpus.txt --out models/student",
+            "bertlens export --format onnx --quantize int8 --recipe OUT/recipe.json --out export/int8",
+        ),
+    )

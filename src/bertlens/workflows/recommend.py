@@ -1,0 +1,119 @@
+"""`bertlens recommend`: measure the user's data and say what to do, decision by decision, with the evidence.
+
+The chapter's decision framework as five measured steps, each within what is left of a time budget:
+  1. text length vs the model's limit       -> truncate / head+tail / windows
+  2. domain fit (tokenizer, masked-LM loss)  -> continue pre-training (`pretrain`) or not
+  3. representation (a sweep on a sample)    -> the recipe, its interval, the candidates tied with it
+                                                (whitening scored as a candidate for similarity tasks)
+  4. frozen probe vs a quick fine-tune       -> whether fine-tuning is worth its cost here
+  5. latency of the recipe (fp32, bf16)      -> which precision to serve, or that a student is needed
+A step the budget cannot cover gives the rule-of-thumb answer, marked as such. Every finished step is
+cached in OUT/steps/ (keyed by data, model and settings), so an interrupted run resumes from there.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from bertlens.encoding.encoder import Encoder
+from bertlens.errors import BertlensError
+from bertlens.io.cache import cached_result, content_key
+from bertlens.progress import Progress, silent
+from bertlens.representation.recipe import Recipe
+from bertlens.tasks.loaders import TaskData
+from bertlens.workflows.decision import Budget, Decision, sample_task
+from bertlens.workflows.domain_step import reference_corpus, step_domain
+from bertlens.workflows.fine_tune_step import fine_tune_or_rule
+from bertlens.workflows.latency_step import Alternative, step_latency
+from bertlens.workflows.length_step import step_lengths
+from bertlens.workflows.representation_step import SWEEP_EXAMPLES, step_representation
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    task: str
+    model: str
+    decisions: tuple[Decision, ...]
+    recipe: Recipe
+    seconds: float
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def run_recommend(
+    task: TaskData,
+    model: str,
+    out: Path,
+    *,
+    budget_minutes: float = 15.0,
+    latency_budget_ms: float | None = None,
+    throughput_target: float | None = None,
+    alternatives: tuple[Alternative, ...] = (),
+    data: Path | None = None,
+    cache_dir: Path | None = None,
+    seed: int = 0,
+    progress: Progress = silent,
+) -> Recommendation:
+    """Run the five steps within the budget; each finished step is cached in OUT/steps/.
+
+    `data`: the shared data folder holding the domain step's reference corpus (default $BERTLENS_DATA).
+    The time-hungry steps (the long-text comparison, fine-tuning) size themselves to what is left of the budget
+    and fall back to the rule of thumb, marked as such, when even their smallest version does not fit.
+    """
+    if budget_minutes <= 0:
+        raise BertlensError("--budget-minutes must be positive")
+    budget = Budget(budget_minutes * 60)
+    encoder = Encoder(model)
+    key = content_key([task.name, task.kind, model, encoder.ref.fingerprint, seed], task.all_texts())
+    steps = out / "steps"
+    decisions = []
+    notes = []
+
+    def cached(name: str, compute: Callable[[], Decision]) -> Decision:
+        def timed() -> Decision:
+            start = time.perf_counter()
+            decision = compute()
+            return replace(decision, seconds=round(time.perf_counter() - start, 1))
+
+        return cached_result(steps / f"{name}.json", content_key([key, name]), timed, asdict, Decision.from_dict)
+
+    progress("text length", 0, 5)
+    decisions.append(
+        cached(
+            "lengths",
+            lambda: step_lengths(task, encoder, seed, measure=budget.left() > 0.7 * budget.seconds, progress=progress),
+        )
+    )
+    progress("domain", 1, 5)
+    decisions.append(cached("domain", lambda: step_domain(task, encoder, reference_corpus(data), seed)))
+    progress("representation", 2, 5)
+    sweep_task = sample_task(task, SWEEP_EXAMPLES, seed)
+    recipe_path = steps / "recipe.json"
+
+    def representation() -> Decision:
+        decision, recipe = step_representation(sweep_task, model, cache_dir or steps / "cache", seed, progress)
+        recipe.save(recipe_path)
+        return decision
+
+    decisions.append(cached("representation", representation))
+    recipe = Recipe.load(recipe_path) if recipe_path.is_file() else Recipe(model=model)
+    if decisions[0].recipe_changes:
+        notes.append(
+            "The representation was swept on truncated texts; the long-text strategy applies on top of the chosen "
+            "recipe (pooling and layers chosen on the first window)."
+        )
+    decisions.append(cached("fine_tune", lambda: fine_tune_or_rule(task, model, recipe, steps, seed, budget, progress)))
+    progress("latency", 4, 5)
+    served = recipe.replace(**decisions[0].recipe_changes) if decisions[0].recipe_changes else recipe
+    decisions.append(
+        cached(
+            "latency",
+            lambda: step_latency(served, task.all_texts(), latency_budget_ms, throughput_target, alternatives),
+        )
+    )
+    progress("done", 5, 5)
+    for decision in decisions:
+        recipe = recipe.replace(**decision.recipe_changes) if decision.recipe_changes else recipe
+    return Recommendation(task.name, model, tuple(decisions), recipe, budget.seconds - budget.left(), tuple(notes))
