@@ -3,16 +3,20 @@ clone() keeps the parameters, GridSearchCV searches recipe fields and C, and the
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 
-from bertlens.adapters.sklearn import RecipeVectorizer
+from bertlens.adapters.sklearn import EncodingCache, RecipeVectorizer
 from bertlens.embedding.embedder import Embedder
 from bertlens.errors import BertlensError
+from bertlens.representation.recipe import Recipe
 
 GOOD = ["a wonderful film", "great acting and a moving story", "lovely, warm and funny", "a joy to watch"]
 BAD = ["a dull mess", "boring and far too long", "terrible script, awful acting", "a waste of time"]
@@ -33,7 +37,8 @@ def test_clone_keeps_parameters_and_bad_parameters_fail_at_fit(tiny_bert_dir):
     vectorizer = RecipeVectorizer(model=str(tiny_bert_dir), layers=(-2, -1), pooler="cls", normalize=True)
     copy = clone(vectorizer)
     assert copy.get_params() == vectorizer.get_params() and copy is not vectorizer
-    assert copy.recipe().mixer == "mean"  # two layers without a mixer: averaged, as the CLI does
+    assert copy.fit(TEXTS).recipe_.mixer == "mean"  # two layers without a mixer: averaged, as the CLI does
+    assert not hasattr(vectorizer, "recipe_")  # fitting a clone leaves the original unfitted
     with pytest.raises(BertlensError, match="unknown pooler"):
         RecipeVectorizer(model=str(tiny_bert_dir), pooler="median").fit(TEXTS)
 
@@ -47,7 +52,8 @@ def test_grid_search_over_pooler_and_c_encodes_each_text_once_per_recipe(tiny_be
         return original(self, texts)
 
     monkeypatch.setattr(Embedder, "encode", counting)
-    pipeline = make_pipeline(RecipeVectorizer(model=str(tiny_bert_dir), layers=(1,)), LogisticRegression())
+    cache = EncodingCache()  # shared by the clones the grid makes: each text encoded once per recipe
+    pipeline = make_pipeline(RecipeVectorizer(model=str(tiny_bert_dir), layers=(1,), cache=cache), LogisticRegression())
     grid = {"recipevectorizer__pooler": ["mean", "cls"], "logisticregression__C": [0.1, 1.0, 10.0]}
     search = GridSearchCV(pipeline, grid, cv=3).fit(TEXTS, LABELS)
     assert search.best_params_["recipevectorizer__pooler"] in ("mean", "cls")
@@ -55,3 +61,29 @@ def test_grid_search_over_pooler_and_c_encodes_each_text_once_per_recipe(tiny_be
     for pooler, count in calls:
         encoded[pooler] = encoded.get(pooler, 0) + count
     assert encoded == {"mean": len(TEXTS), "cls": len(TEXTS)}  # 2 poolers x 3 C x 3 folds, each text encoded once
+
+
+def test_every_recipe_field_is_a_parameter_and_round_trips(tiny_bert_dir):
+    names = {f.name for f in dataclasses.fields(Recipe)}
+    vectorizer = RecipeVectorizer(model=str(tiny_bert_dir), long_text="windows:mean", attention_layer=-2)
+    params = vectorizer.get_params()
+    assert set(params) == names | {"cache"}  # a new Recipe field is a parameter without another edit here
+    again = RecipeVectorizer(**params).set_params(pooler="cls")
+    assert again.get_params() == {**params, "pooler": "cls"}
+    assert again.fit(TEXTS[:2]).recipe_ == Recipe(
+        model=str(tiny_bert_dir), long_text="windows:mean", attention_layer=-2, pooler="cls"
+    )
+    with pytest.raises(TypeError, match="unknown RecipeVectorizer parameter"):
+        RecipeVectorizer(poolr="cls")
+
+
+def test_transform_needs_fit_and_the_cache_stays_within_its_bound(tiny_bert_dir):
+    with pytest.raises(NotFittedError):
+        RecipeVectorizer(model=str(tiny_bert_dir)).transform(TEXTS)
+    cache = EncodingCache(max_vectors=5)
+    vectorizer = RecipeVectorizer(model=str(tiny_bert_dir), cache=cache).fit(TEXTS)
+    first = vectorizer.transform(TEXTS[:12])
+    assert len(cache.vectors) == 5  # the least recently used were dropped
+    np.testing.assert_allclose(vectorizer.transform(TEXTS[:12]), first, atol=1e-6)  # re-encoded, the same
+    own = RecipeVectorizer(model=str(tiny_bert_dir)).fit(TEXTS)
+    assert own.cache_ is not RecipeVectorizer(model=str(tiny_bert_dir)).fit(TEXTS).cache_  # no process-wide state

@@ -17,8 +17,9 @@ import uvicorn
 
 from bertlens.embedding.embedder import Embedder
 from bertlens.representation.recipe import Recipe
-from bertlens.serving.app import ServeLimits, create_app
+from bertlens.serving.app import create_app
 from bertlens.serving.batcher import DynamicBatcher, QueueFull
+from bertlens.serving.config import ServeLimits, ServeOptions
 
 TEXTS = ["a short text", "a somewhat longer text about cats and dogs", "x"]
 
@@ -57,7 +58,7 @@ def embedder(tiny_bert_dir):
 @pytest.fixture(scope="module")
 def served(embedder):
     limits = ServeLimits(max_inputs=8, max_chars=1000, max_body_bytes=20_000, max_wait_ms=20)
-    with Server(create_app(embedder, limits, api_key="secret", name="tiny")) as url:
+    with Server(create_app(embedder, ServeOptions(limits, api_key="secret", name="tiny"))) as url:
         yield url
 
 
@@ -189,7 +190,7 @@ def test_an_onnx_export_serves_the_same_vectors(tiny_bert_dir, tmp_path):
 
 def test_a_server_that_refuses_long_texts_says_so_and_counts_nothing(embedder):
     long = "word " * 150  # over the tiny model's limit of 128 tokens
-    with Server(create_app(embedder, ServeLimits(long_text="refuse"))) as url:
+    with Server(create_app(embedder, ServeOptions(ServeLimits(long_text="refuse")))) as url:
         refused = httpx.post(url + "/v1/embeddings", json={"input": ["fine", long]})
         tei = httpx.post(url + "/embed", json={"inputs": long, "truncate": True})
         ok = httpx.post(url + "/v1/embeddings", json={"input": ["fine"]})
@@ -214,7 +215,7 @@ class _Slow:
 
 
 def test_a_client_over_its_in_flight_limit_gets_429_and_its_slot_back(embedder):
-    with Server(create_app(_Slow(embedder), ServeLimits(max_client_requests=1))) as url:
+    with Server(create_app(_Slow(embedder), ServeOptions(ServeLimits(max_client_requests=1)))) as url:
 
         def post(_):
             return httpx.post(url + "/v1/embeddings", json={"input": ["a text"]}, timeout=30)
@@ -254,8 +255,7 @@ def test_a_two_worker_server_gives_concurrent_clients_their_own_rows(embedder):
     texts = [f"client text {i} " + "word " * (i % 11) for i in range(64)]
     expected = embedder.encode(texts)
 
-    encoders = [embedder.encode, embedder.for_thread().encode]
-    with Server(create_app(embedder, ServeLimits(max_wait_ms=2), encoders=encoders)) as url:
+    with Server(create_app(embedder, ServeOptions(ServeLimits(max_wait_ms=2), workers=2))) as url:
 
         def one(i: int) -> np.ndarray:
             body = {"input": texts[4 * i : 4 * i + 4], "encoding_format": "float"}

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from bertlens.embedding.embedder import Embedder
+from bertlens.embedding.protocol import TextEncoder
 from bertlens.errors import BertlensError
 from bertlens.representation.recipe import Recipe
 
@@ -88,14 +89,17 @@ def local_sts_task(path: str | Path, name: str = "LocalSTSBenchmark"):
     return LocalSTS()
 
 
-def recipe_encoder(recipe: Recipe, trust_remote_code: bool = False):
-    """An MTEB encoder for the recipe (an `AbsEncoder` subclass, built when mteb is importable)."""
+def recipe_encoder(recipe: Recipe | TextEncoder, trust_remote_code: bool = False):
+    """An MTEB encoder for a recipe (run with the PyTorch backend) or any `TextEncoder` (an ONNX export, ...):
+    an `AbsEncoder` subclass, built when mteb is importable."""
     _mteb()
     from mteb.models.abs_encoder import AbsEncoder
 
     class RecipeEncoder(AbsEncoder):
         def __init__(self) -> None:
-            self.model = Embedder(recipe, trust_remote_code=trust_remote_code)
+            self.model = (
+                Embedder(recipe, trust_remote_code=trust_remote_code) if isinstance(recipe, Recipe) else recipe
+            )
 
         def encode(self, inputs, *, task_metadata, hf_split, hf_subset, prompt_type=None, **kwargs) -> np.ndarray:
             texts = [text for batch in inputs for text in batch["text"]]
@@ -104,7 +108,7 @@ def recipe_encoder(recipe: Recipe, trust_remote_code: bool = False):
     return RecipeEncoder()
 
 
-def evaluate_sts(recipe: Recipe, path: str | Path) -> float:
+def evaluate_sts(recipe: Recipe | TextEncoder, path: str | Path) -> float:
     """MTEB's cosine Spearman of the recipe on a local STS CSV (no results cache, no network)."""
     mteb = _mteb()
     result = mteb.evaluate(recipe_encoder(recipe), local_sts_task(path), cache=None, show_progress_bar=False)

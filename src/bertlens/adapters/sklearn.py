@@ -1,88 +1,118 @@
 """`RecipeVectorizer`: a recipe as a scikit-learn transformer (texts -> vectors), for Pipelines and grid searches.
 
-Constructor arguments are recipe fields, stored unchanged (scikit-learn's `clone` and `set_params`
-rebuild the estimator from them), so a `GridSearchCV` can search poolers and layers as well as the
-classifier's C. Encodings are cached per (recipe, text) in the process: refitting the classifier
-for every C and every fold re-encodes nothing. `fit` learns nothing (a fitted post-processing
-belongs to the recipe's `postprocess` file, fitted with `bertlens postprocess` on its own texts).
+Its parameters are the fields of `Recipe`, every one, taken from the dataclass (no list to keep in step),
+stored unchanged by the constructor: scikit-learn's `clone`, `get_params` and `set_params` round-trip them,
+so a `GridSearchCV` can search poolers and layers as well as the classifier's C. `fit` validates them into
+`recipe_` and loads the encoder (`embedder_`); it learns nothing from the texts (a fitted post-processing
+belongs to the recipe's `postprocess` file, fitted with `bertlens postprocess` on texts of its own).
+
+Vectors are cached in an `EncodingCache` with a bounded size: by default one per fitted instance; pass
+`cache=EncodingCache()` to share one across the clones a grid search makes, so refitting the classifier
+for every C and every fold re-encodes nothing.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
 
 from bertlens.embedding.embedder import Embedder
+from bertlens.embedding.protocol import TextEncoder
 from bertlens.io.cache import content_key
 from bertlens.representation.recipe import Recipe
 
-CACHE_LIMIT = 200_000  # vectors kept per process (least recently used beyond that are dropped)
-_VECTORS: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
-_EMBEDDERS: dict[str, Embedder] = {}
+RECIPE_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Recipe)}
+
+
+class EncodingCache:
+    """Vectors per (recipe, weights, text), least recently used dropped beyond `max_vectors`, and one encoder per
+    recipe. `clone` deep-copies estimator parameters: this object hands out itself instead, so clones share it."""
+
+    def __init__(self, max_vectors: int = 200_000):
+        if max_vectors < 1:
+            raise ValueError("max_vectors must be at least 1")
+        self.max_vectors = max_vectors
+        self.vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self.encoders: dict[str, TextEncoder] = {}
+
+    def __deepcopy__(self, memo) -> EncodingCache:
+        return self
+
+    def encoder(self, recipe: Recipe) -> TextEncoder:
+        key = content_key(recipe.to_dict())
+        if key not in self.encoders:
+            self.encoders[key] = Embedder(recipe)
+        return self.encoders[key]
+
+    def encode(self, encoder: TextEncoder, texts: Sequence[str]) -> np.ndarray:
+        """[n, D] float32 for `texts`, encoding only those not cached (weights changed on disk: other vectors)."""
+        key = content_key([encoder.recipe.to_dict(), encoder.fingerprint])
+        missing = list(dict.fromkeys(t for t in texts if (key, t) not in self.vectors))
+        fresh = dict(zip(missing, encoder.encode(missing), strict=True)) if missing else {}
+        out = np.stack([fresh[t] if t in fresh else self.vectors[(key, t)] for t in texts])  # [n, D]
+        for text in (*missing, *texts):
+            if text in fresh:
+                self.vectors[(key, text)] = fresh[text]
+            self.vectors.move_to_end((key, text))
+        while len(self.vectors) > self.max_vectors:
+            self.vectors.popitem(last=False)
+        return out
 
 
 class RecipeVectorizer(TransformerMixin, BaseEstimator):
-    """`RecipeVectorizer(model="default", layers=(-1,), pooler="mean").transform(texts)` -> [n, D] float32."""
+    """`RecipeVectorizer(model="default", layers=(-1,), pooler="mean").fit(texts).transform(texts)` -> [n, D].
 
-    def __init__(
-        self,
-        model: str = "default",
-        layers: Sequence[int] = (-1,),
-        mixer: str = "single",
-        pooler: str = "mean",
-        normalize: bool = False,
-        max_length: int | None = None,
-        precision: str = "fp32",
-        postprocess: str | None = None,
-    ):
-        self.model = model
-        self.layers = layers
-        self.mixer = mixer
-        self.pooler = pooler
-        self.normalize = normalize
-        self.max_length = max_length
-        self.precision = precision
-        self.postprocess = postprocess
+    Parameters: every `Recipe` field (see bertlens.representation.recipe), plus `cache`. As the CLI does,
+    several layers with the default mixer 'single' are averaged.
+    """
 
-    def recipe(self) -> Recipe:
-        layers = tuple(self.layers)
-        mixer = "mean" if self.mixer == "single" and len(layers) > 1 else self.mixer
-        return Recipe(
-            model=self.model,
-            layers=layers,
-            mixer=mixer,
-            pooler=self.pooler,
-            normalize=self.normalize,
-            max_length=self.max_length,
-            precision=self.precision,
-            postprocess=self.postprocess,
-        )
+    def __init__(self, **params):
+        unknown = set(params) - {*RECIPE_DEFAULTS, "cache"}
+        if unknown:
+            raise TypeError(f"unknown RecipeVectorizer parameter(s): {', '.join(sorted(unknown))}")
+        for name, default in {**RECIPE_DEFAULTS, "cache": None}.items():
+            setattr(self, name, params.get(name, default))
+
+    def _recipe(self) -> Recipe:
+        fields = {name: getattr(self, name) for name in RECIPE_DEFAULTS}
+        layers = tuple(fields["layers"])
+        if fields["mixer"] == "single" and len(layers) > 1:
+            fields["mixer"] = "mean"
+        return Recipe(**{**fields, "layers": layers})
 
     def fit(self, texts=None, y=None):
-        self.recipe()  # validate the parameters now, with the recipe's own messages
+        self.recipe_ = self._recipe()  # the recipe's own messages for bad parameters, here and not later
+        self.cache_ = self.cache if self.cache is not None else EncodingCache()
+        self.embedder_ = self.cache_.encoder(self.recipe_)
         return self
 
     def transform(self, texts) -> np.ndarray:
-        texts = [str(t) for t in (texts.tolist() if hasattr(texts, "tolist") else texts)]
-        recipe = self.recipe()
-        settings = content_key(recipe.to_dict())
-        embedder = _EMBEDDERS.get(settings) or _EMBEDDERS.setdefault(settings, Embedder(recipe))
-        key = content_key([settings, embedder.fingerprint])  # weights changed on disk: other vectors
-        missing = list(dict.fromkeys(t for t in texts if (key, t) not in _VECTORS))
-        if missing:
-            for text, vector in zip(missing, embedder.encode(missing), strict=True):
-                _VECTORS[(key, text)] = vector
-            while len(_VECTORS) > CACHE_LIMIT:
-                _VECTORS.popitem(last=False)
-        for text in texts:
-            _VECTORS.move_to_end((key, text))
-        return np.stack([_VECTORS[(key, t)] for t in texts])  # [n, D]
+        check_is_fitted(self, "recipe_")
+        texts = [str(t) for t in (texts.tolist() if hasattr(texts, "tolist") else texts)]  # arrays, pandas Series
+        return self.cache_.encode(self.embedder_, texts)
+
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        check_is_fitted(self, "recipe_")
+        return np.array([f"dim{i}" for i in range(self.embedder_.dim)], dtype=object)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.string = True
         tags.input_tags.two_d_array = False
         return tags
+
+
+# scikit-learn reads an estimator's parameters from its constructor's signature: give it every Recipe field.
+RecipeVectorizer.__init__.__signature__ = inspect.Signature(
+    [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    + [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
+        for name, default in {**RECIPE_DEFAULTS, "cache": None}.items()
+    ]
+)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import say
 from bertlens.cli.options import add_recipe_options, recipe_from_args
 from bertlens.errors import BertlensError
-from bertlens.serving.app import LONG_TEXT_POLICIES, ServeLimits
+from bertlens.serving.config import BACKENDS, LONG_TEXT_POLICIES, ServeLimits, ServeOptions
 
 DEFAULTS = ServeLimits()
 
@@ -25,7 +26,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--api-key", help="require 'Authorization: Bearer KEY' (also read from $BERTLENS_API_KEY)")
     parser.add_argument("--name", default="bertlens", help="the model name reported in responses")
     parser.add_argument(
-        "--backend", choices=("torch", "onnx"), default="torch", help="onnx: --model is a `bertlens export` directory"
+        "--backend", choices=BACKENDS, default="torch", help="onnx: --model is a `bertlens export` directory"
     )
     parser.add_argument(
         "--workers",
@@ -57,19 +58,10 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(run=run)
 
 
-def _limits(args: argparse.Namespace) -> ServeLimits:
-    for flag in ("max_batch_tokens", "max_inputs", "max_chars", "max_body_bytes", "max_queue"):
-        if getattr(args, flag) < 1:
-            raise BertlensError(f"--{flag.replace('_', '-')} must be at least 1")
-    if args.max_client_requests < 0:
-        raise BertlensError("--max-client-requests must be >= 0 (0: no limit)")
-    if args.workers < 1:
-        raise BertlensError("--workers must be at least 1")
-    if args.max_wait_ms < 0:
-        raise BertlensError("--max-wait-ms must be >= 0")
+def _options(args: argparse.Namespace) -> ServeOptions:
     if not 0 < args.port < 65536:
         raise BertlensError("--port must be between 1 and 65535")
-    return ServeLimits(
+    limits = ServeLimits(
         args.max_batch_tokens,
         args.max_wait_ms,
         args.max_inputs,
@@ -79,47 +71,34 @@ def _limits(args: argparse.Namespace) -> ServeLimits:
         args.long_text_policy,
         args.max_client_requests,
     )
+    api_key = args.api_key or os.environ.get("BERTLENS_API_KEY")
+    return ServeOptions(limits, args.workers, api_key, args.name)
 
 
 def run(args: argparse.Namespace) -> None:
-    import os
+    from bertlens.serving.app import create_app, load_encoder, run_server, threads_per_worker
 
-    import torch
-    import uvicorn
-
-    from bertlens.serving.app import create_app
-
-    limits = _limits(args)
+    options = _options(args)
     # Requests are a few texts each: the tokenizer's thread pool only adds threads that fight the model for the
     # cores. Under load it held the event loop 1.5 ms per request, 0.09 ms without it (docs/results.md).
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-    cores = torch.get_num_threads()
-    workers = args.workers
-    threads = max(1, cores // workers)  # per worker: the workers share the cores, not oversubscribe them
-    if args.backend == "onnx":
-        from bertlens.embedding.onnx_backend import OnnxEmbedder
-
-        if not args.model:
-            raise BertlensError("--backend onnx needs --model DIR, a directory from `bertlens export --format onnx`")
-        embedder = OnnxEmbedder(args.model, threads=threads)
-    else:
-        from bertlens.embedding.embedder import Embedder
-
-        if args.precision is None and args.recipe is None:
-            args.precision = "auto"
-        torch.set_num_threads(threads)
-        embedder = Embedder(recipe_from_args(args), trust_remote_code=args.trust_remote_code)
-    encoders = None
-    if workers > 1:
-        encoders = [embedder.encode] + [embedder.for_thread().encode for _ in range(workers - 1)]
-    api_key = args.api_key or os.environ.get("BERTLENS_API_KEY")
-    if args.host not in ("127.0.0.1", "localhost", "::1") and api_key is None:
+    if args.backend == "torch" and args.precision is None and args.recipe is None:
+        args.precision = "auto"
+    recipe = recipe_from_args(args) if args.backend == "torch" else None
+    embedder = load_encoder(
+        args.backend,
+        recipe=recipe,
+        model_dir=args.model,
+        workers=args.workers,
+        trust_remote_code=args.trust_remote_code,
+    )
+    if args.host not in ("127.0.0.1", "localhost", "::1") and options.api_key is None:
         say(f"warning: serving on {args.host} without --api-key: anyone who can reach it can use it")
-    app = create_app(embedder, limits, encoders=encoders, api_key=api_key, name=args.name)
+    app = create_app(embedder, options)
+    threads = threads_per_worker(args.workers)
     say(
         f"serving {embedder.recipe.model} ({embedder.dim} dims, {embedder.recipe.precision}) on http://{args.host}:"
-        f"{args.port} with {workers} worker(s) x {threads} thread(s) (POST /v1/embeddings, POST /embed, GET /health /info "
-        "/metrics)"
+        f"{args.port} with {args.workers} worker(s) x {threads} thread(s) (POST /v1/embeddings, POST /embed, "
+        "GET /health /info /metrics)"
     )
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=30)
+    run_server(app, args.host, args.port)

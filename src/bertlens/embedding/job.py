@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bertlens.embedding.embedder import Embedder
+from bertlens.embedding.protocol import TextEncoder
 from bertlens.errors import BertlensError, did_you_mean
 from bertlens.io.atomic import atomic_path, write_json, write_npz, write_text
 from bertlens.io.cache import file_sha256
@@ -159,7 +159,7 @@ def _write_parquet(out: Path, shard_files: list[Path], dim: int) -> None:
 def run_embed(
     spec: TableSpec,
     out: Path,
-    embedder: Embedder,
+    embedder: TextEncoder,
     *,
     empty: str = "error",
     shard_size: int = 4096,

@@ -1,0 +1,53 @@
+"""What a server is configured with, validated once (the CLI and a Python caller get the same checks)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+
+from bertlens.errors import BertlensError
+
+LONG_TEXT_POLICIES = ("truncate", "refuse")
+BACKENDS = ("torch", "onnx")
+
+
+@dataclass(frozen=True)
+class ServeLimits:
+    max_batch_tokens: int = 16384
+    max_wait_ms: float = 5.0
+    max_inputs: int = 256  # texts per request
+    max_chars: int = 20000  # characters per text
+    max_body_bytes: int = 4 * 1024 * 1024
+    max_queue: int = 1024  # requests waiting
+    long_text: str = "truncate"  # texts over the model's limit: truncate (and count) or refuse (413)
+    max_client_requests: int = 0  # requests one client address may have in flight (0: no limit); over it, 429
+
+    def __post_init__(self) -> None:
+        for spec in fields(self):
+            value = getattr(self, spec.name)
+            flag = "--" + spec.name.replace("_", "-")
+            if spec.name == "long_text":
+                if value not in LONG_TEXT_POLICIES:
+                    raise BertlensError(f"--long-text-policy must be one of {', '.join(LONG_TEXT_POLICIES)}")
+            elif not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+                raise BertlensError(f"{flag} must be a finite number, got {value!r}")
+            elif spec.name in ("max_wait_ms", "max_client_requests") and value < 0:
+                raise BertlensError(
+                    f"{flag} must be >= 0" + (" (0: no limit)" if spec.name == "max_client_requests" else "")
+                )
+            elif spec.name not in ("max_wait_ms", "max_client_requests") and value < 1:
+                raise BertlensError(f"{flag} must be at least 1")
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """Everything about a server besides its encoder: limits, encode workers, the API key, the reported name."""
+
+    limits: ServeLimits = field(default_factory=ServeLimits)
+    workers: int = 1  # batches encoded at once, each on its own thread and embedder copy (`for_thread()`)
+    api_key: str | None = None  # require 'Authorization: Bearer KEY' on the embedding routes
+    name: str = "bertlens"  # the model name reported in responses
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.workers, int) or self.workers < 1:
+            raise BertlensError("--workers must be at least 1")

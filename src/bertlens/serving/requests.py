@@ -1,0 +1,80 @@
+"""Reading a request: its JSON body (authorised, typed, within the size limit) and its texts; writing a response."""
+
+from __future__ import annotations
+
+import base64
+
+import numpy as np
+import orjson
+from fastapi import Request
+from fastapi.responses import Response
+
+from bertlens.serving.config import ServeLimits
+
+
+class ApiError(Exception):
+    """A refusal: its HTTP status, the message the client reads, and OpenAI's error type."""
+
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error"):
+        super().__init__(message)
+        self.status, self.message, self.kind = status, message, kind
+
+
+def request_texts(payload: dict, field: str, limits: ServeLimits) -> list[str]:
+    """payload[field]: a string or a list of strings, each non-empty and within the limits."""
+    if field not in payload:
+        raise ApiError(422, f"missing '{field}': a string or a list of strings")
+    value = payload[field]
+    texts = [value] if isinstance(value, str) else value
+    if not isinstance(texts, list) or not texts:
+        raise ApiError(422, f"'{field}' must be a non-empty string or a non-empty list of strings")
+    if len(texts) > limits.max_inputs:
+        raise ApiError(413, f"'{field}' has {len(texts)} texts; at most {limits.max_inputs} per request")
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ApiError(
+                422,
+                f"'{field}'[{i}] is a {type(text).__name__}; every input must be a string (token arrays and nested "
+                "lists are not accepted)",
+            )
+        if not text.strip():
+            raise ApiError(422, f"'{field}'[{i}] is empty; every input needs some text")
+        if len(text) > limits.max_chars:
+            raise ApiError(413, f"'{field}'[{i}] has {len(text)} characters; at most {limits.max_chars}")
+    return texts
+
+
+def check_key(request: Request, api_key: str | None) -> None:
+    if api_key is not None and request.headers.get("authorization") != f"Bearer {api_key}":
+        raise ApiError(401, "missing or wrong API key (send 'Authorization: Bearer KEY')", "authentication_error")
+
+
+async def read_json(request: Request, limits: ServeLimits) -> dict:
+    """The body as a JSON object: 415 when not JSON, 413 over the size limit (checked while reading), 400/422."""
+    if "application/json" not in request.headers.get("content-type", ""):
+        raise ApiError(415, "send the request body as JSON (Content-Type: application/json)")
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
+        raise ApiError(413, f"request body over {limits.max_body_bytes} bytes")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limits.max_body_bytes:
+            raise ApiError(413, f"request body over {limits.max_body_bytes} bytes")
+    try:
+        payload = orjson.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise ApiError(400, "the request body is not valid JSON") from None
+    if not isinstance(payload, dict):
+        raise ApiError(422, "the request body must be a JSON object")
+    return payload
+
+
+def encode_base64(vector: np.ndarray) -> str:
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def json_response(content) -> Response:
+    """Serialised once, by orjson, straight from float32 arrays: each number is the shortest text that reads back
+    as the same float32, and FastAPI's per-element encoder (most of a float response's cost) is skipped."""
+    return Response(orjson.dumps(content, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json")

@@ -1,0 +1,106 @@
+"""The serving state behind the routes: one encoder, its worker copies, the batcher, limits and metrics.
+
+Requests are checked here before they are queued (token counts on the event loop's own tokenizer copy,
+the long-text policy, a client's in-flight limit), then encoded in batches by `DynamicBatcher` on
+`workers` threads, each with its own `for_thread()` copy of the encoder (shared weights).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from dataclasses import asdict
+
+import numpy as np
+
+from bertlens.embedding.protocol import TextEncoder
+from bertlens.serving.batcher import DynamicBatcher, QueueFull
+from bertlens.serving.config import ServeOptions
+from bertlens.serving.metrics import ServerMetrics
+from bertlens.serving.requests import ApiError
+from bertlens.version import __version__
+
+SHORTEN = "shorten or split them (this server refuses long texts)"
+
+
+class EmbeddingService:
+    def __init__(self, embedder: TextEncoder, options: ServeOptions = ServeOptions()):
+        self.embedder, self.options, self.limits = embedder, options, options.limits
+        copies = [embedder] + [embedder.for_thread() for _ in range(options.workers - 1)]
+        self.count_tokens = embedder.token_counter()  # the event loop's own: the workers' are busy in their threads
+        self.metrics = ServerMetrics()
+        self.batcher = DynamicBatcher(
+            [copy.encode for copy in copies],
+            max_batch_tokens=self.limits.max_batch_tokens,
+            max_wait_ms=self.limits.max_wait_ms,
+            max_queue=self.limits.max_queue,
+            on_batch=self.metrics.record_batch,
+        )
+        self.in_flight: dict[str, int] = {}  # requests per client address, for max_client_requests
+        self.started = time.time()
+
+    @property
+    def refuses_long(self) -> str | None:
+        """How to fix a text over the limit when the policy refuses them, else None (truncate)."""
+        return SHORTEN if self.limits.long_text == "refuse" else None
+
+    def token_counts(self, texts: list[str], refuse_long: str | None) -> tuple[int, int]:
+        """(tokens the model will read, texts over its limit); with `refuse_long` (how to fix it), over is a 413."""
+        limit = self.embedder.max_length
+        lengths = self.count_tokens(texts)
+        over = sum(n > limit for n in lengths)
+        if over and refuse_long:
+            raise ApiError(413, f"{over} input(s) exceed the model's limit of {limit} tokens; {refuse_long}")
+        return sum(min(n, limit) for n in lengths), over
+
+    async def embed(self, texts: list[str], refuse_long: str | None) -> tuple[np.ndarray, int]:
+        """Vectors [n, D] float32 for one request's texts, and the tokens they cost."""
+        tokens, over = self.token_counts(texts, refuse_long)
+        try:
+            vectors = await self.batcher.submit(texts, tokens)
+        except QueueFull:
+            raise ApiError(503, "the server is at its queue limit; retry shortly", "server_busy") from None
+        self.metrics.truncated.inc(over)
+        return np.ascontiguousarray(vectors, dtype=np.float32), tokens
+
+    @contextlib.contextmanager
+    def admitted(self, client: str) -> Iterator[None]:
+        """One request of `client` in flight; over max_client_requests, a 429 instead."""
+        cap = self.limits.max_client_requests
+        if cap and self.in_flight.get(client, 0) >= cap:
+            raise ApiError(
+                429,
+                f"this client already has {cap} request(s) in flight; wait for them or retry shortly",
+                "rate_limit_exceeded",
+            )
+        self.in_flight[client] = self.in_flight.get(client, 0) + 1
+        try:
+            yield
+        finally:
+            self.in_flight[client] -= 1
+            if not self.in_flight[client]:
+                del self.in_flight[client]
+
+    def check_dimensions(self, dimensions) -> None:
+        if dimensions is not None and dimensions != self.embedder.dim:
+            raise ApiError(
+                422,
+                f"'dimensions' {dimensions} is not supported: this recipe was not trained for shortened vectors "
+                f"(Matryoshka); omit it or pass {self.embedder.dim}",
+            )
+
+    def info(self) -> dict:
+        embedder = self.embedder
+        return {
+            "name": self.options.name,
+            "version": __version__,
+            "backend": type(embedder).__name__,
+            "recipe": embedder.recipe.to_dict(),
+            "model_fingerprint": embedder.fingerprint,
+            "dim": embedder.dim,
+            "max_length": embedder.max_length,
+            "limits": asdict(self.limits),
+            "workers": self.options.workers,
+            "uptime_seconds": round(time.time() - self.started, 1),
+        }
