@@ -22,11 +22,12 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from bertlens.embedding.embedder import Embedder
-from bertlens.experiments.contrastive import CONTRASTIVE_DEFAULTS, Examples, run_contrastive
+from bertlens.experiments.contrastive import Examples, run_contrastive
 from bertlens.representation.postprocess import PostProcessor, parse_steps
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.catalog import get_task
 from bertlens.tasks.loaders import load_catalog_task
+from bertlens.training.config import CONTRASTIVE_DEFAULTS
 from common import DATA, REPO
 
 

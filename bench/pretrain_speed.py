@@ -85,7 +85,8 @@ def run_bertlens(model_dir: Path, texts: list[str], steps: int, batch: int, leng
 
     from bertlens.encoding.encoder import Encoder
     from bertlens.encoding.token_stream import StreamRows, build_token_stream
-    from bertlens.training.loop import TrainConfig, fine_tune
+    from bertlens.training.config import TrainConfig
+    from bertlens.training.loop import fine_tune
     from bertlens.training.mlm_head import mlm_head
     from bertlens.training.objectives import MaskedLM
     from bertlens.training.strategies import parse_strategy

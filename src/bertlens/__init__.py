@@ -35,7 +35,7 @@ _EXPORTS = {
     "data_dir": "bertlens.tasks.catalog",
     "get_task": "bertlens.tasks.catalog",
     "fine_tune": "bertlens.training.loop",
-    "TrainConfig": "bertlens.training.loop",
+    "TrainConfig": "bertlens.training.config",
 }
 
 __all__ = ["BertlensError", "__version__", *_EXPORTS]

@@ -12,12 +12,13 @@ import pytest
 from safetensors.numpy import load_file
 
 from bertlens.embedding.embedder import Embedder
-from bertlens.experiments.distill import DISTILL_DEFAULTS, HELDOUT_LIMIT, run_distill
+from bertlens.experiments.distill import HELDOUT_LIMIT, run_distill
 from bertlens.probing.task_comparison import compare_on_task
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.catalog import get_task
 from bertlens.tasks.loaders import load_catalog_task
 from bertlens.tasks.splits import carve_dev
+from bertlens.training.config import DISTILL_DEFAULTS
 from bertlens.training.students import StudentSpec
 from tests.conftest import DATA
 

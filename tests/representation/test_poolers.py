@@ -69,3 +69,10 @@ def test_unknown_pooler_lists_valid_names():
 def test_attention_pooler_without_weights_is_a_clear_error():
     with pytest.raises(BertlensError, match="needs attention weights"):
         pool("attention", STATES, mask(True))
+
+
+def test_every_pooler_is_named_where_the_cli_reads_names_without_torch():
+    from bertlens.representation.choices import POOLER_NAMES
+    from bertlens.representation.poolers import POOLERS
+
+    assert tuple(POOLERS) == POOLER_NAMES

@@ -13,8 +13,9 @@ from bertlens.representation.apply import Representation
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import Split
 from bertlens.training.blocks import encoder_blocks
+from bertlens.training.config import TrainConfig
 from bertlens.training.heads import Head, HeadSpec
-from bertlens.training.loop import TrainConfig, fine_tune, lr_factor
+from bertlens.training.loop import fine_tune, lr_factor
 from bertlens.training.objectives import Encoded, Supervised
 from bertlens.training.strategies import parse_strategy
 

@@ -11,9 +11,9 @@ import torch
 
 from bertlens.cli.main import main
 from bertlens.encoding.encoder import Encoder
-from bertlens.experiments.contrastive import CONTRASTIVE_DEFAULTS
 from bertlens.representation.apply import Representation
 from bertlens.representation.recipe import Recipe
+from bertlens.training.config import CONTRASTIVE_DEFAULTS
 from bertlens.training.loop import fine_tune
 from bertlens.training.objectives import Contrastive, info_nce
 from bertlens.training.strategies import parse_strategy

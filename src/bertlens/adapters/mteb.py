@@ -97,9 +97,7 @@ def recipe_encoder(recipe: Recipe | TextEncoder, trust_remote_code: bool = False
 
     class RecipeEncoder(AbsEncoder):
         def __init__(self) -> None:
-            self.model = (
-                Embedder(recipe, trust_remote_code=trust_remote_code) if isinstance(recipe, Recipe) else recipe
-            )
+            self.model = Embedder(recipe, trust_remote_code=trust_remote_code) if isinstance(recipe, Recipe) else recipe
 
         def encode(self, inputs, *, task_metadata, hf_split, hf_subset, prompt_type=None, **kwargs) -> np.ndarray:
             texts = [text for batch in inputs for text in batch["text"]]

@@ -16,11 +16,8 @@ from bertlens.cli.options import (
 )
 from bertlens.cli.sources import add_task_options, load_task
 from bertlens.errors import BertlensError
-from bertlens.experiments.compare import CompareConfig, drift_probe, payoff, run_compare
 from bertlens.models import resolve_model
-from bertlens.reports.compare import table_rows, write_outputs
 from bertlens.tasks.catalog import data_dir
-from bertlens.tasks.splits import resolve_sizes, task_splits
 from bertlens.training.strategies import parse_strategies
 
 
@@ -62,6 +59,10 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    from bertlens.experiments.compare import CompareConfig, drift_probe, payoff, run_compare
+    from bertlens.reports.compare import table_rows, write_outputs
+    from bertlens.tasks.splits import resolve_sizes, task_splits
+
     if args.seeds < 1:
         raise BertlensError("--seeds must be at least 1")
     task = load_task(args)

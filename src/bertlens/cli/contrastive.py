@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
@@ -14,12 +15,14 @@ from bertlens.cli.options import (
     recipe_from_args,
     training_config,
 )
-from bertlens.cli.sources import file_texts
+from bertlens.cli.sources import add_data_dir_option, add_texts_options, file_texts
 from bertlens.errors import BertlensError
-from bertlens.experiments.contrastive import CONTRASTIVE_DEFAULTS, Examples, file_pairs, run_contrastive, task_pairs
 from bertlens.io.tables import TableSpec, parse_column
 from bertlens.tasks.catalog import data_dir, get_task
-from bertlens.tasks.loaders import load_catalog_task
+from bertlens.training.config import CONTRASTIVE_DEFAULTS
+
+if TYPE_CHECKING:  # annotations only: the module loads without heavy imports (`--help`)
+    from bertlens.experiments.contrastive import Examples
 
 
 def add_parser(subparsers) -> None:
@@ -37,19 +40,16 @@ def add_parser(subparsers) -> None:
         help="simcse: raw sentences, dropout as noise; pairs: (anchor, positive) pairs",
     )
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument(
-        "--texts", type=Path, help="simcse: sentences (.txt one a line, or CSV/TSV/JSONL with --column)"
-    )
+    add_texts_options(parser, "simcse: sentences", target=source)
     source.add_argument("--pairs", help="pairs: a CSV/TSV/JSONL file with --text-col and --text-col2")
     source.add_argument("--task", help="a catalog task: its texts (simcse) or its pairs scored >= --min-score (pairs)")
-    parser.add_argument("--column", help="--texts: the text column or field")
     parser.add_argument("--text-col", help="--pairs: anchor column (header name or 0-based index)")
     parser.add_argument("--text-col2", help="--pairs: positive column")
     parser.add_argument("--no-header", action="store_true", help="--pairs: the CSV/TSV has no header row")
     parser.add_argument(
         "--min-score", type=float, default=4.0, help="--task with pairs: keep training pairs scored at least this"
     )
-    parser.add_argument("--data-dir", help="where catalog tasks live (default $BERTLENS_DATA or ../shared/data)")
+    add_data_dir_option(parser)
     parser.add_argument("--max-texts", type=int, help="a seeded sample of at most N sentences or pairs")
     parser.add_argument(
         "--strategy", default="full", help="which encoder blocks train: full, partial:K, gradual, llrd[:D]"
@@ -62,6 +62,9 @@ def add_parser(subparsers) -> None:
 
 
 def _examples(args: argparse.Namespace) -> Examples:
+    from bertlens.experiments.contrastive import Examples, file_pairs, task_pairs
+    from bertlens.tasks.loaders import load_catalog_task
+
     if args.mode == "simcse":
         if args.pairs:
             raise BertlensError("--mode simcse takes --texts or --task; --pairs is for --mode pairs")
@@ -84,6 +87,8 @@ def _examples(args: argparse.Namespace) -> Examples:
 
 
 def run(args: argparse.Namespace) -> None:
+    from bertlens.experiments.contrastive import run_contrastive
+
     examples = _examples(args).sample(args.max_texts, args.seed)
     config = training_config(args, args.seed)
     with progress_bar(

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
 from bertlens.cli.options import add_trained_model_options, add_training_options, training_config
-from bertlens.cli.sources import file_texts, training_texts
+from bertlens.cli.sources import add_data_dir_option, add_texts_options, file_texts, training_texts
 from bertlens.errors import BertlensError
-from bertlens.experiments.distill import DISTILL_DEFAULTS, PROJECTIONS, run_distill
 from bertlens.models import resolve_model
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.catalog import CATALOG, data_dir, get_task
-from bertlens.tasks.loaders import load_catalog_task
-from bertlens.training.students import STUDENT_FORMS, parse_student
+from bertlens.training.config import DISTILL_DEFAULTS, PROJECTIONS, STUDENT_FORMS
 
 
 def add_parser(subparsers) -> None:
@@ -32,10 +29,9 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("--student", required=True, help=STUDENT_FORMS)
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--texts", type=Path, nargs="+", help="unlabelled texts: .txt (one a line), .csv/.tsv/.jsonl")
+    add_texts_options(parser, "unlabelled texts", target=source, many=True)
     source.add_argument("--task", help=f"a catalog task's training texts: {', '.join(CATALOG)}")
-    parser.add_argument("--column", help="for --texts CSV/TSV/JSONL: the text column or field")
-    parser.add_argument("--data-dir", help="where catalog tasks live (default $BERTLENS_DATA or ../shared/data)")
+    add_data_dir_option(parser)
     parser.add_argument(
         "--eval-task",
         nargs="+",
@@ -65,6 +61,8 @@ def _teacher(spec: str) -> Recipe:
 
 
 def _texts(args: argparse.Namespace) -> tuple[list[str], str]:
+    from bertlens.tasks.loaders import load_catalog_task
+
     if args.task:
         texts, source = (
             training_texts(load_catalog_task(get_task(args.task), data_dir(args.data_dir))),
@@ -80,6 +78,10 @@ def _texts(args: argparse.Namespace) -> tuple[list[str], str]:
 
 
 def run(args: argparse.Namespace) -> None:
+    from bertlens.experiments.distill import run_distill
+    from bertlens.tasks.loaders import load_catalog_task
+    from bertlens.training.students import parse_student
+
     config = training_config(args, args.seed)
     teacher = _teacher(args.teacher)
     student = parse_student(args.student, resolve_model(teacher.model).num_layers)

@@ -8,11 +8,8 @@ from pathlib import Path
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import print_table, progress_bar, say
 from bertlens.cli.options import add_encoder_options, add_run_options
-from bertlens.cli.sources import file_texts
-from bertlens.encoding.encoder import Encoder
+from bertlens.cli.sources import add_data_dir_option, add_texts_options, file_texts
 from bertlens.errors import BertlensError
-from bertlens.experiments.domain import default_reference, measure_domain
-from bertlens.reports.domain import fit_rows, verdict, write_outputs
 from bertlens.tasks.catalog import data_dir
 
 
@@ -23,15 +20,14 @@ def add_parser(subparsers) -> None:
         description="Tokenizer fit and the model's own masked-LM surprise on your text vs a reference corpus, "
         "with intervals and a verdict (adapt with `bertlens pretrain` or not).",
     )
-    parser.add_argument("--texts", type=Path, required=True, help="your texts: .txt (one a line) or CSV/TSV/JSONL")
-    parser.add_argument("--column", help="for CSV/TSV/JSONL: the text column or field")
+    add_texts_options(parser, "your texts", required=True)
     parser.add_argument(
         "--reference",
         type=Path,
         help="a reference corpus file (default: UD EWT training sentences, "
         "general English web text, from $BERTLENS_DATA)",
     )
-    parser.add_argument("--data-dir", help="where the shared data lives (default $BERTLENS_DATA or ../shared/data)")
+    add_data_dir_option(parser)
     parser.add_argument("--samples", type=int, default=500, help="texts per corpus for the masked-LM loss (seeded)")
     add_encoder_options(parser, model_default="default")
     add_run_options(parser, Path("out/domain"))
@@ -39,12 +35,18 @@ def add_parser(subparsers) -> None:
 
 
 def _reference(args: argparse.Namespace) -> tuple[list[str], str]:
+    from bertlens.experiments.domain import default_reference
+
     if args.reference:
         return file_texts(args.reference, None), str(args.reference)
     return default_reference(data_dir(args.data_dir))
 
 
 def run(args: argparse.Namespace) -> None:
+    from bertlens.encoding.encoder import Encoder
+    from bertlens.experiments.domain import measure_domain
+    from bertlens.reports.domain import fit_rows, verdict, write_outputs
+
     if args.samples < 10:
         raise BertlensError("--samples must be at least 10")
     texts = file_texts(args.texts, args.column)

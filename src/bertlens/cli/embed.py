@@ -8,10 +8,8 @@ from pathlib import Path
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
 from bertlens.cli.options import add_recipe_options, recipe_from_args
-from bertlens.embedding.embedder import Embedder
-from bertlens.embedding.job import EMPTY_POLICIES, check_output, run_embed
 from bertlens.errors import BertlensError
-from bertlens.io.tables import TableSpec, check_file, parse_column
+from bertlens.io.tables import EMPTY_POLICIES, TableSpec, check_file, parse_column
 
 
 def add_parser(subparsers) -> None:
@@ -56,6 +54,8 @@ def add_parser(subparsers) -> None:
 
 
 def _embedder(args: argparse.Namespace):
+    from bertlens.embedding.embedder import Embedder
+
     if args.backend == "torch":
         if args.precision is None and args.recipe is None:
             args.precision = "auto"  # embedding's default: bf16 only where this machine runs it fast
@@ -85,6 +85,8 @@ def _embedder(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> None:
+    from bertlens.embedding.job import check_output, run_embed
+
     column = args.field if args.field is not None else args.column
     spec = TableSpec(
         args.input,

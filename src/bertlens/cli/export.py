@@ -10,11 +10,10 @@ from pathlib import Path
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
 from bertlens.cli.options import add_recipe_options, recipe_from_args
-from bertlens.cli.sources import file_texts
+from bertlens.cli.sources import add_data_dir_option, add_texts_options, file_texts
+from bertlens.embedding.gate import Gate
 from bertlens.errors import BertlensError
-from bertlens.experiments.export import Gate, run_export_onnx
 from bertlens.tasks.catalog import data_dir, get_task
-from bertlens.tasks.loaders import load_catalog_task
 
 FORMATS = ("onnx", "sentence-transformers")
 
@@ -29,10 +28,7 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("--format", required=True, help=f"{' or '.join(FORMATS)}")
     parser.add_argument("--out", type=Path, required=True, help="directory to write")
-    parser.add_argument(
-        "--texts", type=Path, help="texts to check parity on (default: 512 STS-B training sentences from --data-dir)"
-    )
-    parser.add_argument("--column", help="for --texts CSV/TSV/JSONL: the text column or field")
+    add_texts_options(parser, "texts to check parity on (default: 512 STS-B training sentences from --data-dir)")
     parser.add_argument("--samples", type=int, default=512, help="how many texts to check parity on (default 512)")
     parser.add_argument(
         "--quantize",
@@ -52,7 +48,7 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("--eval-task", help="int8: also compare the task score (stsb, sst2, trec) with fp32")
     parser.add_argument("--force", action="store_true", help="int8: write it even below the gate (figures recorded)")
-    parser.add_argument("--data-dir", help="where catalog tasks live (default $BERTLENS_DATA or ../shared/data)")
+    add_data_dir_option(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress output")
     add_recipe_options(parser)
     parser.set_defaults(run=run)
@@ -79,6 +75,9 @@ def _parity_texts(args: argparse.Namespace) -> tuple[list[str], str]:
 
 
 def run(args: argparse.Namespace) -> None:
+    from bertlens.experiments.export import run_export_onnx
+    from bertlens.tasks.loaders import load_catalog_task
+
     if args.format not in FORMATS:
         raise BertlensError(f"unknown --format '{args.format}': use {' or '.join(FORMATS)}")
     if args.format != "onnx" and (args.quantize or args.calibration or args.eval_task):

@@ -14,7 +14,6 @@ from bertlens.cli.options import (
     training_config,
 )
 from bertlens.cli.sources import add_task_options, load_task
-from bertlens.experiments.finetune import run_finetune
 
 
 def add_parser(subparsers) -> None:
@@ -37,6 +36,8 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    from bertlens.experiments.finetune import run_finetune
+
     task = load_task(args)
     config = training_config(args, args.seed)
     with progress_bar(f"finetune {task.name} ({args.strategy})", unit="steps", enabled=not args.quiet) as update:

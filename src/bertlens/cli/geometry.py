@@ -9,10 +9,7 @@ from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
 from bertlens.cli.options import add_encoder_options, add_run_options
 from bertlens.cli.sources import add_text_source, load_texts
-from bertlens.encoding.encoder import Encoder
-from bertlens.experiments.geometry import collect, layer_diagnostics, positive_pairs
-from bertlens.reports.geometry import markdown_table, write_outputs
-from bertlens.representation.poolers import check_pooler
+from bertlens.representation.choices import check_pooler
 
 
 def add_parser(subparsers) -> None:
@@ -30,6 +27,10 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    from bertlens.encoding.encoder import Encoder
+    from bertlens.experiments.geometry import collect, layer_diagnostics, positive_pairs
+    from bertlens.reports.geometry import markdown_table, write_outputs
+
     poolers = tuple(check_pooler(p.strip()) for p in args.poolers.split(",") if p.strip())
     texts, source, task = load_texts(args, args.seed)
     encoder = Encoder(

@@ -9,10 +9,7 @@ from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
 from bertlens.cli.options import add_recipe_options, add_run_options, recipe_from_args
 from bertlens.cli.sources import add_task_options, load_task
-from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
-from bertlens.experiments.longdoc import DEFAULT_STRATEGIES, check_strategies, compare_long_text, documents
-from bertlens.reports.longdoc import markdown_table, write_outputs
 
 
 def add_parser(subparsers) -> None:
@@ -26,9 +23,9 @@ def add_parser(subparsers) -> None:
     add_recipe_options(parser)
     parser.add_argument(
         "--strategies",
-        default=",".join(DEFAULT_STRATEGIES),
-        help="comma list: head, tail, head_tail[:H], windows[:STRIDE][:mean|max|first|weighted], "
-        "hier:attention, hier:gru",
+        default="all",
+        help="comma list of head, tail, head_tail[:H], windows[:STRIDE][:mean|max|first|weighted], "
+        "hier:attention, hier:gru; 'all' (default): head, tail, head_tail, windows:mean, windows:max and both hier",
     )
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--max-examples", type=int, help="a seeded sample of at most N documents")
@@ -37,7 +34,12 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    strategies = check_strategies(tuple(s.strip() for s in args.strategies.split(",") if s.strip()))
+    from bertlens.encoding.encoder import Encoder
+    from bertlens.experiments.longdoc import DEFAULT_STRATEGIES, check_strategies, compare_long_text, documents
+    from bertlens.reports.longdoc import markdown_table, write_outputs
+
+    named = tuple(s.strip() for s in args.strategies.split(",") if s.strip())
+    strategies = check_strategies(DEFAULT_STRATEGIES if named == ("all",) else named)
     task = load_task(args)
     split = documents(task)
     recipe = recipe_from_args(args)

@@ -5,13 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bertlens.encoding.precision import choose_precision
 from bertlens.errors import BertlensError
 from bertlens.models import resolve_model
-from bertlens.representation.mixers import MIXERS, parse_layers
-from bertlens.representation.poolers import POOLERS
-from bertlens.representation.recipe import PRECISIONS, Recipe
-from bertlens.training.loop import TrainConfig
+from bertlens.representation.choices import MIXERS, POOLER_NAMES, PRECISIONS, parse_layers
+from bertlens.representation.recipe import Recipe
+from bertlens.training.config import TrainConfig
 
 
 def add_encoder_options(parser: argparse.ArgumentParser, model_default: str | None = None) -> argparse._ArgumentGroup:
@@ -38,7 +36,7 @@ def add_recipe_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--recipe", help="a recipe JSON (e.g. recommended by `bertlens sweep`); flags override it")
     group.add_argument("--layers", help="'-1', '-4,-3,-2,-1', '-4:' (slice), '1:7' or 'all'; 0 is the embedding output")
     group.add_argument("--mixer", help=f"how layers combine: {', '.join(MIXERS)}")
-    group.add_argument("--pooler", help=f"how tokens combine: {', '.join(POOLERS)}")
+    group.add_argument("--pooler", help=f"how tokens combine: {', '.join(POOLER_NAMES)}")
     group.add_argument("--exclude-special", action="store_true", default=None, help="pool without [CLS]/[SEP]")
     group.add_argument("--normalize", action="store_true", default=None, help="L2-normalise the vectors")
     group.add_argument(
@@ -114,6 +112,8 @@ def add_trained_model_options(parser: argparse.ArgumentParser, cache_help: str) 
 
 
 def training_config(args: argparse.Namespace, seed: int) -> TrainConfig:
+    from bertlens.encoding.precision import choose_precision
+
     for flag in ("epochs", "batch_size", "patience", "checkpoint_every"):
         if getattr(args, flag) < 1:
             raise BertlensError(f"--{flag.replace('_', '-')} must be at least 1")

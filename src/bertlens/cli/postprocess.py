@@ -8,8 +8,6 @@ from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
 from bertlens.cli.options import add_recipe_options, add_run_options, recipe_from_args
 from bertlens.cli.sources import add_text_source, load_texts
-from bertlens.embedding.embedder import Embedder
-from bertlens.representation.postprocess import PostProcessor, parse_steps
 
 FILE = "postprocess.safetensors"
 
@@ -29,6 +27,9 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    from bertlens.embedding.embedder import Embedder
+    from bertlens.representation.postprocess import PostProcessor, parse_steps
+
     steps = parse_steps(args.steps)
     recipe = recipe_from_args(args).replace(postprocess=None)
     texts, source, _ = load_texts(args, args.seed)

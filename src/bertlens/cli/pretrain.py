@@ -9,16 +9,11 @@ from pathlib import Path
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
 from bertlens.cli.options import add_trained_model_options, add_training_options, training_config
-from bertlens.cli.sources import training_texts
+from bertlens.cli.sources import add_data_dir_option, add_texts_options, training_texts
 from bertlens.errors import BertlensError
-from bertlens.experiments.pretrain import PRETRAIN_DEFAULTS, run_pretrain
-from bertlens.io.cache import content_key, file_sha256
 from bertlens.io.tables import check_file, is_blank, iter_texts, parse_column
 from bertlens.tasks.catalog import CATALOG, data_dir, get_task
-from bertlens.tasks.loaders import load_catalog_task
-from bertlens.training import distributed
-from bertlens.training.masking import MASK_UNITS
-from bertlens.training.students import initialise_from_scratch
+from bertlens.training.config import MASK_UNITS, PRETRAIN_DEFAULTS
 
 
 def add_parser(subparsers) -> None:
@@ -35,12 +30,9 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("--tokenizer", type=Path, help="with --config: a directory holding the tokenizer to use")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument(
-        "--texts", type=Path, nargs="+", help="corpus files: .txt (a document a line), .csv/.tsv/.jsonl"
-    )
+    add_texts_options(parser, "corpus files (a .txt file holds a document a line)", target=source, many=True)
     source.add_argument("--task", help=f"a catalog task's training texts (TAPT): {', '.join(CATALOG)}")
-    parser.add_argument("--column", help="for CSV/TSV/JSONL corpus files: the text column or field")
-    parser.add_argument("--data-dir", help="where catalog tasks live (default $BERTLENS_DATA or ../shared/data)")
+    add_data_dir_option(parser)
     parser.add_argument("--max-length", type=int, default=128, help="tokens per packed row (default 128)")
     parser.add_argument("--mask-unit", choices=MASK_UNITS, default="word", help="whole-word masking (default) or token")
     parser.add_argument("--heldout", type=float, default=0.02, help="share of rows held out for the held-out loss")
@@ -51,6 +43,12 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    from bertlens.experiments.pretrain import run_pretrain
+    from bertlens.io.cache import content_key, file_sha256
+    from bertlens.tasks.loaders import load_catalog_task
+    from bertlens.training import distributed
+    from bertlens.training.students import initialise_from_scratch
+
     config = training_config(args, args.seed)
     if not 0 < args.heldout < 0.5:
         raise BertlensError("--heldout must be a share between 0 and 0.5, e.g. 0.02")

@@ -8,20 +8,13 @@ from pathlib import Path
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import STDERR, print_table, progress_bar, say
 from bertlens.cli.options import add_encoder_options, add_run_options
-from bertlens.encoding.encoder import Encoder
-from bertlens.encoding.word_alignment import SUBWORD_POOLING
+from bertlens.cli.sources import add_data_dir_option
+from bertlens.encoding.names import SUBWORD_POOLING
 from bertlens.errors import BertlensError
-from bertlens.experiments.linguistic import (
-    ALL_TASKS,
-    SuiteConfig,
-    check_tasks,
-    run_linguistic_suite,
-)
-from bertlens.io.cache import default_cache_dir
-from bertlens.reports.linguistic import summary_row, write_outputs
-from bertlens.representation.poolers import check_pooler
+from bertlens.representation.choices import check_pooler
 from bertlens.tasks.catalog import data_dir
 from bertlens.tasks.conllu import load_treebank
+from bertlens.tasks.probing_names import ALL_TASKS
 
 SUITES = ("linguistic",)
 
@@ -38,7 +31,7 @@ def add_parser(subparsers) -> None:
         type=Path,
         help="directory with train/dev/test .conllu files (default: ud-ewt under --data-dir / $BERTLENS_DATA)",
     )
-    parser.add_argument("--data-dir", help="where the shared data lives (default $BERTLENS_DATA or ../shared/data)")
+    add_data_dir_option(parser)
     parser.add_argument(
         "--tasks", default=",".join(ALL_TASKS), help=f"comma list (default all): {', '.join(ALL_TASKS)}"
     )
@@ -58,6 +51,11 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    from bertlens.encoding.encoder import Encoder
+    from bertlens.experiments.linguistic import SuiteConfig, check_tasks, run_linguistic_suite
+    from bertlens.io.cache import default_cache_dir
+    from bertlens.reports.linguistic import summary_row, write_outputs
+
     tasks = check_tasks(tuple(t.strip() for t in args.tasks.split(",") if t.strip()))
     if not tasks:
         raise BertlensError("--tasks is empty; name at least one task")

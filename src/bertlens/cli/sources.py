@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from bertlens.errors import BertlensError
 from bertlens.io.tables import is_blank, iter_texts, parse_column
 from bertlens.tasks.catalog import CATALOG, KINDS, data_dir, get_task
-from bertlens.tasks.loaders import TaskData, load_catalog_task, load_hf_task, load_user_task
+
+if TYPE_CHECKING:  # annotations only: the module loads without heavy imports (`--help`)
+    from bertlens.tasks.loaders import TaskData
+
+
+TEXT_FILES = ".txt (one a line), .csv/.tsv/.parquet or .jsonl (with --column)"
 
 
 def add_task_options(parser: argparse.ArgumentParser) -> None:
@@ -21,7 +25,7 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
         "dataset (online; needs `pip install datasets` and --text-col/--label-col)",
     )
     source.add_argument("--data", type=Path, help="your own CSV/TSV/JSONL file (with --text-col and --label-col)")
-    parser.add_argument("--data-dir", help="where catalog tasks live (default $BERTLENS_DATA or ../shared/data)")
+    add_data_dir_option(parser)
     parser.add_argument(
         "--task-type",
         choices=KINDS,
@@ -55,6 +59,8 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
 
 def load_task(args: argparse.Namespace) -> TaskData:
     """The task named by --task / --data and their column flags."""
+    from bertlens.tasks.loaders import load_catalog_task, load_hf_task, load_user_task
+
     if args.folds < 2:
         raise BertlensError("--folds must be at least 2")
     max_examples = getattr(args, "max_examples", None)
@@ -115,12 +121,35 @@ def load_task(args: argparse.Namespace) -> TaskData:
     )
 
 
+def add_data_dir_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data-dir",
+        help="where the shared data lives: catalog tasks, UD EWT (default $BERTLENS_DATA or ../shared/data)",
+    )
+
+
+def add_texts_options(
+    parser: argparse.ArgumentParser,
+    what: str,
+    *,
+    target: argparse._ActionsContainer | None = None,
+    required: bool = False,
+    many: bool = False,
+) -> None:
+    """--texts FILE (or several with `many`; in `target`, e.g. a group of exclusive sources) and its --column."""
+    (target or parser).add_argument(
+        "--texts", type=Path, nargs="+" if many else None, required=required, help=f"{what}: {TEXT_FILES}"
+    )
+    parser.add_argument(
+        "--column", help="for --texts CSV/TSV/Parquet/JSONL: the text column (header name or 0-based index) or field"
+    )
+
+
 def add_text_source(parser: argparse.ArgumentParser, required: bool = True) -> argparse._MutuallyExclusiveGroup:
     source = parser.add_mutually_exclusive_group(required=required)
-    source.add_argument("--texts", type=Path, help=".txt (one text a line), .csv/.tsv/.parquet or .jsonl (--column)")
+    add_texts_options(parser, "your texts", target=source)
     source.add_argument("--task", help=f"every text of a catalog task: {', '.join(CATALOG)}")
-    parser.add_argument("--column", help="for --texts CSV/TSV/Parquet/JSONL: the text column or field")
-    parser.add_argument("--data-dir", help="where catalog tasks live (default $BERTLENS_DATA or ../shared/data)")
+    add_data_dir_option(parser)
     parser.add_argument("--max-texts", type=int, help="a seeded sample of at most N texts")
     return source
 
@@ -138,6 +167,10 @@ def training_texts(task: TaskData) -> list[str]:
 
 def load_texts(args: argparse.Namespace, seed: int = 0) -> tuple[list[str], str, TaskData | None]:
     """(texts, a description of where they came from, the task when --task was used)."""
+    import numpy as np
+
+    from bertlens.tasks.loaders import load_catalog_task
+
     if args.max_texts is not None and args.max_texts < 2:
         raise BertlensError("--max-texts must be at least 2")
     task = None

@@ -9,14 +9,7 @@ from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import STDERR, print_table, progress_bar, say
 from bertlens.cli.options import add_encoder_options, add_run_options
 from bertlens.cli.sources import add_task_options, load_task
-from bertlens.encoding.encoder import Encoder
-from bertlens.experiments.sweep import SweepConfig, run_sweep
-from bertlens.features.bank import DEFAULT_POOLERS
-from bertlens.io.cache import default_cache_dir
-from bertlens.reports.sweep import leaderboard, recommended_score, write_outputs
-from bertlens.representation.mixers import parse_layers
-from bertlens.representation.poolers import check_pooler
-from bertlens.representation.postprocess import parse_steps
+from bertlens.representation.choices import DEFAULT_POOLERS, check_pooler, parse_layers
 from bertlens.representation.recipe import Recipe
 
 
@@ -63,6 +56,12 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    from bertlens.encoding.encoder import Encoder
+    from bertlens.experiments.sweep import SweepConfig, run_sweep
+    from bertlens.io.cache import default_cache_dir
+    from bertlens.reports.sweep import leaderboard, recommended_score, write_outputs
+    from bertlens.representation.postprocess import parse_steps
+
     poolers = tuple(check_pooler(p.strip()) for p in args.poolers.split(",") if p.strip())
     if args.postprocess_steps:
         parse_steps(args.postprocess_steps)

@@ -24,11 +24,10 @@ from bertlens.embedding.protocol import TextEncoder
 from bertlens.errors import BertlensError, did_you_mean
 from bertlens.io.atomic import atomic_path, write_json, write_npz, write_text
 from bertlens.io.cache import file_sha256
-from bertlens.io.tables import TableSpec, check_file, first_lines, is_blank, iter_records
+from bertlens.io.tables import EMPTY_POLICIES, TableSpec, check_file, first_lines, is_blank, iter_records
 from bertlens.progress import Progress, silent
 
 OUTPUT_FORMATS = (".npy", ".parquet")
-EMPTY_POLICIES = ("error", "skip", "keep")
 JOB_VERSION = 1
 
 

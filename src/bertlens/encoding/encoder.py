@@ -12,13 +12,12 @@ import torch
 
 from bertlens.encoding.batching import length_batches
 from bertlens.encoding.cls_attention import ClsAttentionRecorder, attention_modules
+from bertlens.encoding.names import ATTENTION_MODES
 from bertlens.encoding.precision import choose_precision
 from bertlens.encoding.tokens import Tokenized, pad_ids, tokenize
 from bertlens.errors import BertlensError, did_you_mean
 from bertlens.models import ModelRef, default_max_length, load_encoder, load_tokenizer, resolve_model
 from bertlens.progress import Progress, silent
-
-ATTENTION_MODES = ("none", "cls", "all")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-SUBWORD_POOLING = ("first", "last", "mean")
+from bertlens.encoding.names import SUBWORD_POOLING  # noqa: F401 - re-exported
 
 
 def covering_tokens(

@@ -35,8 +35,9 @@ from bertlens.representation.recipe import Recipe
 from bertlens.tasks.catalog import CATALOG, get_task
 from bertlens.tasks.loaders import Split, TaskData, load_catalog_task
 from bertlens.tasks.splits import task_splits, training_subset
+from bertlens.training.config import TrainConfig
 from bertlens.training.heads import Head, HeadSpec
-from bertlens.training.loop import TrainConfig, fine_tune
+from bertlens.training.loop import fine_tune
 from bertlens.training.objectives import Encoded, Supervised, score
 from bertlens.training.strategies import Strategy
 

@@ -16,13 +16,13 @@ from bertlens.progress import Progress, silent
 from bertlens.representation.apply import Representation
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import TaskData
-from bertlens.training.loop import FineTuneResult, TrainConfig, fine_tune
+from bertlens.training.config import TrainConfig
+from bertlens.training.loop import FineTuneResult, fine_tune
 from bertlens.training.objectives import Contrastive
 from bertlens.training.saved_model import run_checkpoint, save_finetuned
 from bertlens.training.strategies import parse_strategy
 
 # SimCSE's settings (Gao et al. 2021): one epoch, batch 64, lr 3e-5, no warmup or decay of weights
-CONTRASTIVE_DEFAULTS = TrainConfig(lr=3e-5, batch_size=64, epochs=1, min_steps=0, warmup=0.0, weight_decay=0.0)
 
 
 @dataclass(frozen=True)

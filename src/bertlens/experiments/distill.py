@@ -37,18 +37,14 @@ from bertlens.representation.postprocess import PostProcessor
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import TaskData
 from bertlens.tasks.splits import carve_dev
-from bertlens.training.loop import TrainConfig, fine_tune
+from bertlens.training.config import DISTILL_DEFAULTS, PROJECTIONS, TrainConfig
+from bertlens.training.loop import fine_tune
 from bertlens.training.objectives import Distillation
 from bertlens.training.saved_model import run_checkpoint, save_finetuned
 from bertlens.training.strategies import parse_strategy
 from bertlens.training.students import StudentSpec, build_student, student_width
 
-# Reimers & Gurevych 2020 distil with MSE, lr 2e-5..1e-4, batch 64; a student from a subset of layers moves fast.
-DISTILL_DEFAULTS = TrainConfig(
-    lr=1e-4, head_lr=1e-3, epochs=3, min_steps=0, batch_size=64, warmup=0.1, weight_decay=0.01, patience=2
-)
 PROJECTION_FILE = "projection.safetensors"
-PROJECTIONS = ("auto", "always", "never")
 UNIT_NORM_TOLERANCE = 1e-3  # teacher vectors within this of length 1 are taken as normalised
 SPEED_TEXTS = 1000
 HELDOUT_LIMIT = 2000  # held-out texts for the fidelity figure: enough for its 1st percentile

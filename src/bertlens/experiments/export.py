@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from bertlens.embedding.embedder import Embedder
+from bertlens.embedding.gate import Gate
 from bertlens.embedding.onnx_backend import MODEL_FILE, RECORD_FILE, OnnxEmbedder
 from bertlens.embedding.onnx_graph import OPSET, export_graph
 from bertlens.embedding.quantize import quantize, sensitivities
@@ -33,24 +34,6 @@ from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import TaskData
 
 FP32_MIN_COSINE = 0.99999  # the fp32 graph computes the same function: anything below is a bug, not rounding
-
-
-@dataclass(frozen=True)
-class Gate:
-    """int8 passes when, on held-out calibration texts, the mean and the minimum cosine to fp32 reach these, and
-    (with an evaluation task) the task metric drops by at most `max_task_drop`.
-
-    0.995 mean: the vectors keep their direction to within about 6 degrees on average, where measured
-    STS-B and probe scores of this project's models move by well under a point; 0.98 minimum: no single
-    text may move further (dynamic int8 of the default model, unguarded, reached 0.849 on one text).
-    """
-
-    mean_cosine: float = 0.995
-    min_cosine: float = 0.98
-    max_task_drop: float = 0.005
-
-    def passes(self, mean: float, minimum: float) -> bool:
-        return mean >= self.mean_cosine and minimum >= self.min_cosine
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,9 @@ from bertlens.representation.apply import Representation
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import TaskData
 from bertlens.tasks.splits import resolve_sizes, task_splits, training_subset
+from bertlens.training.config import TrainConfig
 from bertlens.training.heads import Head, HeadSpec
-from bertlens.training.loop import FineTuneResult, TrainConfig, fine_tune
+from bertlens.training.loop import FineTuneResult, fine_tune
 from bertlens.training.objectives import Encoded, Supervised, score
 from bertlens.training.saved_model import run_checkpoint, save_finetuned
 from bertlens.training.strategies import parse_strategy

@@ -21,17 +21,15 @@ from bertlens.io.cache import cached_result, content_key
 from bertlens.probing.layerwise import DEFAULT_STRENGTHS, LayerFeatures, LayerwiseResult, probe_layers
 from bertlens.progress import Progress, silent
 from bertlens.tasks.conllu import Sentence, word_spans
+from bertlens.tasks.probing_names import ALL_TASKS, SENTENCE_TASKS, TOKEN_TASKS
 from bertlens.tasks.probing_tasks import (
-    SENTENCE_TASKS,
     SPLITS,
-    TOKEN_TASKS,
     ProbingDataset,
     control_labels,
     save_jsonl,
     sentence_tasks,
 )
 
-ALL_TASKS = tuple(TOKEN_TASKS) + SENTENCE_TASKS
 SUITE_VERSION = 1
 
 

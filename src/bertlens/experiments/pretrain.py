@@ -26,24 +26,14 @@ from bertlens.progress import DETAIL, Progress, silent
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.splits import hold_out_block
 from bertlens.training import distributed
-from bertlens.training.loop import FineTuneResult, TrainConfig, fine_tune
+from bertlens.training.config import PRETRAIN_DEFAULTS, TrainConfig
+from bertlens.training.loop import FineTuneResult, fine_tune
 from bertlens.training.mlm_head import mlm_head
 from bertlens.training.objectives import MaskedLM
 from bertlens.training.saved_model import run_checkpoint, save_finetuned
 from bertlens.training.strategies import parse_strategy
 
 HEAD_FILE = "mlm_head.safetensors"  # the masked-LM head, saved beside the encoder (a second pretrain loads it)
-PRETRAIN_DEFAULTS = TrainConfig(
-    lr=5e-5,
-    head_lr=5e-5,
-    epochs=1,
-    min_steps=0,
-    batch_size=32,
-    warmup=0.06,
-    weight_decay=0.01,
-    patience=1_000_000,
-    checkpoint_every=200,
-)
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,11 @@ from bertlens.features.layers import pool_layers
 from bertlens.io.cache import content_key, open_entry, publish, staging_dir
 from bertlens.progress import Progress, silent
 from bertlens.representation.aggregate import aggregate
+from bertlens.representation.choices import DEFAULT_POOLERS
 from bertlens.representation.mixers import mix_layers
 from bertlens.representation.poolers import LINEAR_POOLERS, check_pooler, pool, token_mask
 
 BANK_VERSION = 3  # 2: meta.json carries a sha256 per file, verified on open; 3: stored pooler-major
-DEFAULT_POOLERS = ("cls", "mean", "max", "attention")
 PIECE_GROUP = 256  # long texts aggregated per group: memory is bounded by a group's pieces
 
 

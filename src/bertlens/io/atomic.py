@@ -12,8 +12,6 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
-
 
 def temporary_sibling(path: Path, suffix: str = "") -> Path:
     """A hidden name next to `path`, private to this process (`suffix` keeps writers that add extensions happy)."""
@@ -41,6 +39,8 @@ def write_json(path: Path, data: dict) -> None:
     write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
-def write_npz(path: Path, **arrays: np.ndarray) -> None:
+def write_npz(path: Path, **arrays) -> None:
     with atomic_path(path, ".npz") as tmp:
+        import numpy as np  # here, not at the top: Recipe (and so every --help) imports this module
+
         np.savez(tmp, **arrays)

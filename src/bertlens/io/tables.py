@@ -18,6 +18,8 @@ FORMATS = (".txt", ".csv", ".tsv", ".jsonl", ".parquet")
 PARQUET_BATCH_ROWS = 4096  # rows read at a time: a Parquet file larger than memory streams too
 Column = str | int
 
+EMPTY_POLICIES = ("error", "skip", "keep")  # what to do with a blank text in a file to embed
+
 
 @dataclass(frozen=True)
 class TableSpec:

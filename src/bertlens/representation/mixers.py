@@ -13,51 +13,16 @@ import numpy as np
 import torch
 from torch import nn
 
-from bertlens.errors import BertlensError, did_you_mean
-
-MIXERS = ("single", "mean", "sum", "concat", "first_last", "scalar_mix")
-LINEAR_MIXERS = frozenset({"single", "mean", "sum", "concat", "first_last"})
-
-
-def resolve_layers(layers: Sequence[int], num_layers: int) -> tuple[int, ...]:
-    """Map (possibly negative) layer indices onto 0..num_layers (0 = embedding output)."""
-    count = num_layers + 1
-    resolved = []
-    for layer in layers:
-        if not -count <= layer < count:
-            raise BertlensError(
-                f"layer {layer} is out of range for a {num_layers}-layer model: valid are 0..{num_layers} "
-                f"(0 = embeddings) or -{count}..-1"
-            )
-        resolved.append(layer % count)
-    return tuple(resolved)
-
-
-def parse_layers(spec: str, num_layers: int) -> tuple[int, ...]:
-    """Parse '-1', '-4,-3,-2,-1', '-4:' or '1:7' (Python slice, over 0..num_layers) or 'all'."""
-    count = num_layers + 1
-    indices: list[int] = []
-    for part in spec.replace(" ", "").split(","):
-        if part == "all":
-            indices.extend(range(count))
-        elif ":" in part:
-            start, _, stop = part.partition(":")
-            try:
-                window = slice(int(start) if start else None, int(stop) if stop else None)
-            except ValueError:
-                raise BertlensError(f"layer spec '{spec}': '{part}' is not a slice like '-4:' or '1:7'") from None
-            picked = list(range(count))[window]
-            if not picked:
-                raise BertlensError(f"layer spec '{spec}': slice '{part}' selects no layer of 0..{num_layers}")
-            indices.extend(picked)
-        else:
-            try:
-                indices.append(int(part))
-            except ValueError:
-                raise BertlensError(
-                    f"layer spec '{spec}': '{part}' is not an integer; use e.g. -1 or -4: or 0,6"
-                ) from None
-    return resolve_layers(indices, num_layers)
+from bertlens.errors import BertlensError
+from bertlens.representation.choices import (  # noqa: F401 - re-exported: the mixers' names and layer specs
+    LINEAR_MIXERS,
+    MIXERS,
+    check_mixer,
+    mixed_layers,
+    output_blocks,
+    parse_layers,
+    resolve_layers,
+)
 
 
 class ScalarMix(nn.Module):
@@ -127,17 +92,6 @@ def mix_pooled(
     return out
 
 
-def output_blocks(mixer: str, layers: Sequence[int]) -> int:
-    """How many hidden-size blocks a mix produces: one per layer for concat, else one."""
-    return len(layers) if mixer == "concat" else 1
-
-
-def check_mixer(name: str) -> str:
-    if name not in MIXERS:
-        raise BertlensError(f"unknown mixer '{name}': {did_you_mean(name, MIXERS)}")
-    return name
-
-
 def mix_layers(
     stack: torch.Tensor, mixer: str, layers: Sequence[int], scalar_mix: ScalarMix | None = None
 ) -> torch.Tensor:
@@ -147,11 +101,7 @@ def mix_layers(
     averages layer 1 (the first transformer layer) with the last, as SimCSE's evaluation does.
     'scalar_mix' needs the ScalarMix module to apply (see representation/apply.py).
     """
-    check_mixer(mixer)
-    num_layers = stack.shape[0] - 1
-    if mixer == "first_last":
-        layers = (1, -1)
-    picked = resolve_layers(layers, num_layers)
+    picked = mixed_layers(mixer, layers, stack.shape[0] - 1)
     if not picked:
         raise BertlensError(f"mixer '{mixer}' needs at least one layer")
     if mixer == "single":

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
-from bertlens.errors import BertlensError, did_you_mean
+from bertlens.errors import BertlensError
+from bertlens.representation.choices import check_pooler
 
 
 def token_mask(attention_mask: torch.Tensor, special_tokens_mask: torch.Tensor, include_special: bool) -> torch.Tensor:
@@ -74,12 +75,6 @@ POOLERS: dict[str, Pooler] = {
     "attention": Pooler(attention_pool, linear=True),
 }
 LINEAR_POOLERS = frozenset(name for name, pooler in POOLERS.items() if pooler.linear)
-
-
-def check_pooler(name: str) -> str:
-    if name not in POOLERS:
-        raise BertlensError(f"unknown pooler '{name}': {did_you_mean(name, POOLERS)}")
-    return name
 
 
 def pool(name: str, states: torch.Tensor, mask: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:

@@ -16,11 +16,9 @@ from pathlib import Path
 from bertlens.encoding.chunking import LongText, parse_long_text
 from bertlens.errors import BertlensError, did_you_mean
 from bertlens.io.atomic import write_text
-from bertlens.representation.mixers import check_mixer, output_blocks
-from bertlens.representation.poolers import check_pooler
+from bertlens.representation.choices import PRECISIONS, check_mixer, check_pooler, output_blocks
 
 SCHEMA_VERSION = 1
-PRECISIONS = ("fp32", "bf16", "auto")  # auto: bf16 where the hardware has it, else fp32
 
 
 @dataclass(frozen=True)

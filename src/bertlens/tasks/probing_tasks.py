@@ -23,22 +23,6 @@ from bertlens.io.atomic import temporary_sibling
 from bertlens.tasks.conllu import TREEBANK_SPLITS, Sentence, Word
 
 SPLITS = TREEBANK_SPLITS
-TOKEN_TASKS: dict[str, Callable[[Word], str]] = {
-    "upos": lambda w: w.upos,
-    "xpos": lambda w: w.xpos,
-    "deprel": lambda w: w.relation,
-}
-SENTENCE_TASKS = (
-    "sentence_length",
-    "word_content",
-    "tree_depth",
-    "top_dependents",
-    "tense",
-    "subject_number",
-    "object_number",
-    "bigram_shift",
-    "coordination_inversion",
-)
 LENGTH_BINS = ((3, 5), (6, 8), (9, 12), (13, 16), (17, 21), (22, 28))
 MAX_DEPTH_CLASS = 8  # depths >= 8 share one class
 CONTENT_WORDS = 30  # word-content candidates: mid-frequency words (rare ones are dropped below)

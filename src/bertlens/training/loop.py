@@ -28,6 +28,7 @@ from bertlens.progress import Progress, silent
 from bertlens.training import distributed
 from bertlens.training.blocks import block_of_parameters, encoder_blocks, reinitialise_top
 from bertlens.training.checkpoint import find_checkpoint, load_checkpoint, read_state, save_checkpoint
+from bertlens.training.config import TrainConfig
 from bertlens.training.strategies import Strategy
 
 NO_DECAY = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
@@ -48,22 +49,6 @@ class Objective(Protocol):
     def evaluate(self) -> float | None: ...
 
     def identity(self) -> str: ...
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    lr: float = 5e-5
-    head_lr: float = 1e-3
-    epochs: int = 4
-    min_steps: int = 100  # small training sets run more epochs, so every size gets some updates
-    batch_size: int = 16
-    warmup: float = 0.1
-    weight_decay: float = 0.01
-    max_grad_norm: float = 1.0
-    patience: int = 2
-    seed: int = 0
-    checkpoint_every: int = 50
-    precision: str = "fp32"  # "bf16": forward passes under bfloat16 autocast (weights and optimizer stay fp32)
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import torch
 
+from bertlens.training.config import MASK_UNITS
+
 IGNORE = -100  # label of a position the loss does not score (PyTorch's cross-entropy default)
-MASK_UNITS = ("word", "token")
 
 
 @dataclass(frozen=True)

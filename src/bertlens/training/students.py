@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from bertlens.errors import BertlensError
+from bertlens.training.config import STUDENT_FORMS
 
 # Named sizes for training from scratch (BERT architecture): layers x width, heads, feed-forward width
 SIZES = {
@@ -26,7 +27,6 @@ SIZES = {
     "small": {"num_hidden_layers": 6, "hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 1024},
     "medium": {"num_hidden_layers": 8, "hidden_size": 512, "num_attention_heads": 8, "intermediate_size": 2048},
 }
-STUDENT_FORMS = "layers:0,2,4 (teacher layers to keep, 0-based), layers:K (K spread evenly) or config:SIZE|FILE.json"
 
 
 def scratch_config(spec: str) -> dict:

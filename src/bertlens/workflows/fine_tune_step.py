@@ -20,7 +20,7 @@ from bertlens.experiments.compare import CompareConfig, curve, run_compare
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import TaskData
 from bertlens.tasks.splits import task_splits, with_test_split
-from bertlens.training.loop import TrainConfig
+from bertlens.training.config import TrainConfig
 from bertlens.training.strategies import parse_strategy
 from bertlens.workflows.decision import Decision, sample_rows
 
