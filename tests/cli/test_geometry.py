@@ -129,7 +129,7 @@ def test_a_recommended_whitened_candidate_is_saved_and_reproduces_its_score(tmp_
     recipe, and embedding the test pairs with that recipe must give the score the sweep reported."""
     from bertlens.experiments import sweep as sweep_module
     from bertlens.metrics.bootstrap import spearman
-    from bertlens.probing.pairs import row_cosine
+    from bertlens.metrics.geometry import row_cosine
     from bertlens.tasks.catalog import get_task
     from bertlens.tasks.loaders import load_catalog_task
 

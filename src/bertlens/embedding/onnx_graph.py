@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from bertlens.encoding.cls_attention import cls_rows
 from bertlens.encoding.encoder import Encoder, LayerStates
 from bertlens.errors import BertlensError
 from bertlens.representation.apply import Representation
@@ -99,7 +100,7 @@ class RecipeGraph(nn.Module):
         special = (input_ids.unsqueeze(-1) == self.special_ids).any(-1)  # [B, T]
         cls_attention = None
         if self.needs_attention:
-            cls_attention = torch.stack([a[:, :, 0, :].mean(dim=1) for a in out.attentions])  # [L, B, T]
+            cls_attention = cls_rows(out.attentions)  # [L, B, T]
         states = LayerStates(
             hidden=hidden,
             attention_mask=attention_mask.bool(),

@@ -9,6 +9,7 @@ capture. That keeps the fast SDPA kernels for the rest of the model. Other archi
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 import torch
 from torch import nn
@@ -73,3 +74,9 @@ class ClsAttentionRecorder:
             probs = torch.softmax(scores.masked_fill(blocked, float("-inf")), dim=-1)  # [B, heads, 1, T]
             rows.append(probs[:, :, 0].mean(dim=1))  # [B, T]
         return torch.stack(rows)  # [L, B, T]
+
+
+def cls_rows(attentions: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Head-averaged [CLS] rows of full attention maps [B, heads, T, T] per layer -> [L, B, T]: what `weights`
+    computes from the hooks, for models whose maps come back whole (eager attention, the ONNX export)."""
+    return torch.stack([a[:, :, 0, :].float().mean(dim=1) for a in attentions])  # [L, B, T]

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from bertlens.encoding.batching import length_batches
-from bertlens.encoding.cls_attention import ClsAttentionRecorder, attention_modules
+from bertlens.encoding.cls_attention import ClsAttentionRecorder, attention_modules, cls_rows
 from bertlens.encoding.names import ATTENTION_MODES
 from bertlens.encoding.precision import choose_precision
 from bertlens.encoding.tokens import Tokenized, pad_ids, tokenize
@@ -153,11 +153,23 @@ class Encoder:
             return torch.autocast(self.device.type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
-    def forward(self, tokenized: Tokenized, rows: np.ndarray) -> LayerStates:
-        """Run one padded batch of the given rows through the model."""
+    def forward(self, tokenized: Tokenized, rows: np.ndarray, *, differentiable: bool = False) -> LayerStates:
+        """Run one padded batch of the given rows through the model.
+
+        differentiable: for training, in the model's current mode under the caller's autocast, with gradients
+        (and without attention maps); otherwise inference, every layer moved to the CPU as float32.
+        """
         batch = self.pad(tokenized, rows)
         special = batch.pop("special_tokens_mask")
         inputs = {k: v.to(self.device) for k, v in batch.items()}
+        if differentiable:
+            out = self.model(**inputs, output_hidden_states=True)
+            return LayerStates(
+                hidden=torch.stack(out.hidden_states),  # [L+1, B, T, H]
+                attention_mask=batch["attention_mask"].bool(),
+                special_tokens_mask=special,
+                doc_index=torch.as_tensor(rows),
+            )
         maps_needed = self.attentions == "all" or (self.attentions == "cls" and self._recorder is None)
         with torch.inference_mode(), self.running():
             out = self.model(**inputs, output_hidden_states=True, output_attentions=maps_needed)
@@ -167,7 +179,7 @@ class Encoder:
         hidden = torch.stack(out.hidden_states).float().cpu()  # [L+1, B, T, H]
         attentions = None
         if maps_needed:
-            cls_attention = torch.stack([a[:, :, 0, :].float().mean(dim=1) for a in out.attentions]).cpu()  # [L, B, T]
+            cls_attention = cls_rows(out.attentions).cpu()  # [L, B, T]
             if self.attentions == "all":
                 attentions = torch.stack(out.attentions).float().cpu()  # [L, B, heads, T, T]
         return LayerStates(

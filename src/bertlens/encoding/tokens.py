@@ -76,7 +76,8 @@ def map_batches(
     progress: Progress = silent,
     stage: str = "encoding",
 ) -> np.ndarray:
-    """`run(rows)` -> [B, ...] for each length-bucketed batch of rows, put back in input order [N, ...]."""
+    """`run(rows)` -> [B, ...] for each length-bucketed batch of rows, put back in input order [N, ...]
+    (no rows: an empty float64 array)."""
     out = None
     done = 0
     for rows in length_batches(lengths, max_batch, max_tokens):
@@ -86,4 +87,4 @@ def map_batches(
         out[rows] = part
         done += len(rows)
         progress(stage, done, len(lengths))
-    return out
+    return out if out is not None else np.empty((0,))

@@ -25,12 +25,13 @@ from bertlens.errors import BertlensError
 from bertlens.features.layers import layer_vectors
 from bertlens.io.cache import cached_result, content_key
 from bertlens.metrics.cka import linear_cka
+from bertlens.metrics.geometry import row_cosine
 from bertlens.metrics.intervals import t_interval
 from bertlens.probing.logistic import fit_logistic
-from bertlens.probing.pairs import pair_features, row_cosine
 from bertlens.probing.selection import C_GRID, logistic_on_dev
 from bertlens.progress import Progress, silent
 from bertlens.representation.apply import Representation
+from bertlens.representation.pairs import pair_features
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.catalog import CATALOG, get_task
 from bertlens.tasks.loaders import Split, TaskData, load_catalog_task

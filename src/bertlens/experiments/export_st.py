@@ -25,7 +25,7 @@ from bertlens.embedding.onnx_graph import affine_parts
 from bertlens.errors import BertlensError
 from bertlens.io.atomic import write_json
 from bertlens.models import resolve_model
-from bertlens.representation.mixers import resolve_layers, softmax
+from bertlens.representation.mixers import mixed_layers, softmax
 from bertlens.representation.postprocess import PostProcessor
 from bertlens.representation.recipe import Recipe
 
@@ -57,7 +57,7 @@ def layer_weights(recipe: Recipe, num_layers: int) -> LayerWeights | None:
         raise not_expressible("a concatenation of layers (mixer 'concat')")
     if recipe.mixer == "scalar_mix" and recipe.mix_layer_norm:
         raise not_expressible("a ScalarMix with layer normalisation")
-    picked = (1, num_layers) if recipe.mixer == "first_last" else resolve_layers(recipe.layers, num_layers)
+    picked = mixed_layers(recipe.mixer, recipe.layers, num_layers)
     if picked == (num_layers,):
         return None
     start = min(picked)

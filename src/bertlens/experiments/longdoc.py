@@ -11,11 +11,10 @@ encoding pass, as a ratio to head truncation.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
-from sklearn.model_selection import StratifiedKFold
 
 from bertlens.embedding.long_text import Pieces, encode_pieces
 from bertlens.encoding.chunking import LongText, parse_long_text
@@ -27,8 +26,8 @@ from bertlens.progress import Progress, silent
 from bertlens.representation.apply import Representation
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import Split, TaskData
-from bertlens.tasks.splits import carve_dev
-from bertlens.training.hierarchical import HIERARCHICAL, ChunkSequences, train_chunk_classifier
+from bertlens.tasks.splits import make_folds
+from bertlens.training.hierarchical import CHUNK_DEFAULTS, HIERARCHICAL, ChunkSequences, train_chunk_classifier
 
 DEFAULT_STRATEGIES = ("head", "tail", "head_tail", "windows:mean", "windows:max", "hier:attention", "hier:gru")
 
@@ -121,10 +120,9 @@ def compare_long_text(
     }
     stacked = torch.from_numpy(np.stack([features[s] for s in vector_names])) if vector_names else None  # [S, n, D]
     predictions = np.zeros((len(strategies), n), dtype=np.int64)
-    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-    for fold, (train, test) in enumerate(splitter.split(np.zeros(n), labels)):
+    for fold, part in enumerate(make_folds({"all": np.arange(n)}, labels, stratify=True, cv_folds=folds, seed=seed)):
         progress("probing", fold, folds)
-        inner_train, inner_dev = carve_dev(train, labels, seed, stratify=True)
+        inner_train, inner_dev, test = part.train, part.dev, part.test
         if vector_names:
             rows = np.concatenate([inner_train, inner_dev, test])
             selected = logistic_on_dev(
@@ -133,9 +131,8 @@ def compare_long_text(
             for k, s in enumerate(vector_names):
                 predictions[strategies.index(s), test] = selected.predictions[k]
         for s in (s for s in strategies if s.startswith("hier:")):
-            model = train_chunk_classifier(
-                s[5:], sequences[pass_of[s]], labels, inner_train, inner_dev, seed=seed + fold
-            )
+            config = replace(CHUNK_DEFAULTS, seed=seed + fold)
+            model = train_chunk_classifier(s[5:], sequences[pass_of[s]], labels, inner_train, inner_dev, config=config)
             predictions[strategies.index(s), test] = model.predict(sequences[pass_of[s]], test)
     progress("probing", folds, folds)
     intervals = bootstrap(predictions, labels, "accuracy", resamples=resamples, seed=seed)

@@ -17,12 +17,13 @@ from bertlens.features.bank import DEFAULT_POOLERS, Bank, build_bank
 from bertlens.io.cache import default_cache_dir
 from bertlens.io.memory import release_freed_memory
 from bertlens.metrics.bootstrap import Intervals, bootstrap, bootstrap_with_extra, point_estimates, spearman
+from bertlens.metrics.geometry import row_cosine
 from bertlens.probing.candidates import LIMITATIONS, Candidate, candidate_features, enumerate_candidates
-from bertlens.probing.pairs import pair_features, row_cosine
-from bertlens.probing.ridge import fit_ridge
+from bertlens.probing.ridge import ALPHA_GRID, fit_ridge
 from bertlens.probing.scalar_mix_fit import fit_classification_mix, fit_similarity_mix
 from bertlens.probing.selection import C_GRID, logistic_on_dev
 from bertlens.progress import Progress, silent
+from bertlens.representation.pairs import pair_features
 from bertlens.representation.postprocess import PostProcessor, parse_steps
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import TaskData
@@ -37,7 +38,7 @@ class SweepConfig:
     layers: tuple[int, ...] | None = None
     seed: int = 0
     strengths: tuple[float, ...] = C_GRID  # logistic C grid
-    alphas: tuple[float, ...] = (1.0, 10.0, 100.0, 1000.0)  # ridge grid
+    alphas: tuple[float, ...] = ALPHA_GRID  # ridge grid
     resamples: int = 1000
     dev_fraction: float = DEV_FRACTION
     bank_dtype: str = "float16"

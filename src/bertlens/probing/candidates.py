@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bertlens.features.bank import Bank, named_mixes
-from bertlens.representation.mixers import mix_pooled, output_blocks, resolve_layers
+from bertlens.representation.mixers import mix_pooled, mixed_layers, output_blocks, resolve_layers
 from bertlens.representation.poolers import LINEAR_POOLERS
 from bertlens.representation.recipe import Recipe
 
@@ -88,6 +88,6 @@ def candidate_features(
         return np.concatenate([bank.layer(candidate.pooler, k, rows) for k in candidate.layers], axis=1)
     if candidate.pooler not in LINEAR_POOLERS:
         return bank.pooled_mix(candidate.pooler, candidate.mix, rows)
-    layers = (1, bank.num_layers) if candidate.mixer == "first_last" else candidate.layers
+    layers = mixed_layers(candidate.mixer, candidate.layers, bank.num_layers)
     total = sum(bank.layer(candidate.pooler, k, rows) for k in layers)  # [n, H]
     return total if candidate.mixer == "sum" else total / len(layers)

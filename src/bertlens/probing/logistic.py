@@ -20,6 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from bertlens.representation.logits import logit_loss, logit_width, predict_classes
+
+C_GRID = (0.01, 0.1, 1.0, 10.0)  # inverse L2 strengths, as scikit-learn's C: the one grid every probe chooses from
+
 
 @dataclass(frozen=True)
 class LogisticFit:
@@ -41,22 +45,18 @@ class LogisticFit:
 
     def predict(self, features: torch.Tensor) -> torch.Tensor:
         """Class ids [C, R, n]."""
-        logits = self.decision(features)
-        if self.outputs == 1:
-            return (logits[..., 0] > 0).long()
-        return logits.argmax(dim=-1)
+        return predict_classes(self.decision(features))
 
 
 def _loss(logits: torch.Tensor, y: torch.Tensor, outputs: int) -> torch.Tensor:
     """Mean cross-entropy per model, summed over models. logits [C, n, R*K]."""
     c, n, rk = logits.shape
+    r = rk // outputs
     if outputs == 1:
-        target = y.to(logits.dtype)[None, :, None].expand_as(logits)  # [C, n, R]
-        per = torch.nn.functional.binary_cross_entropy_with_logits(logits, target, reduction="none")  # [C, n, R]
+        per = logit_loss(logits[..., None], y[None, :, None].expand(c, n, r), reduction="none")  # [C, n, R]
         return per.mean(dim=1).sum()
-    flat = logits.view(c, n, rk // outputs, outputs).permute(0, 2, 1, 3).reshape(-1, outputs)  # [C*R*n, K]
-    per = torch.nn.functional.cross_entropy(flat, y.repeat(c * (rk // outputs)), reduction="none")
-    return per.view(c, rk // outputs, n).mean(dim=-1).sum()
+    flat = logits.view(c, n, r, outputs).permute(0, 2, 1, 3).reshape(-1, outputs)  # [C*R*n, K]
+    return logit_loss(flat, y.repeat(c * r), reduction="none").view(c, r, n).mean(dim=-1).sum()
 
 
 def _whitener(cov: torch.Tensor, jitter: float = 1e-3) -> torch.Tensor:
@@ -132,7 +132,7 @@ def _minimise(
 def fit_logistic(
     features: torch.Tensor,
     labels: np.ndarray,
-    strengths: tuple[float, ...] = (0.01, 0.1, 1.0, 10.0),
+    strengths: tuple[float, ...] = C_GRID,
     *,
     max_iter: int = 50,
     tol: float = 1e-4,
@@ -145,8 +145,7 @@ def fit_logistic(
     each layer at the strength chosen for it elsewhere.
     """
     y = torch.as_tensor(labels, dtype=torch.long)  # [n]
-    classes = int(y.max()) + 1
-    outputs = 1 if classes == 2 else classes
+    outputs = logit_width(int(y.max()) + 1)
     count, n, dim = features.shape
     mean, scale, cov, x = _standardise(features, compute_dtype)  # x [C, n, D] in compute_dtype
     factor = _whitener(cov)  # [C, D, D]

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import torch
 
+ALPHA_GRID = (1.0, 10.0, 100.0, 1000.0)  # L2 strengths on standardised features: the one ridge grid
+
 
 @dataclass(frozen=True)
 class RidgeFit:
@@ -24,9 +26,7 @@ class RidgeFit:
         return torch.einsum("cnd,cad->can", x, self.weight) + self.bias[:, :, None]
 
 
-def fit_ridge(
-    features: torch.Tensor, targets: torch.Tensor, alphas: tuple[float, ...] = (1.0, 10.0, 100.0, 1000.0)
-) -> RidgeFit:
+def fit_ridge(features: torch.Tensor, targets: torch.Tensor, alphas: tuple[float, ...] = ALPHA_GRID) -> RidgeFit:
     """features [C, n, D] float; targets [n]."""
     mean = features.mean(dim=1, keepdim=True)  # [C, 1, D]
     scale = features.std(dim=1, keepdim=True).clamp(min=1e-6)  # [C, 1, D]

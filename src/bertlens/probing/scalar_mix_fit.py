@@ -9,9 +9,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from bertlens.representation.logits import logit_loss, logit_width
+from bertlens.representation.mixers import mix_probabilities
+
 
 def _mix(stack: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    return torch.einsum("nkh,k->nh", stack, torch.softmax(weights, dim=0))  # [n, H]
+    return torch.einsum("nkh,k->nh", stack, mix_probabilities(weights))  # [n, H]
 
 
 def fit_classification_mix(
@@ -25,8 +28,7 @@ def fit_classification_mix(
     """
     x = torch.from_numpy(np.ascontiguousarray(train))  # [n, K, H]
     y = torch.as_tensor(labels, dtype=torch.long)
-    classes = int(y.max()) + 1
-    outputs = 1 if classes == 2 else classes
+    outputs = logit_width(int(y.max()) + 1)
     n, layers, width = x.shape
     mix = torch.zeros(layers, requires_grad=True)
     weight = torch.zeros(width, outputs, requires_grad=True)
@@ -46,11 +48,7 @@ def fit_classification_mix(
         mixed = _mix(x, mix)  # [n, H]
         z = (mixed - mixed.mean(0)) / mixed.std(0).clamp(min=1e-6)  # standardised, as the probe sees it
         logits = z @ weight + bias  # [n, K]
-        if outputs == 1:
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(logits[:, 0], y.float())
-        else:
-            loss = torch.nn.functional.cross_entropy(logits, y)
-        loss = loss + weight.pow(2).sum() / (2 * strength * n)
+        loss = logit_loss(logits, y) + weight.pow(2).sum() / (2 * strength * n)
         loss.backward()
         return loss
 
@@ -80,7 +78,7 @@ def fit_similarity_mix(
 
     for _ in range(steps):
         optimizer.zero_grad()
-        p = torch.softmax(mix, dim=0)
+        p = mix_probabilities(mix)
         cos = quadratic(cross, p) / (quadratic(self_a, p) * quadratic(self_b, p)).clamp(min=1e-12).sqrt()  # [n]
         loss = (cos - target).pow(2).mean()
         loss.backward()

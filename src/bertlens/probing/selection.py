@@ -12,9 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from bertlens.probing.logistic import fit_logistic
-
-C_GRID = (0.01, 0.1, 1.0, 10.0)  # inverse L2 strengths, as scikit-learn's C
+from bertlens.probing.logistic import C_GRID, fit_logistic
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,12 @@ from bertlens.representation.choices import (  # noqa: F401 - re-exported: the m
 )
 
 
+def mix_probabilities(weights: torch.Tensor) -> torch.Tensor:
+    """softmax(w) over layers [K]: the one place ScalarMix weights become layer probabilities (differentiable).
+    ScalarMix, the sweep's mix fits, the layer-wise probe and the sentence-transformers export all use it."""
+    return torch.softmax(weights, dim=0)
+
+
 class ScalarMix(nn.Module):
     """gamma * sum_k softmax(w)_k * h_k  (Peters et al. 2018, ELMo; Tenney et al. 2019).
 
@@ -59,7 +65,7 @@ class ScalarMix(nn.Module):
             raise BertlensError(f"ScalarMix expects {self.scalar_weights.shape[0]} layers, got {stack.shape[0]}")
         if self.layer_norm:
             stack = nn.functional.layer_norm(stack, stack.shape[-1:])  # [K, ..., H]
-        probs = torch.softmax(self.scalar_weights, dim=0).to(stack.dtype)  # [K]
+        probs = mix_probabilities(self.scalar_weights).to(stack.dtype)  # [K]
         shape = (-1,) + (1,) * (stack.dim() - 1)
         return self.gamma.to(stack.dtype) * (probs.view(shape) * stack).sum(dim=0)  # [..., H]
 
@@ -69,9 +75,8 @@ class ScalarMix(nn.Module):
 
 
 def softmax(weights: Sequence[float] | np.ndarray) -> np.ndarray:
-    """Softmax of ScalarMix weights [K] as float32 (computed in float64)."""
-    shifted = np.exp(np.asarray(weights, dtype=np.float64) - np.max(weights))
-    return (shifted / shifted.sum()).astype(np.float32)
+    """`mix_probabilities` of ScalarMix weights [K] as a float32 array (computed in float64)."""
+    return mix_probabilities(torch.as_tensor(np.asarray(weights, dtype=np.float64))).float().numpy()
 
 
 def mix_pooled(

@@ -18,6 +18,8 @@ from torch import nn
 
 from bertlens.errors import BertlensError, did_you_mean
 from bertlens.io.atomic import atomic_path, write_json
+from bertlens.representation.logits import logit_loss, logit_width, predict_classes
+from bertlens.representation.pairs import pair_features, pair_width
 
 HEAD_KINDS = ("classification", "pair_classification", "similarity")
 
@@ -50,28 +52,26 @@ class Head(nn.Module):
         self.dropout = nn.Dropout(spec.dropout)
         self.linear = None
         if spec.kind != "similarity":
-            width = spec.dim * (4 if spec.kind == "pair_classification" else 1)
-            self.linear = nn.Linear(width, 1 if spec.classes == 2 else spec.classes)
+            width = pair_width(spec.dim, spec.kind) if spec.kind == "pair_classification" else spec.dim
+            self.linear = nn.Linear(width, logit_width(spec.classes))
 
     def forward(self, u: torch.Tensor, v: torch.Tensor | None = None) -> torch.Tensor:
         """u, v [B, D] -> logits [B, K] (K = 1 for two classes) or cosine scores [B]."""
         if self.spec.kind == "similarity":
             return nn.functional.cosine_similarity(u, v, dim=-1)  # [B]
-        features = u if self.spec.kind == "classification" else torch.cat([u, v, (u - v).abs(), u * v], dim=-1)
+        features = pair_features(u, v if self.spec.kind == "pair_classification" else None, self.spec.kind)
         return self.linear(self.dropout(features))  # [B, K]
 
     def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         if self.spec.kind == "similarity":
             return nn.functional.mse_loss(outputs, targets.float() / self.spec.score_max)
-        if outputs.shape[-1] == 1:
-            return nn.functional.binary_cross_entropy_with_logits(outputs[:, 0], targets.float())
-        return nn.functional.cross_entropy(outputs, targets)
+        return logit_loss(outputs, targets)
 
     def predict(self, outputs: torch.Tensor) -> torch.Tensor:
         """Class ids [B] or similarity scores [B]."""
         if self.spec.kind == "similarity":
             return outputs
-        return (outputs[:, 0] > 0).long() if outputs.shape[-1] == 1 else outputs.argmax(dim=-1)
+        return predict_classes(outputs)
 
     def save(self, directory: Path) -> None:
         with atomic_path(directory / "head.safetensors") as tmp:

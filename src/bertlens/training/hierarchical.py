@@ -6,7 +6,8 @@ attention: learned attention over chunks (a_i = softmax_i(w . tanh(W c_i)); doc 
 gru:       a bidirectional GRU over the chunks in order; the mean of its states feeds a
            linear layer (a small hierarchical model in the spirit of Pappagari et al. 2019,
            "Hierarchical transformers for long document classification")
-Trained with Adam on padded batches, early stopping on a dev split, seeded.
+Trained by the one training loop (training/loop.py: AdamW, schedule, early stopping on dev accuracy, seeded) with
+`CHUNK_DEFAULTS`, on padded batches of frozen chunk vectors.
 """
 
 from __future__ import annotations
@@ -17,7 +18,16 @@ import numpy as np
 import torch
 from torch import nn
 
+from bertlens.io.cache import content_key
+from bertlens.representation.logits import logit_loss, logit_width, predict_classes
+from bertlens.training.config import TrainConfig
+from bertlens.training.loop import fine_tune
+
 HIERARCHICAL = ("attention", "gru")
+# a small head on frozen vectors: a head learning rate, long patience-limited training, light decay
+CHUNK_DEFAULTS = TrainConfig(
+    lr=1e-3, head_lr=1e-3, epochs=40, min_steps=0, batch_size=32, warmup=0.0, weight_decay=0.0, patience=5
+)
 
 
 class ChunkClassifier(nn.Module):
@@ -32,10 +42,10 @@ class ChunkClassifier(nn.Module):
         else:
             self.gru = nn.GRU(dim, hidden, batch_first=True, bidirectional=True)
             width = 2 * hidden
-        self.out = nn.Linear(width, classes)
+        self.out = nn.Linear(width, logit_width(classes))
 
     def forward(self, chunks: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """chunks [B, C, D], mask [B, C] bool -> logits [B, K]."""
+        """chunks [B, C, D], mask [B, C] bool -> logits [B, K] (K = 1 for two classes)."""
         chunks = self.dropout(chunks)
         if self.kind == "attention":
             scores = self.score(torch.tanh(self.project(chunks)))[..., 0].masked_fill(~mask, float("-inf"))  # [B, C]
@@ -77,6 +87,35 @@ class FittedChunkClassifier:
         return predict_chunks(self.model, x, m)
 
 
+class ChunkObjective:
+    """A chunk classifier on frozen, standardised chunk vectors as an objective of the one training loop:
+    cross-entropy on the `train` documents, accuracy on the `dev` documents (early stopping)."""
+
+    name = "chunk_classifier"
+
+    def __init__(self, model: ChunkClassifier, x: torch.Tensor, m: torch.Tensor, y: torch.Tensor, train, dev):
+        self.model, self.x, self.m, self.y = model, x, m, y  # x [N, C, D], m [N, C], y [N]
+        self.train, self.dev = np.asarray(train), np.asarray(dev)
+
+    @property
+    def size(self) -> int:
+        return len(self.train)
+
+    def modules(self) -> dict[str, nn.Module]:
+        return {"classifier": self.model}
+
+    def identity(self) -> str:
+        return content_key([self.name, self.model.kind], arrays=[self.train, self.dev, self.y.numpy()])
+
+    def loss(self, rows: np.ndarray) -> torch.Tensor:
+        docs = self.train[rows]
+        return logit_loss(self.model(self.x[docs], self.m[docs]), self.y[docs])
+
+    def evaluate(self) -> float:
+        predicted = predict_chunks(self.model, self.x[self.dev], self.m[self.dev])
+        return float((predicted == self.y[self.dev].numpy()).mean())
+
+
 def train_chunk_classifier(
     kind: str,
     data: ChunkSequences,
@@ -84,14 +123,10 @@ def train_chunk_classifier(
     train: np.ndarray,
     dev: np.ndarray,
     *,
-    epochs: int = 40,
-    batch_size: int = 32,
-    lr: float = 1e-3,
-    patience: int = 5,
-    seed: int = 0,
+    config: TrainConfig = CHUNK_DEFAULTS,
 ) -> FittedChunkClassifier:
-    """Fit on `train` rows, keep the epoch with the best `dev` accuracy."""
-    torch.manual_seed(seed)
+    """Fit on `train` rows through the training loop, keep the epoch with the best `dev` accuracy."""
+    torch.manual_seed(config.seed)
     x = torch.from_numpy(data.vectors)
     m = torch.from_numpy(data.mask)
     y = torch.as_tensor(labels, dtype=torch.long)
@@ -99,32 +134,11 @@ def train_chunk_classifier(
     scale = x[train][m[train]].std(dim=0).clamp(min=1e-6)
     x = torch.where(m[..., None], (x - mean) / scale, torch.zeros_like(x))  # standardised chunks, padding stays 0
     model = ChunkClassifier(kind, x.shape[2], int(labels.max()) + 1)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=1e-4)
-    generator = torch.Generator().manual_seed(seed)
-    best, best_state, bad = -1.0, None, 0
-    for _ in range(epochs):
-        model.train()
-        order = train[torch.randperm(len(train), generator=generator).numpy()]
-        for start in range(0, len(order), batch_size):
-            rows = order[start : start + batch_size]
-            loss = nn.functional.cross_entropy(model(x[rows], m[rows]), y[rows])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-        accuracy = float((predict_chunks(model, x[dev], m[dev]) == y[dev].numpy()).mean())
-        if accuracy > best:
-            best, bad = accuracy, 0
-            best_state = {k: v.clone() for k, v in model.state_dict().items()}
-        else:
-            bad += 1
-            if bad >= patience:
-                break
-    model.load_state_dict(best_state)
-    model.eval()
+    fine_tune(None, ChunkObjective(model, x, m, y, train, dev), None, config)
     return FittedChunkClassifier(model, mean, scale)
 
 
 def predict_chunks(model: ChunkClassifier, x: torch.Tensor, mask: torch.Tensor) -> np.ndarray:
     model.eval()
     with torch.no_grad():
-        return model(x, mask).argmax(dim=1).numpy()
+        return predict_classes(model(x, mask)).numpy()

@@ -73,12 +73,16 @@ def lr_factor(step: int, total: int, warmup: int) -> float:
 
 
 def _param_groups(
-    model: nn.Module, extra: dict[str, nn.Module], strategy: Strategy, config: TrainConfig, num_layers: int
+    model: nn.Module | None,
+    extra: dict[str, nn.Module],
+    strategy: Strategy | None,
+    config: TrainConfig,
+    num_layers: int,
 ) -> list[dict]:
     """One AdamW group per (block, decay or not), each with its own base learning rate, plus the objective's modules."""
-    blocks = block_of_parameters(model)
+    blocks = block_of_parameters(model) if model is not None else {}
     groups: dict[tuple[int, bool], dict] = {}
-    for name, param in model.named_parameters():
+    for name, param in model.named_parameters() if model is not None else ():
         if name not in blocks:
             param.requires_grad_(False)  # e.g. BERT's pooler: no recipe reads it
             continue
@@ -94,7 +98,7 @@ def _param_groups(
             },
         )
         group["params"].append(param)
-    in_model = {id(p) for p in model.parameters()}  # a head tied to the embeddings shares their parameter
+    in_model = {id(p) for p in model.parameters()} if model is not None else set()  # a tied head shares them
     head_params = [
         p for module in extra.values() for p in module.parameters() if p.requires_grad and id(p) not in in_model
     ]
@@ -156,38 +160,29 @@ def _snapshot(modules: dict[str, nn.Module]) -> dict[str, dict[str, torch.Tensor
     return {name: {k: v.detach().clone() for k, v in module.state_dict().items()} for name, module in modules.items()}
 
 
-def fine_tune(
-    encoder: Encoder,
-    objective: Objective,
-    strategy: Strategy,
-    config: TrainConfig = TrainConfig(),
-    *,
-    checkpoint_dir: Path | None = None,
-    progress: Progress = silent,
-) -> FineTuneResult:
-    """Train the encoder (as `strategy` says) and the objective's modules; with a dev score, end on the best weights."""
-    if not strategy.fine_tunes:
-        raise ValueError("the frozen strategy trains a probe on frozen features, not this loop")
-    start_time = time.perf_counter()
-    model = encoder.model
-    num_layers = encoder.num_layers
-    modules = {"model": model, **objective.modules()}
-    world = distributed.current()  # one process: exactly the single-process loop
-    torch.manual_seed(config.seed)
-    reinitialise_top(model, strategy.reinit_top, config.seed)
-    groups = _param_groups(model, objective.modules(), strategy, config, num_layers)
-    optimizer = torch.optim.AdamW(groups, lr=config.lr)
-    if world.size > 1:
-        torch.manual_seed(
-            config.seed * 1_000 + world.rank
-        )  # same weights, a different dropout and mask stream per process
-    per_batch = config.batch_size * world.size  # the global batch
+@dataclass
+class _Run:
+    """The loop's bookkeeping for one run: what a checkpoint saves besides weights (`state`), the best weights."""
+
+    state: dict
+    best: dict | None
+    per_batch: int  # examples per optimiser step over every process
+    per_epoch: int  # steps per epoch
+    total: int  # steps in the schedule
+    warmup: int  # warmup steps
+
+
+def _schedule(objective: Objective, config: TrainConfig, world) -> tuple[int, int, int, int]:
+    """(global batch, steps per epoch, total steps, warmup steps): small sets run more epochs (min_steps)."""
+    per_batch = config.batch_size * world.size
     per_epoch = math.ceil(objective.size / per_batch)
     epochs = max(config.epochs, math.ceil(config.min_steps / per_epoch))
     total = epochs * per_epoch
-    warmup = int(config.warmup * total)
-    run = [encoder.ref.fingerprint, objective.identity(), strategy.name, asdict(config)]
-    key = content_key(run + ([world.size] if world.size > 1 else []))  # another process count is another run
+    return per_batch, per_epoch, total, int(config.warmup * total)
+
+
+def _start(key: str, checkpoint_dir: Path | None, modules, optimizer, world) -> tuple[dict, dict | None]:
+    """A fresh state, or the one in `checkpoint_dir` when it belongs to this run (another run's is refused)."""
     state = {
         "key": key,
         "step": 0,
@@ -198,72 +193,131 @@ def fine_tune(
         "bad_epochs": 0,
         "done": False,
     }
-    best = None
     found = find_checkpoint(checkpoint_dir) if checkpoint_dir else None
-    if found is not None:
-        if read_state(found).get("key") != key:
-            raise BertlensError(
-                f"{checkpoint_dir} holds a checkpoint of a different run (model, data, objective, strategy "
-                "or settings changed); remove it or choose another output directory"
-            )
-        state, best = load_checkpoint(found, modules, optimizer, world.rank)
-    step = state["step"]
-    while not state["done"] and step < total:
-        epoch, offset = divmod(step, per_epoch)
-        apply_strategy(model, strategy, num_layers, epoch)
+    if found is None:
+        return state, None
+    if read_state(found).get("key") != key:
+        raise BertlensError(
+            f"{checkpoint_dir} holds a checkpoint of a different run (model, data, objective, strategy "
+            "or settings changed); remove it or choose another output directory"
+        )
+    return load_checkpoint(found, modules, optimizer, world.rank)
+
+
+def _step(objective: Objective, rows: np.ndarray, optimizer, config: TrainConfig, world, state: dict) -> None:
+    """One optimiser step on `rows` (this process's slice of the global batch)."""
+    with _autocast(config.precision):
+        loss = objective.loss(rows) if len(rows) else None
+    if world.size > 1:
+        _distributed_step(loss, optimizer, config, world, state)
+    elif loss is not None:
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        trainable = [p for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+        torch.nn.utils.clip_grad_norm_(trainable, config.max_grad_norm)
+        optimizer.step()
+        state["losses"].append(float(loss.detach()))
+
+
+def _epoch(run: _Run, objective, modules, optimizer, config, world, checkpoint_dir, progress) -> int:
+    """The rest of the current epoch from the run's step; returns the step reached."""
+    step = run.state["step"]
+    epoch, offset = divmod(step, run.per_epoch)
+    order = torch.randperm(
+        objective.size, generator=torch.Generator().manual_seed(config.seed * 100_003 + epoch)
+    ).numpy()
+    for index in range(offset, run.per_epoch):
+        rows = order[index * run.per_batch : (index + 1) * run.per_batch]
+        rows = rows[world.rank * config.batch_size : (world.rank + 1) * config.batch_size]  # this process's slice
+        for group in optimizer.param_groups:
+            group["lr"] = group["base_lr"] * lr_factor(step, run.total, run.warmup)
+        _step(objective, rows, optimizer, config, world, run.state)
+        step += 1
+        if world.writer:
+            recent = run.state["losses"][-20:]
+            progress(f"training | loss {np.mean(recent):.3f}" if recent else "training", step, run.total)
+        if checkpoint_dir and step % config.checkpoint_every == 0 and step % run.per_epoch:
+            _checkpoint(checkpoint_dir, modules, optimizer, {**run.state, "step": step}, run.best, world)
+    return step
+
+
+def _end_epoch(run: _Run, epoch: int, step: int, objective, modules, config: TrainConfig) -> None:
+    """Score dev (when the objective has a dev score), keep the best weights, decide whether to stop."""
+    state = run.state
+    dev_score = objective.evaluate()
+    if dev_score is not None:
+        state["history"].append(dev_score)
+        if dev_score > state["best"]:
+            state.update(best=dev_score, best_epoch=epoch, bad_epochs=0)
+            run.best = _snapshot(modules)
+        else:
+            state["bad_epochs"] += 1
+    state["step"] = step
+    state["done"] = state["bad_epochs"] >= config.patience or step >= run.total
+
+
+def fine_tune(
+    encoder: Encoder | None,
+    objective: Objective,
+    strategy: Strategy | None,
+    config: TrainConfig = TrainConfig(),
+    *,
+    checkpoint_dir: Path | None = None,
+    progress: Progress = silent,
+) -> FineTuneResult:
+    """Train the encoder (as `strategy` says) and the objective's modules; with a dev score, end on the best weights.
+
+    encoder None (and strategy None): train only the objective's modules, e.g. a classifier over frozen
+    vectors, with the same optimiser, schedule, early stopping and checkpoints.
+    """
+    if encoder is not None and not strategy.fine_tunes:
+        raise ValueError("the frozen strategy trains a probe on frozen features, not this loop")
+    start_time = time.perf_counter()
+    model = encoder.model if encoder is not None else None
+    num_layers = encoder.num_layers if encoder is not None else 0
+    modules = {**({"model": model} if model is not None else {}), **objective.modules()}
+    world = distributed.current()  # one process: exactly the single-process loop
+    torch.manual_seed(config.seed)
+    if model is not None:
+        reinitialise_top(model, strategy.reinit_top, config.seed)
+    optimizer = torch.optim.AdamW(_param_groups(model, objective.modules(), strategy, config, num_layers), lr=config.lr)
+    if world.size > 1:
+        torch.manual_seed(config.seed * 1_000 + world.rank)  # same weights, a different dropout and mask stream
+    identity = [encoder.ref.fingerprint if encoder else "", objective.identity(), strategy.name if strategy else ""]
+    key = content_key(
+        [*identity, asdict(config)] + ([world.size] if world.size > 1 else [])
+    )  # N processes: another run
+    run = _Run(*_start(key, checkpoint_dir, modules, optimizer, world), *_schedule(objective, config, world))
+    while not run.state["done"] and run.state["step"] < run.total:
+        epoch = run.state["step"] // run.per_epoch
+        if model is not None:
+            apply_strategy(model, strategy, num_layers, epoch)
         _set_mode(modules, True)
-        order = torch.randperm(
-            objective.size, generator=torch.Generator().manual_seed(config.seed * 100_003 + epoch)
-        ).numpy()
-        for index in range(offset, per_epoch):
-            rows = order[index * per_batch : (index + 1) * per_batch]
-            rows = rows[world.rank * config.batch_size : (world.rank + 1) * config.batch_size]  # this process's slice
-            for group in optimizer.param_groups:
-                group["lr"] = group["base_lr"] * lr_factor(step, total, warmup)
-            with _autocast(config.precision):
-                loss = objective.loss(rows) if len(rows) else None
-            if world.size > 1:
-                _distributed_step(loss, optimizer, config, world, state)
-            elif loss is not None:
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                trainable = [p for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
-                torch.nn.utils.clip_grad_norm_(trainable, config.max_grad_norm)
-                optimizer.step()
-                state["losses"].append(float(loss.detach()))
-            step += 1
-            if world.writer:
-                recent = state["losses"][-20:]
-                progress(f"training | loss {np.mean(recent):.3f}" if recent else "training", step, total)
-            if checkpoint_dir and step % config.checkpoint_every == 0 and step % per_epoch:
-                _checkpoint(checkpoint_dir, modules, optimizer, {**state, "step": step}, best, world)
-        dev_score = objective.evaluate()
-        if dev_score is not None:
-            state["history"].append(dev_score)
-            if dev_score > state["best"]:
-                state.update(best=dev_score, best_epoch=epoch, bad_epochs=0)
-                best = _snapshot(modules)
-            else:
-                state["bad_epochs"] += 1
-        state["step"] = step
-        state["done"] = state["bad_epochs"] >= config.patience or step >= total
+        step = _epoch(run, objective, modules, optimizer, config, world, checkpoint_dir, progress)
+        _end_epoch(run, epoch, step, objective, modules, config)
         if checkpoint_dir:
-            _checkpoint(checkpoint_dir, modules, optimizer, state, best, world)
+            _checkpoint(checkpoint_dir, modules, optimizer, run.state, run.best, world)
         distributed.barrier(world)
-    if best is not None:
+    if run.best is not None:
         for name, module in modules.items():
-            module.load_state_dict(best[name])
+            module.load_state_dict(run.best[name])
     _set_mode(modules, False)
+    return _result(run, time.perf_counter() - start_time)
+
+
+def _result(run: _Run, seconds: float) -> FineTuneResult:
+    state = run.state
     losses = state["losses"] or [math.nan]
     tail = max(1, len(losses) // 10)
+    step = state["step"]
     return FineTuneResult(
         tuple(state["history"]),
         state["best_epoch"],
         state["best"],
         step,
-        len(state["history"]) or math.ceil(step / per_epoch),
-        step < total,
-        time.perf_counter() - start_time,
+        len(state["history"]) or math.ceil(step / run.per_epoch),
+        step < run.total,
+        seconds,
         losses[0],
         float(np.mean(losses[-tail:])),
         tuple(state["losses"]),

@@ -19,9 +19,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from bertlens.encoding.batching import length_batches
-from bertlens.encoding.encoder import Encoder, LayerStates, Tokenized
+from bertlens.encoding.encoder import Encoder, Tokenized
 from bertlens.encoding.token_stream import StreamRows
+from bertlens.encoding.tokens import map_batches
 from bertlens.errors import BertlensError
 from bertlens.io.cache import content_key
 from bertlens.metrics.bootstrap import spearman
@@ -52,16 +52,7 @@ def sentence_vectors(
     encoder: Encoder, representation: Representation, tokenized: Tokenized, rows: np.ndarray
 ) -> torch.Tensor:
     """Differentiable recipe vectors [B, D] for the given rows (the model's current mode applies)."""
-    batch = encoder.pad(tokenized, rows)
-    special = batch.pop("special_tokens_mask")
-    out = encoder.model(**batch, output_hidden_states=True)
-    states = LayerStates(
-        hidden=torch.stack(out.hidden_states),
-        attention_mask=batch["attention_mask"].bool(),
-        special_tokens_mask=special,
-        doc_index=torch.as_tensor(rows),
-    )  # hidden [L+1, B, T, H]
-    return representation(states)
+    return representation(encoder.forward(tokenized, rows, differentiable=True))
 
 
 def score(predictions: np.ndarray, targets: np.ndarray, kind: str) -> float:
@@ -118,12 +109,14 @@ class Supervised:
         self.encoder.model.eval()
         self.head.eval()
         self.representation.eval()
-        out = np.zeros(len(data), dtype=np.float64)
         lengths = data.a.lengths if data.b is None else np.maximum(data.a.lengths, data.b.lengths)
         with torch.no_grad():
-            for rows in length_batches(lengths, batch_size, batch_size * 128):
-                out[rows] = self.head.predict(self._outputs(data, rows)).double().numpy()
-        return out
+            return map_batches(
+                lengths,
+                lambda rows: self.head.predict(self._outputs(data, rows)).double().numpy(),
+                batch_size,
+                batch_size * 128,
+            )
 
     def evaluate(self) -> float:
         return score(self.predict(self.dev), self.dev.targets, self.kind)
@@ -363,15 +356,13 @@ class Distillation:
         """The student's vectors [n, D] in input order (eval mode, no gradients)."""
         for module in (self.encoder.model, *self.modules().values()):
             module.eval()
-        parts, order = [], []
         with torch.no_grad():
-            for rows in length_batches(tokenized.lengths, batch_size, batch_size * 128):
-                parts.append(self.student_vectors(tokenized, rows).float().numpy())
-                order.append(rows)
-        out = np.empty((len(tokenized.input_ids), parts[0].shape[1]), dtype=np.float32)  # [n, D]
-        for rows, part in zip(order, parts, strict=True):
-            out[rows] = part
-        return out
+            return map_batches(
+                tokenized.lengths,
+                lambda rows: self.student_vectors(tokenized, rows).float().numpy(),  # [B, D]
+                batch_size,
+                batch_size * 128,
+            )
 
     def heldout_cosines(self) -> np.ndarray:
         """Cosine of the student's vector to the teacher's, per held-out text [M]."""
