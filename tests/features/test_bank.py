@@ -9,6 +9,7 @@ from bertlens.encoding.encoder import Encoder
 from bertlens.features import bank as bank_module
 from bertlens.features.bank import build_bank
 from bertlens.probing.candidates import candidate_features, enumerate_candidates
+from bertlens.representation import choices as choices_module
 from bertlens.representation import poolers as poolers_module
 from bertlens.representation.mixers import mix_layers
 from bertlens.representation.poolers import Pooler, token_mask
@@ -23,8 +24,10 @@ def min_pool(states, mask, weights=None):
 
 
 def test_a_second_non_linear_pooler_gets_its_own_encode_time_mixes(tmp_path, tiny_bert_dir, monkeypatch):
-    """Adding a pooler is one entry in POOLERS; a non-linear one must not be scored with max's mixes."""
+    """Adding a pooler is one entry in POOLERS (and its name in choices.py); a non-linear one must not be scored
+    with max's mixes."""
     monkeypatch.setitem(poolers_module.POOLERS, "min", Pooler(min_pool, linear=False))
+    monkeypatch.setattr(choices_module, "POOLER_NAMES", (*choices_module.POOLER_NAMES, "min"))
     encoder = Encoder(str(tiny_bert_dir))
     bank = build_bank(encoder, TEXTS, tmp_path, poolers=("mean", "max", "min"), dtype="float32")
     assert bank.nonlinear_poolers == ("max", "min") and bank.mixes.shape[0] == 2

@@ -90,6 +90,53 @@ def fidelity(student: np.ndarray, teacher: np.ndarray) -> Fidelity:
     return Fidelity(len(cosines), float(cosines.mean()), float(np.percentile(cosines, 1)), float(cosines.min()))
 
 
+def _check_options(projection: str, cosine_weight: float, heldout: float) -> None:
+    if projection not in PROJECTIONS:
+        raise BertlensError(f"--projection must be one of {', '.join(PROJECTIONS)}")
+    if cosine_weight < 0:
+        raise BertlensError("--cosine-weight must be >= 0")
+    if not 0 < heldout < 0.5:
+        raise BertlensError("--heldout must be a share between 0 and 0.5, e.g. 0.05")
+
+
+def _needs_projection(projection: str, teacher: Embedder, width: int) -> bool:
+    """A learned map student -> teacher: when asked, or (auto) when the widths differ or the teacher post-processes."""
+    needed = projection == "always" or (
+        projection == "auto" and (teacher.dim != width or teacher.recipe.postprocess is not None)
+    )
+    if not needed and teacher.dim != width:
+        raise BertlensError(
+            f"--projection never: the teacher's vectors have {teacher.dim} dimensions and the student's {width}; "
+            "allow a projection (auto)"
+        )
+    return needed
+
+
+def _save_student(out: Path, recipe: Recipe, layer: nn.Linear | None, unit: bool) -> Recipe:
+    """The student's recipe: mean of the last layer, then the learned projection (as an affine post-processor)."""
+    final = recipe.replace(normalize=unit and layer is None)
+    if layer is None:
+        return final
+    weight = layer.weight.detach().double().numpy().T  # [H, D]
+    PostProcessor.affine(weight, layer.bias.detach().double().numpy(), normalize=unit).save(out / PROJECTION_FILE)
+    return final.replace(postprocess=PROJECTION_FILE)
+
+
+def _measure(teacher, student, texts, held_rows, targets, eval_tasks, seed, progress) -> tuple:
+    """(fidelity on held-out texts, (teacher, student) texts/s measured together, task comparisons)."""
+    measured = fidelity(student.encode([texts[i] for i in held_rows]), targets[held_rows])
+    speed_texts = [texts[i] for i in held_rows[:SPEED_TEXTS]]
+    progress("measuring speed", 0, 1)
+    speeds = texts_per_second([teacher, student], speed_texts)
+    progress("measuring speed", 1, 1)
+    evaluations = []
+    for task in eval_tasks:
+        progress("evaluating on " + task.name, 0, 1)
+        evaluations.append(compare_on_task(teacher, student, task, seed))
+        progress("evaluating on " + task.name, 1, 1)
+    return measured, tuple(speeds), len(speed_texts), tuple(evaluations)
+
+
 def run_distill(
     teacher_recipe: Recipe,
     student: StudentSpec,
@@ -109,22 +156,9 @@ def run_distill(
 ) -> DistillOutcome:
     """Train the student on `texts`; write OUT (model, recipe.json, distill.json); return the measured outcome."""
     start = time.perf_counter()
-    if projection not in PROJECTIONS:
-        raise BertlensError(f"--projection must be one of {', '.join(PROJECTIONS)}")
-    if cosine_weight < 0:
-        raise BertlensError("--cosine-weight must be >= 0")
-    if not 0 < heldout < 0.5:
-        raise BertlensError("--heldout must be a share between 0 and 0.5, e.g. 0.05")
+    _check_options(projection, cosine_weight, heldout)
     teacher = Embedder(teacher_recipe, trust_remote_code=trust_remote_code)
-    width = student_width(student, teacher.encoder.hidden_size)
-    needs_projection = projection == "always" or (
-        projection == "auto" and (teacher.dim != width or teacher_recipe.postprocess is not None)
-    )
-    if not needs_projection and teacher.dim != width:
-        raise BertlensError(
-            f"--projection never: the teacher's vectors have {teacher.dim} dimensions and the student's {width}; "
-            "allow a projection (auto)"
-        )
+    needs_projection = _needs_projection(projection, teacher, student_width(student, teacher.encoder.hidden_size))
     train_rows, held_rows = carve_dev(
         np.arange(len(texts)), None, config.seed, False, heldout, limit=HELDOUT_LIMIT, min_kept=2
     )
@@ -145,25 +179,13 @@ def run_distill(
     if needs_projection:
         plain = Distillation(encoder, representation, train_tok, targets[train_rows], held_tok, targets[held_rows])
         sample = train_rows[: min(len(train_rows), 2048)]
-        probe_tok = encoder.tokenize([texts[i] for i in sample])
-        layer = _fit_projection(plain.predict(probe_tok), targets[sample])
+        layer = _fit_projection(plain.predict(encoder.tokenize([texts[i] for i in sample])), targets[sample])
     objective = Distillation(
         encoder, representation, train_tok, targets[train_rows], held_tok, targets[held_rows], layer, cosine_weight
     )
     checkpoint = run_checkpoint(out, restart)
-    result = fine_tune(
-        encoder,
-        objective,
-        parse_strategy("full", encoder.num_layers),
-        config,
-        checkpoint_dir=checkpoint,
-        progress=progress,
-    )
-    final = recipe.replace(normalize=unit and layer is None)
-    if layer is not None:
-        weight = layer.weight.detach().double().numpy().T  # [H, D]
-        PostProcessor.affine(weight, layer.bias.detach().double().numpy(), normalize=unit).save(out / PROJECTION_FILE)
-        final = final.replace(postprocess=PROJECTION_FILE)
+    strategy = parse_strategy("full", encoder.num_layers)
+    result = fine_tune(encoder, objective, strategy, config, checkpoint_dir=checkpoint, progress=progress)
     record = {
         "objective": "distillation",
         "teacher": teacher_recipe.to_dict(),
@@ -185,28 +207,20 @@ def run_distill(
         "last_loss": result.last_loss,
         "heldout_cosine_by_epoch": list(result.history),
     }
-    save_finetuned(out, encoder, final, None, record)
+    save_finetuned(out, encoder, _save_student(out, recipe, layer, unit), None, record)
     shutil.rmtree(checkpoint, ignore_errors=True)
     shutil.rmtree(init, ignore_errors=True)
     saved = Recipe.load(out / "recipe.json")
     student_embedder = Embedder(saved, trust_remote_code=trust_remote_code)  # what users will load, not the trainer
-    held_texts = [texts[i] for i in held_rows]
-    measured = fidelity(student_embedder.encode(held_texts), targets[held_rows])
-    speed_texts = [texts[i] for i in held_rows[:SPEED_TEXTS]]
-    progress("measuring speed", 0, 1)
-    teacher_speed, student_speed = texts_per_second([teacher, student_embedder], speed_texts)
-    progress("measuring speed", 1, 1)
-    evaluations = []
-    for task in eval_tasks:
-        progress("evaluating on " + task.name, 0, 1)
-        evaluations.append(compare_on_task(teacher, student_embedder, task, config.seed))
-        progress("evaluating on " + task.name, 1, 1)
+    measured, (teacher_speed, student_speed), timed, evaluations = _measure(
+        teacher, student_embedder, texts, held_rows, targets, eval_tasks, config.seed, progress
+    )
     seconds = time.perf_counter() - start
     record = {
         **record,
         "fidelity": asdict(measured),
         "speed": {
-            "texts": len(speed_texts),
+            "texts": timed,
             "teacher_texts_per_s": round(teacher_speed, 1),
             "student_texts_per_s": round(student_speed, 1),
             "ratio": round(student_speed / teacher_speed, 3),
@@ -216,6 +230,4 @@ def run_distill(
         "seconds": round(seconds, 1),
     }
     write_json(out / "distill.json", record)
-    return DistillOutcome(
-        saved, measured, teacher_speed, student_speed, result.steps, seconds, tuple(evaluations), record
-    )
+    return DistillOutcome(saved, measured, teacher_speed, student_speed, result.steps, seconds, evaluations, record)

@@ -131,6 +131,107 @@ def _choose_kept(
     return tuple(s.module for s in ranked), ranked, 0
 
 
+def _export_fp32(
+    recipe: Recipe, encoder: Encoder, reference_embedder: Embedder, staging: Path, texts, source, progress
+):
+    """The fp32 graph, its tokenizer, recipe and record in `staging`, checked against bertlens on `texts`."""
+    postprocessor = PostProcessor.load(recipe.postprocess) if recipe.postprocess else None
+    progress("exporting", 0, 1)
+    export_graph(encoder, recipe, postprocessor, staging / MODEL_FILE)
+    progress("exporting", 1, 1)
+    encoder.tokenizer.save_pretrained(staging)
+    if postprocessor is not None:
+        shutil.copy(recipe.postprocess, staging / Path(recipe.postprocess).name)
+    saved_recipe = recipe.replace(
+        max_length=encoder.max_length,
+        postprocess=Path(recipe.postprocess).name if recipe.postprocess else None,
+    )
+    saved_recipe.save(staging / "recipe.json")
+    record = {
+        "format": "onnx",
+        "opset": OPSET,
+        "inputs": ["input_ids", "attention_mask"],
+        "output": "[batch, dim] float32, the recipe's final vector",
+        "recipe": saved_recipe.to_dict(),
+        "model_fingerprint": encoder.ref.fingerprint,
+        "max_length": encoder.max_length,
+        "dim": reference_embedder.dim,
+        "precision": "fp32",
+    }
+    _record(staging, record)
+    parity = measure(OnnxEmbedder(staging).encode(texts), reference_embedder.encode(texts))
+    if parity.min_cosine < FP32_MIN_COSINE:
+        raise BertlensError(
+            f"the exported graph disagrees with bertlens (min cosine {parity.min_cosine:.6f} < {FP32_MIN_COSINE}, "
+            f"max abs diff {parity.max_abs_diff:.2e}); nothing was written. Please report this recipe"
+        )
+    return parity, {**record, "parity": {**asdict(parity), "texts_source": source}}
+
+
+@dataclass(frozen=True)
+class _Int8:
+    fidelity: Fidelity
+    kept: tuple[str, ...]
+    quantized: int
+    evaluation: TaskComparison | None
+    passed: bool
+    record: dict
+
+
+def _quantize_gated(
+    staging: Path, encoder, reference_embedder, calibration, static, gate, force, eval_task, record, progress
+):
+    """Replace the staged fp32 model by int8, keeping the sensitive modules fp32, then judge it against the gate
+    on the calibration texts that chose nothing (a refusal unless forced)."""
+    if len(calibration) < 4:
+        raise BertlensError("--quantize int8 needs at least 4 calibration texts (half choose, half judge)")
+    order = np.random.default_rng(0).permutation(len(calibration))
+    half = len(order) // 2
+    choose = [calibration[i] for i in order[:half]]
+    judge = [calibration[i] for i in order[half:]]
+    fp32_path = staging / "model.fp32.onnx"
+    (staging / MODEL_FILE).rename(fp32_path)
+    work = staging / ".work"
+    work.mkdir()
+    feeds = calibration_feeds(encoder.tokenizer, choose, encoder.max_length) if static else None
+    kept, ranked, quantized = _choose_kept(
+        fp32_path, work, choose, reference_embedder.encode(choose), gate, staging, progress, feeds
+    )
+    exclude = tuple(n for s in ranked if s.module in kept for n in s.nodes)
+    quantize(fp32_path, staging / MODEL_FILE, exclude, feeds, work / "calibration.json" if static else None)
+    shutil.rmtree(work)
+    fp32_path.unlink()
+    kind = (
+        "int8 (static QDQ; activation ranges calibrated by min/max on the choosing half, weights per channel)"
+        if static
+        else "int8 (dynamic; int8 weights per channel, activations per batch)"
+    )
+    record = _record(staging, {**record, "precision": kind})
+    int8_embedder = OnnxEmbedder(staging)
+    fid = measure(int8_embedder.encode(judge), reference_embedder.encode(judge))
+    passed = quantized > 0 and gate.passes(fid.mean_cosine, fid.min_cosine)
+    evaluation = compare_on_task(reference_embedder, int8_embedder, eval_task) if eval_task is not None else None
+    if evaluation is not None:
+        passed = passed and evaluation.difference[0] >= -gate.max_task_drop
+    record = {
+        **record,
+        "int8": {
+            **asdict(fid),
+            "judged_on": f"{len(judge)} held-out calibration texts (the other {len(choose)} chose what stays fp32)",
+            "gate": asdict(gate),
+            "passed": passed,
+            "forced": force and not passed,
+            "modules_quantized": quantized,
+            "modules_kept_fp32": list(kept),
+            "sensitivity_mean_cosine_alone": {s.module: round(s.mean_cosine, 6) for s in ranked},
+            "evaluation": asdict(evaluation) if evaluation is not None else None,
+        },
+    }
+    if not passed and not force:
+        raise BertlensError(_gate_message(fid, gate, quantized, evaluation))
+    return _Int8(fid, kept, quantized, evaluation, passed, record)
+
+
 def run_export_onnx(
     recipe: Recipe,
     out: Path,
@@ -158,100 +259,25 @@ def run_export_onnx(
         attentions="all" if recipe.needs_attentions else "none",
         trust_remote_code=trust_remote_code,
     )
-    postprocessor = PostProcessor.load(recipe.postprocess) if recipe.postprocess else None
     reference_embedder = Embedder(recipe, encoder=encoder)
     staging = _staging(out)
     try:
-        progress("exporting", 0, 1)
-        export_graph(encoder, recipe, postprocessor, staging / MODEL_FILE)
-        progress("exporting", 1, 1)
-        encoder.tokenizer.save_pretrained(staging)
-        if postprocessor is not None:
-            shutil.copy(recipe.postprocess, staging / Path(recipe.postprocess).name)
-        saved_recipe = recipe.replace(
-            max_length=encoder.max_length,
-            postprocess=Path(recipe.postprocess).name if recipe.postprocess else None,
-        )
-        saved_recipe.save(staging / "recipe.json")
-        record = {
-            "format": "onnx",
-            "opset": OPSET,
-            "inputs": ["input_ids", "attention_mask"],
-            "output": "[batch, dim] float32, the recipe's final vector",
-            "recipe": saved_recipe.to_dict(),
-            "model_fingerprint": encoder.ref.fingerprint,
-            "max_length": encoder.max_length,
-            "dim": reference_embedder.dim,
-            "precision": "fp32",
-        }
-        _record(staging, record)
-        reference = reference_embedder.encode(texts)
-        parity = measure(OnnxEmbedder(staging).encode(texts), reference)
-        if parity.min_cosine < FP32_MIN_COSINE:
-            raise BertlensError(
-                f"the exported graph disagrees with bertlens (min cosine {parity.min_cosine:.6f} < {FP32_MIN_COSINE}, "
-                f"max abs diff {parity.max_abs_diff:.2e}); nothing was written. Please report this recipe"
-            )
-        record = {**record, "parity": {**asdict(parity), "texts_source": texts_source}}
-        outcome_int8, kept, quantized, evaluation, passed = None, (), 0, None, True
+        parity, record = _export_fp32(recipe, encoder, reference_embedder, staging, texts, texts_source, progress)
+        int8 = None
         if quantize_int8:
             calibration = list(calibration or texts)
-            if len(calibration) < 4:
-                raise BertlensError("--quantize int8 needs at least 4 calibration texts (half choose, half judge)")
-            rng = np.random.default_rng(0)
-            order = rng.permutation(len(calibration))
-            half = len(order) // 2
-            choose = [calibration[i] for i in order[:half]]
-            judge = [calibration[i] for i in order[half:]]
-            fp32_path = staging / "model.fp32.onnx"
-            (staging / MODEL_FILE).rename(fp32_path)
-            work = staging / ".work"
-            work.mkdir()
-            feeds = calibration_feeds(encoder.tokenizer, choose, encoder.max_length) if static else None
-            kept, ranked, quantized = _choose_kept(
-                fp32_path, work, choose, reference_embedder.encode(choose), gate, staging, progress, feeds
+            int8 = _quantize_gated(
+                staging, encoder, reference_embedder, calibration, static, gate, force, eval_task, record, progress
             )
-            exclude = tuple(n for s in ranked if s.module in kept for n in s.nodes)
-            cache = work / "calibration.json" if static else None
-            quantize(fp32_path, staging / MODEL_FILE, exclude, feeds, cache)
-            shutil.rmtree(work)
-            fp32_path.unlink()
-            kind = (
-                "int8 (static QDQ; activation ranges calibrated by min/max on the choosing half, weights per channel)"
-                if static
-                else "int8 (dynamic; int8 weights per channel, activations per batch)"
-            )
-            record = {**record, "precision": kind}
-            record = _record(staging, record)
-            int8_embedder = OnnxEmbedder(staging)
-            outcome_int8 = measure(int8_embedder.encode(judge), reference_embedder.encode(judge))
-            passed = quantized > 0 and gate.passes(outcome_int8.mean_cosine, outcome_int8.min_cosine)
-            if eval_task is not None:
-                evaluation = compare_on_task(reference_embedder, int8_embedder, eval_task)
-                passed = passed and evaluation.difference[0] >= -gate.max_task_drop
-            record = {
-                **record,
-                "int8": {
-                    **asdict(outcome_int8),
-                    "judged_on": f"{len(judge)} held-out calibration texts (the other {len(choose)} chose what stays fp32)",
-                    "gate": asdict(gate),
-                    "passed": passed,
-                    "forced": force and not passed,
-                    "modules_quantized": quantized,
-                    "modules_kept_fp32": list(kept),
-                    "sensitivity_mean_cosine_alone": {s.module: round(s.mean_cosine, 6) for s in ranked},
-                    "evaluation": asdict(evaluation) if evaluation is not None else None,
-                },
-            }
-            if not passed and not force:
-                raise BertlensError(_gate_message(outcome_int8, gate, quantized, evaluation))
-        record = {**record, "seconds": round(time.perf_counter() - start, 1)}
-        record = _record(staging, record)
+            record = int8.record
+        record = _record(staging, {**record, "seconds": round(time.perf_counter() - start, 1)})
         _publish(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return ExportOutcome(out, parity, outcome_int8, kept, quantized, evaluation, passed, record)
+    if int8 is None:
+        return ExportOutcome(out, parity, None, (), 0, None, True, record)
+    return ExportOutcome(out, parity, int8.fidelity, int8.kept, int8.quantized, int8.evaluation, int8.passed, record)
 
 
 def _gate_message(fid: Fidelity, gate: Gate, quantized: int, evaluation: TaskComparison | None) -> str:

@@ -64,6 +64,30 @@ def _with_token_rate(progress: Progress, tokens_per_step: int) -> Progress:
     return update
 
 
+def _packed_rows(encoder, texts, source, source_key, cache, max_tokens, config, world, progress):
+    """The corpus tokenized once (cached; under torchrun one process tokenizes, the others open its stream) and cut
+    into packed rows of max_length; `max_tokens` keeps the first rows (equal budgets compare corpora fairly)."""
+    tokenizer = encoder.tokenizer
+    if world.writer:
+        stream = build_token_stream(texts, tokenizer, encoder.ref.fingerprint, source_key, cache, progress)
+    distributed.barrier(world)
+    if not world.writer:
+        stream = build_token_stream(texts, tokenizer, encoder.ref.fingerprint, source_key, cache, progress)
+    if len(stream) == 0:
+        raise BertlensError(f"{source}: the corpus has no text to train on")
+    rows = StreamRows(
+        stream, encoder.max_length, tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id or 0
+    )
+    if max_tokens is not None:
+        rows = rows.part(np.arange(min(len(rows), -(-max_tokens // rows.content))))
+    if len(rows) < config.batch_size + 1:
+        raise BertlensError(
+            f"{source}: {len(stream)} tokens make {len(rows)} rows of {encoder.max_length}, fewer than one batch of "
+            f"{config.batch_size} plus a held-out row; add text or lower --batch-size / --max-length"
+        )
+    return stream, rows
+
+
 def run_pretrain(
     model: str,
     texts: Iterable[str],
@@ -93,24 +117,9 @@ def run_pretrain(
             f"model '{model}': its tokenizer has no [MASK]/[CLS]/[SEP] tokens; masked-LM training needs them"
         )
     head, origin = mlm_head(encoder.model, encoder.ref.path)
-    cache = default_cache_dir(cache_dir)
-    if world.writer:  # one process tokenizes; the others open its cached stream
-        stream = build_token_stream(texts, tokenizer, encoder.ref.fingerprint, source_key, cache, progress)
-    distributed.barrier(world)
-    if not world.writer:
-        stream = build_token_stream(texts, tokenizer, encoder.ref.fingerprint, source_key, cache, progress)
-    if len(stream) == 0:
-        raise BertlensError(f"{source}: the corpus has no text to train on")
-    rows = StreamRows(
-        stream, encoder.max_length, tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id or 0
+    stream, rows = _packed_rows(
+        encoder, texts, source, source_key, default_cache_dir(cache_dir), max_tokens, config, world, progress
     )
-    if max_tokens is not None:  # a token budget: the first rows of the stream (equal budgets compare corpora fairly)
-        rows = rows.part(np.arange(min(len(rows), -(-max_tokens // rows.content))))
-    if len(rows) < config.batch_size + 1:
-        raise BertlensError(
-            f"{source}: {len(stream)} tokens make {len(rows)} rows of {encoder.max_length}, fewer than one batch of "
-            f"{config.batch_size} plus a held-out row; add text or lower --batch-size / --max-length"
-        )
     kept, held_out = hold_out_block(len(rows), heldout, config.seed)
     train, held = rows.part(kept), rows.part(held_out)
     objective = MaskedLM(encoder, head, train, held, unit=mask_unit, seed=config.seed)
@@ -127,16 +136,9 @@ def run_pretrain(
     final = objective.heldout_loss()
     if not world.writer:  # the replicas are identical: one process writes
         distributed.barrier(world)
+        recipe = Recipe(model=str(out))
         return PretrainOutcome(
-            result,
-            len(stream),
-            stream.documents,
-            len(train),
-            len(held),
-            base,
-            final,
-            origin.note,
-            Recipe(model=str(out)),
+            result, len(stream), stream.documents, len(train), len(held), base, final, origin.note, recipe
         )
     # the checkpoint's own naming (cls.predictions.*); the decoder is the embedding matrix and the bias, stored already
     head_tensors = {"cls." + k: v for k, v in head.state_dict().items() if not k.startswith("predictions.decoder.")}

@@ -346,151 +346,94 @@ def _chosen_plans(plans: list, wanted: tuple[str, ...] | None, kind: str) -> lis
     return [plan for plan in plans if plan[0] in wanted]
 
 
-def run_sweep(
-    task: TaskData,
-    encoder: Encoder | str = "default",
-    base: Recipe = Recipe(),
-    cache_dir: Path | None = None,
-    config: SweepConfig = SweepConfig(),
-    progress: Progress = silent,
-) -> SweepResult:
-    """Score every candidate on `task` with one encoding pass; recommend a Recipe.
-
-    `encoder`: an Encoder, or a model name (built with what the poolers need); `base`: what every
-    candidate shares (max_length, precision, include_special, long_text); `cache_dir`: where banks
-    are cached (default $BERTLENS_CACHE or ~/.cache/bertlens).
-    """
-    if isinstance(encoder, str):
-        encoder = Encoder(
-            encoder,
-            max_length=base.max_length,
-            precision=base.precision,
-            attentions="cls" if "attention" in config.poolers else "none",
-        )
-    base = base.replace(
-        model=base.model if base.model != "default" else encoder.ref.name, max_length=encoder.max_length
-    )
-    cache_dir = default_cache_dir(cache_dir)
-    torch.manual_seed(config.seed)
-    timings: dict[str, float] = {}
-    texts = task.all_texts()
-    index = {text: i for i, text in enumerate(texts)}
-    start = time.perf_counter()
-    bank = build_bank(
-        encoder,
-        texts,
-        cache_dir,
-        poolers=config.poolers,
-        include_special=base.include_special,
-        dtype=config.bank_dtype,
-        long_text=base.long_text_strategy,
-        progress=progress,
-    )
-    timings["bank_seconds"] = time.perf_counter() - start
-    release_freed_memory()  # the encoding pass's activations: not needed by the probes
-    ex, where = _examples(task, index)
-    folds = sweep_folds(task, ex.targets, where, config)
-    test_gold = ex.targets[np.concatenate([f.test for f in folds])]
+def _plans(task: TaskData, bank: Bank, ex, folds: list[Fold], config: SweepConfig, fitted: dict) -> list:
+    """(protocol, candidates, compute, description) for each protocol that applies to the task's kind."""
     candidates = enumerate_candidates(bank.num_layers, config.poolers, config.layers)
     without_mix = [c for c in candidates if c.mixer != "scalar_mix"]
-    plans = []
-    fitted: dict[str, PostProcessor] = {}
-    if task.kind == "similarity":
-        cosine_pool = candidates + (
-            [replace(c, post=config.postprocess) for c in candidates if c.mixer != "scalar_mix"]
-            if config.postprocess
-            else []
-        )
-        plans.append(
-            (
-                "cosine",
-                cosine_pool,
-                lambda: _cosine(bank, cosine_pool, ex, folds, config, fitted),
-                "cosine similarity of the two vectors vs gold score (no training); ScalarMix weights and "
-                "post-processing fitted on the training pairs" + (" of each fold" if task.uses_cv else ""),
-            )
-        )
-        plans.append(
-            (
-                "probe",
-                without_mix,
-                lambda: _probe_similarity(bank, without_mix, ex, folds, config),
-                "ridge regression on (|u-v|, u*v), alpha chosen on dev Spearman (SentEval-style pair features)",
-            )
-        )
-    else:
+    if task.kind != "similarity":
         pool = candidates if task.kind == "classification" else without_mix
-        plans.append(
+        basis = "an inner 10% dev split per fold" if task.uses_cv else "dev"
+        return [
             (
                 "probe",
                 pool,
                 lambda: _probe_classification(bank, pool, ex, folds, task.kind, config),
-                "L2 logistic regression on standardised features, C chosen on "
-                + ("an inner 10% dev split per fold" if task.uses_cv else "dev"),
+                "L2 logistic regression on standardised features, C chosen on " + basis,
             )
+        ]
+    post = [replace(c, post=config.postprocess) for c in without_mix] if config.postprocess else []
+    cosine_pool = candidates + post
+    per_fold = " of each fold" if task.uses_cv else ""
+    return [
+        (
+            "cosine",
+            cosine_pool,
+            lambda: _cosine(bank, cosine_pool, ex, folds, config, fitted),
+            "cosine similarity of the two vectors vs gold score (no training); ScalarMix weights and "
+            "post-processing fitted on the training pairs" + per_fold,
+        ),
+        (
+            "probe",
+            without_mix,
+            lambda: _probe_similarity(bank, without_mix, ex, folds, config),
+            "ridge regression on (|u-v|, u*v), alpha chosen on dev Spearman (SentEval-style pair features)",
+        ),
+    ]
+
+
+def _score_protocol(plan, task: TaskData, bank: Bank, folds: list[Fold], test_gold, config) -> ProtocolResult:
+    """Run one protocol's fits, then bootstrap intervals (and, under CV, the cross-validated choice)."""
+    name, cands, compute, description = plan
+    outputs, per_fold, mixes = compute()
+    validation = _mean_over_folds(per_fold)
+    selection, selected = None, ()
+    if task.uses_cv:  # the choice, cross-validated, on the candidates' own resamples
+        scores = point_estimates(outputs, test_gold, task.metric)
+        chosen_outputs, selected = _nested_selection(per_fold, outputs, folds, cands, bank, scores)
+        intervals, selection = bootstrap_with_extra(
+            outputs, chosen_outputs[None], test_gold, task.metric, resamples=config.resamples, seed=config.seed
         )
-    wanted = config.protocols
-    if wanted is None and task.uses_cv and task.kind == "similarity":
-        wanted = ("cosine",)  # the k-fold ridge probe costs several times the rest of the sweep: opt in
-    plans = _chosen_plans(plans, wanted, task.kind)
-    protocols = {}
-    for number, (name, cands, compute, description) in enumerate(plans):
-        progress(f"probing ({name})", number, len(plans))
-        start = time.perf_counter()
-        outputs, per_fold, mixes = compute()
-        validation = _mean_over_folds(per_fold)
-        selection, selected = None, ()
-        if task.uses_cv:  # the choice, cross-validated, on the candidates' own resamples
-            scores = point_estimates(outputs, test_gold, task.metric)
-            chosen_outputs, selected = _nested_selection(per_fold, outputs, folds, cands, bank, scores)
-            intervals, selection = bootstrap_with_extra(
-                outputs, chosen_outputs[None], test_gold, task.metric, resamples=config.resamples, seed=config.seed
-            )
-        else:
-            intervals = bootstrap(outputs, test_gold, task.metric, resamples=config.resamples, seed=config.seed)
-        timings[f"{name}_seconds"] = time.perf_counter() - start
-        protocols[name] = ProtocolResult(
-            name,
-            task.metric,
-            tuple(cands),
-            validation,
-            intervals,
-            len(test_gold),
-            mixes,
-            description,
-            len(folds),
-            selection,
-            selected,
-        )
-    main = protocols[main_protocol(task.kind)]
-    chosen = _choose(main, bank)
-    recommended = main.candidates[chosen]
-    recipe = recommended.recipe(base, main.mix_weights.get(recommended.name))
-    split_word = f"mean inner-dev score over {len(folds)} folds" if task.uses_cv else "dev score"
-    basis = (
-        f"protocol '{main.protocol}' ({main.description}); chosen by {split_word} "
-        f"{main.validation[chosen]:.4f}, ties broken by fewer dimensions then single layers"
+    else:
+        intervals = bootstrap(outputs, test_gold, task.metric, resamples=config.resamples, seed=config.seed)
+    return ProtocolResult(
+        name,
+        task.metric,
+        tuple(cands),
+        validation,
+        intervals,
+        len(test_gold),
+        mixes,
+        description,
+        len(folds),
+        selection,
+        selected,
     )
-    if task.kind == "similarity":
-        basis += "; cosine is how similarity embeddings are used and needs no training"
-    disagreement = None
-    if len(protocols) == 2:
-        cos, probe = protocols["cosine"], protocols["probe"]
-        best_cos, best_probe = cos.candidates[cos.test.best].name, probe.candidates[probe.test.best].name
-        if best_cos != best_probe:
-            in_probe = {c.name: i for i, c in enumerate(probe.candidates)}
-            disagreement = (
-                f"cosine and probe disagree on the best candidate: {best_cos} (cosine) vs {best_probe} (probe)"
-            )
-            if best_cos in in_probe:
-                tied = bool(probe.test.tied_with_best[in_probe[best_cos]])
-                verdict = "statistically tied with" if tied else "significantly below"
-                disagreement += f"; under the probe, {best_cos} is {verdict} {best_probe}"
-            else:
-                disagreement += (
-                    f"; the probe does not score {best_cos} (ScalarMix weights and post-processing are "
-                    "fitted for the cosine protocol only)"
-                )
+
+
+def _disagreement(protocols: dict[str, ProtocolResult]) -> str | None:
+    """When cosine and the probe pick different best candidates: say so, and how far apart they are."""
+    if len(protocols) != 2:
+        return None
+    cos, probe = protocols["cosine"], protocols["probe"]
+    best_cos, best_probe = cos.candidates[cos.test.best].name, probe.candidates[probe.test.best].name
+    if best_cos == best_probe:
+        return None
+    in_probe = {c.name: i for i, c in enumerate(probe.candidates)}
+    text = f"cosine and probe disagree on the best candidate: {best_cos} (cosine) vs {best_probe} (probe)"
+    if best_cos not in in_probe:
+        return text + (
+            f"; the probe does not score {best_cos} (ScalarMix weights and post-processing are "
+            "fitted for the cosine protocol only)"
+        )
+    tied = bool(probe.test.tied_with_best[in_probe[best_cos]])
+    return (
+        text
+        + f"; under the probe, {best_cos} is {'statistically tied with' if tied else 'significantly below'} {best_probe}"
+    )
+
+
+def _notes(task: TaskData, base: Recipe, config: SweepConfig) -> tuple[str, ...]:
+    """What the reader of this sweep's figures should know about how they were made."""
     notes = LIMITATIONS
     if config.protocols is None and task.uses_cv and task.kind == "similarity":
         notes += (
@@ -513,6 +456,73 @@ def run_sweep(
             f"post-processing ({config.postprocess}) is scored for similarity tasks only: the linear probe "
             "standardises its features, so centring and whitening cannot change what it learns",
         )
+    return notes
+
+
+def _sweep_encoder(encoder: Encoder | str, base: Recipe, config: SweepConfig) -> Encoder:
+    if not isinstance(encoder, str):
+        return encoder
+    attentions = "cls" if "attention" in config.poolers else "none"
+    return Encoder(encoder, max_length=base.max_length, precision=base.precision, attentions=attentions)
+
+
+def run_sweep(
+    task: TaskData,
+    encoder: Encoder | str = "default",
+    base: Recipe = Recipe(),
+    cache_dir: Path | None = None,
+    config: SweepConfig = SweepConfig(),
+    progress: Progress = silent,
+) -> SweepResult:
+    """Score every candidate on `task` with one encoding pass; recommend a Recipe.
+
+    `encoder`: an Encoder, or a model name (built with what the poolers need); `base`: what every
+    candidate shares (max_length, precision, include_special, long_text); `cache_dir`: where banks
+    are cached (default $BERTLENS_CACHE or ~/.cache/bertlens).
+    """
+    encoder = _sweep_encoder(encoder, base, config)
+    model = base.model if base.model != "default" else encoder.ref.name
+    base = base.replace(model=model, max_length=encoder.max_length)
+    torch.manual_seed(config.seed)
+    texts = task.all_texts()
+    start = time.perf_counter()
+    bank = build_bank(
+        encoder,
+        texts,
+        default_cache_dir(cache_dir),
+        poolers=config.poolers,
+        include_special=base.include_special,
+        dtype=config.bank_dtype,
+        long_text=base.long_text_strategy,
+        progress=progress,
+    )
+    timings = {"bank_seconds": time.perf_counter() - start}
+    release_freed_memory()  # the encoding pass's activations: not needed by the probes
+    ex, where = _examples(task, {text: i for i, text in enumerate(texts)})
+    folds = sweep_folds(task, ex.targets, where, config)
+    test_gold = ex.targets[np.concatenate([f.test for f in folds])]
+    fitted: dict[str, PostProcessor] = {}
+    wanted = config.protocols
+    if wanted is None and task.uses_cv and task.kind == "similarity":
+        wanted = ("cosine",)  # the k-fold ridge probe costs several times the rest of the sweep: opt in
+    plans = _chosen_plans(_plans(task, bank, ex, folds, config, fitted), wanted, task.kind)
+    protocols = {}
+    for number, plan in enumerate(plans):
+        progress(f"probing ({plan[0]})", number, len(plans))
+        start = time.perf_counter()
+        protocols[plan[0]] = _score_protocol(plan, task, bank, folds, test_gold, config)
+        timings[f"{plan[0]}_seconds"] = time.perf_counter() - start
+    main = protocols[main_protocol(task.kind)]
+    chosen = _choose(main, bank)
+    recommended = main.candidates[chosen]
+    recipe = recommended.recipe(base, main.mix_weights.get(recommended.name))
+    split_word = f"mean inner-dev score over {len(folds)} folds" if task.uses_cv else "dev score"
+    basis = (
+        f"protocol '{main.protocol}' ({main.description}); chosen by {split_word} "
+        f"{main.validation[chosen]:.4f}, ties broken by fewer dimensions then single layers"
+    )
+    if task.kind == "similarity":
+        basis += "; cosine is how similarity embeddings are used and needs no training"
     return SweepResult(
         task.name,
         task.kind,
@@ -523,8 +533,8 @@ def run_sweep(
         recommended,
         recipe,
         basis,
-        disagreement,
+        _disagreement(protocols),
         timings,
-        notes,
+        _notes(task, base, config),
         fitted.get(recommended.name),
     )
