@@ -6,7 +6,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export BERTLENS_DATA ?= $(abspath ../shared/data)
 
-.PHONY: install demo lint test bench clean
+.PHONY: install demo lint test test-matrix bench clean
 
 $(BIN)/bertlens: pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -27,6 +27,10 @@ lint: install
 
 test: lint
 	$(BIN)/python -m pytest
+
+# every command on a tiny model of every encoder family (BERT ... ModernBERT): the README's support table
+test-matrix: install
+	$(BIN)/python -m pytest -m matrix tests/integration/test_family_matrix.py
 
 bench: install
 	$(BIN)/python bench/embed_speed.py

@@ -80,3 +80,88 @@ def edit_cached_result(path: Path, edit) -> None:
     edit(saved["result"])
     saved["sha256"] = payload_sha256(saved["result"])
     path.write_text(json.dumps(saved))
+
+
+# Tiny random-initialised models of every family in the family table (3 layers, width 64, 4 heads), each saved
+# as its *ForMaskedLM class (so it has a trained-shape masked-LM head) with tiny-raw-bert's WordPiece tokenizer.
+FAMILY_CONFIGS = {
+    "bert": {},
+    "roberta": {"pad_token_id": 0, "max_position_embeddings": 514},
+    "xlm-roberta": {"pad_token_id": 0, "max_position_embeddings": 514},
+    "distilbert": {"dim": 64, "n_layers": 3, "n_heads": 4, "hidden_dim": 128},
+    "albert": {"embedding_size": 32},
+    "deberta-v2": {"relative_attention": True, "pos_att_type": ["p2c", "c2p"], "position_biased_input": False},
+    "electra": {"embedding_size": 32},
+    "mpnet": {"pad_token_id": 0, "max_position_embeddings": 514},
+    "modernbert": {
+        "global_attn_every_n_layers": 2,
+        "local_attention": 16,
+        "pad_token_id": 0,
+        "cls_token_id": 101,
+        "sep_token_id": 102,
+        "bos_token_id": 101,
+        "eos_token_id": 102,
+    },
+}
+
+
+def make_tiny_family(model_type: str, path: Path, seed: int = 0) -> Path:
+    from transformers import AutoConfig, AutoModelForMaskedLM
+
+    common = {
+        "vocab_size": 30522,
+        "hidden_size": 64,
+        "num_hidden_layers": 3,
+        "num_attention_heads": 4,
+        "intermediate_size": 128,
+        "max_position_embeddings": 512,
+    }
+    config = AutoConfig.for_model(model_type, **{**common, **FAMILY_CONFIGS[model_type]})
+    torch.manual_seed(seed)
+    AutoModelForMaskedLM.from_config(config).eval().save_pretrained(path, safe_serialization=True)
+    raw = SHARED / "models" / "tiny-raw-bert"
+    for name in TOKENIZER_FILES:
+        if (raw / name).exists():
+            shutil.copy(raw / name, path / name)
+    return path
+
+
+@pytest.fixture(scope="session")
+def family_dir(tmp_path_factory):
+    """family_dir(model_type) -> a tiny *ForMaskedLM model directory of that family (built once per session)."""
+    built: dict[str, Path] = {}
+
+    def get(model_type: str) -> Path:
+        if model_type not in built:
+            built[model_type] = make_tiny_family(model_type, tmp_path_factory.mktemp(f"tiny-{model_type}"))
+        return built[model_type]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def mini_data_dir(tmp_path_factory) -> Path:
+    """The shared data cut to a few dozen rows per split (SST-2, movie reviews, UD EWT): commands end in seconds."""
+    import json
+
+    root = tmp_path_factory.mktemp("mini-data")
+    (root / "sst2").mkdir()
+    for split, count in (("train", 48), ("dev", 16), ("test", 16)):
+        lines = (DATA / "sst2" / f"{split}.txt").read_text().splitlines()
+        kept = [ln for ln in lines if ln.startswith("0")][: count // 2] + [ln for ln in lines if ln.startswith("1")][
+            : count // 2
+        ]
+        (root / "sst2" / f"{split}.txt").write_text("\n".join(kept) + "\n")
+    (root / "movie_reviews").mkdir()
+    reviews = [json.loads(line) for line in (DATA / "movie_reviews" / "reviews.jsonl").read_text().splitlines()]
+    kept = [r for r in reviews if r["label"] == reviews[0]["label"]][:12] + [
+        r for r in reviews if r["label"] != reviews[0]["label"]
+    ][:12]
+    with open(root / "movie_reviews" / "reviews.jsonl", "w", encoding="utf-8") as handle:
+        for review in kept:
+            handle.write(json.dumps({**review, "text": review["text"][:900]}) + "\n")
+    (root / "ud-ewt").mkdir()
+    for split, count in (("train", 80), ("dev", 40), ("test", 40)):
+        sentences = (DATA / "ud-ewt" / f"{split}.conllu").read_text(encoding="utf-8").split("\n\n")[:count]
+        (root / "ud-ewt" / f"{split}.conllu").write_text("\n\n".join(sentences) + "\n\n", encoding="utf-8")
+    return root

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertlens.errors import BertlensError
+from bertlens.families import Family, family_of
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {"default", DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"}
@@ -146,21 +147,31 @@ def load_tokenizer(ref: ModelRef, trust_remote_code: bool = False):
     return tokenizer
 
 
+def model_family(ref: ModelRef) -> Family | None:
+    """The family-table entry of the model's architecture (None: not in the table)."""
+    return family_of(read_config(ref.path, ref.name).get("model_type"))
+
+
 def load_encoder(ref: ModelRef, *, eager_attention: bool = False, trust_remote_code: bool = False):
-    """The bare encoder in eval mode; eager attention only when attention weights are needed."""
+    """The bare encoder in eval mode: SDPA attention where the family has it (eager when attention weights are
+    needed, or the family has no SDPA: DeBERTa-v2, MPNet); an architecture not in the table tries SDPA, then eager."""
     from transformers import AutoModel
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
-    implementation = "eager" if eager_attention else "sdpa"
-    try:
-        model = AutoModel.from_pretrained(
-            ref.path, use_safetensors=True, trust_remote_code=trust_remote_code, attn_implementation=implementation
-        )
-    except (OSError, ValueError) as exc:
-        raise BertlensError(f"model '{ref.name}': could not load the encoder from {ref.path} ({exc})") from exc
-    return model.eval()
+    family = model_family(ref)
+    implementations = ["eager"] if eager_attention or (family is not None and not family.sdpa) else ["sdpa", "eager"]
+    for implementation in implementations:
+        try:
+            model = AutoModel.from_pretrained(
+                ref.path, use_safetensors=True, trust_remote_code=trust_remote_code, attn_implementation=implementation
+            )
+            return model.eval()
+        except (OSError, ValueError) as exc:
+            if implementation == implementations[-1]:
+                raise BertlensError(f"model '{ref.name}': could not load the encoder from {ref.path} ({exc})") from exc
+    raise AssertionError("unreachable")  # the loop returns or raises
 
 
 def default_max_length(ref: ModelRef, tokenizer) -> int:
@@ -175,6 +186,6 @@ def default_max_length(ref: ModelRef, tokenizer) -> int:
     if getattr(tokenizer, "model_max_length", None) and tokenizer.model_max_length < 100_000:
         limits.append(int(tokenizer.model_max_length))
     if config.get("max_position_embeddings"):
-        offset = 2 if config.get("model_type") in {"roberta", "xlm-roberta", "camembert"} else 0
-        limits.append(int(config["max_position_embeddings"]) - offset)
+        family = family_of(config.get("model_type"))
+        limits.append(int(config["max_position_embeddings"]) - (family.position_offset if family else 0))
     return min(limits)

@@ -47,3 +47,12 @@ def test_a_cross_validated_task_gets_a_stratified_test_split_and_then_train_dev_
 def test_a_packed_stream_holds_out_one_contiguous_block():
     kept, held = hold_out_block(100, 0.05, seed=2)
     assert len(held) == 5 and np.all(np.diff(held) == 1) and sorted([*kept, *held]) == list(range(100))
+
+
+def test_a_catalog_task_takes_the_folds_asked_for():
+    from bertlens.tasks.catalog import get_task
+    from bertlens.tasks.loaders import load_catalog_task
+    from tests.conftest import DATA
+
+    assert load_catalog_task(get_task("mr"), DATA).folds == 10  # the catalog's default
+    assert load_catalog_task(get_task("mr"), DATA, folds=5).folds == 5  # `--folds 5` is no longer ignored

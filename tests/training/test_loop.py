@@ -12,7 +12,7 @@ from bertlens.encoding.encoder import Encoder
 from bertlens.representation.apply import Representation
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import Split
-from bertlens.training.blocks import encoder_blocks
+from bertlens.training.blocks import parameters_by_block
 from bertlens.training.config import TrainConfig
 from bertlens.training.heads import Head, HeadSpec
 from bertlens.training.loop import fine_tune, lr_factor
@@ -59,7 +59,7 @@ def interrupt_at(stop_step: int):
 
 
 def snapshot(model) -> list[dict[str, torch.Tensor]]:
-    return [{k: v.detach().clone() for k, v in block.state_dict().items()} for block in encoder_blocks(model)]
+    return [{k: v.detach().clone() for k, v in block.items()} for block in parameters_by_block(model)]
 
 
 def changed(before: dict, after: dict) -> bool:
@@ -81,8 +81,8 @@ def test_gradual_unfreezes_top_down_at_epoch_boundaries(setup):
     def record(stage, step, total):
         seen[step] = tuple(
             i
-            for i, block in enumerate(encoder_blocks(encoder.model))
-            if any(p.grad is not None for p in block.parameters())
+            for i, block in enumerate(parameters_by_block(encoder.model))
+            if any(p.grad is not None for p in block.values())
         )
 
     train((encoder, head, train_data, dev), Recipe(pooler="mean"), "gradual", CONFIG, progress=record)

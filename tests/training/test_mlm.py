@@ -23,10 +23,10 @@ def test_a_model_without_an_mlm_head_gets_one_tied_to_its_embeddings(tiny_bert_d
     head, origin = mlm_head(encoder.model, tiny_bert_dir)
     embeddings = encoder.model.get_input_embeddings().weight
     assert not origin.loaded and "tied to the input embeddings" in origin.note
-    assert head.predictions.decoder.weight is embeddings  # one parameter: the head reproduces the embedding matrix
+    assert head.cls.predictions.decoder.weight is embeddings  # one parameter: the head reproduces the embedding matrix
     with torch.no_grad():
         embeddings[5, 0] += 1.0
-    assert torch.equal(head.predictions.decoder.weight, embeddings)
+    assert torch.equal(head.cls.predictions.decoder.weight, embeddings)
 
 
 def test_the_checkpoints_own_head_matches_hugging_face():

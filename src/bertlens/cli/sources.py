@@ -88,6 +88,7 @@ def load_task(args: argparse.Namespace) -> TaskData:
             drop_invalid=args.drop_invalid,
             max_examples=max_examples,
             seed=args.seed,
+            folds=args.folds,
         )
     if args.label_first:
         return load_user_task(

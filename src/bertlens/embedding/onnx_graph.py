@@ -18,6 +18,7 @@ from torch import nn
 from bertlens.encoding.cls_attention import cls_rows
 from bertlens.encoding.encoder import Encoder, LayerStates
 from bertlens.errors import BertlensError
+from bertlens.models import model_family
 from bertlens.representation.apply import Representation
 from bertlens.representation.postprocess import PostProcessor
 from bertlens.representation.recipe import Recipe
@@ -116,8 +117,14 @@ class RecipeGraph(nn.Module):
         return vectors
 
 
+def onnx_opset(encoder: Encoder) -> int:
+    """The opset a model exports at: its family's (families.py), else OPSET."""
+    family = model_family(encoder.ref)
+    return family.onnx_opset if family is not None else OPSET
+
+
 def export_graph(encoder: Encoder, recipe: Recipe, postprocessor: PostProcessor | None, path: Path) -> Path:
-    """Write the recipe's graph to `path` (ONNX, opset 23, dynamic batch and sequence axes)."""
+    """Write the recipe's graph to `path` (ONNX at the family's opset, 23 by default; dynamic batch and length)."""
     graph = RecipeGraph(encoder, recipe, postprocessor).eval()
     sample = encoder.tokenizer(
         ["a short example", "a somewhat longer example sentence"], padding=True, return_tensors="pt"
@@ -131,7 +138,7 @@ def export_graph(encoder: Encoder, recipe: Recipe, postprocessor: PostProcessor 
             str(path),
             input_names=list(INPUTS),
             output_names=[OUTPUT],
-            opset_version=OPSET,
+            opset_version=onnx_opset(encoder),
             dynamo=True,
             dynamic_shapes=({0: batch, 1: length}, {0: batch, 1: length}),
             external_data=False,

@@ -14,22 +14,22 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-SUPPORTED = {
-    "BertSelfAttention",
-    "RobertaSelfAttention",
-    "ElectraSelfAttention",
-    "XLMRobertaSelfAttention",
-    "CamembertSelfAttention",
-}
+from bertlens.families import family_of, submodule
 
 
 def attention_modules(model: nn.Module) -> list[nn.Module] | None:
-    """One self-attention module per layer, in order, if all are of a supported kind; else None."""
+    """One self-attention module per layer, in order, where the family table says the hooks are exact (BERT-style
+    self-attention, absolute positions, a module per layer: families.py); else None (eager attention instead)."""
     config = model.config
+    family = family_of(getattr(config, "model_type", None))
+    if family is None or family.cls_attention is None or family.shared_layers:
+        return None
     if getattr(config, "position_embedding_type", "absolute") not in (None, "absolute"):
         return None
-    found = [m for m in model.modules() if type(m).__name__ in SUPPORTED]
-    return found if found and len(found) == config.num_hidden_layers else None
+    layers = submodule(model, family.layers)
+    found = [submodule(layer, family.cls_attention) for layer in layers] if layers is not None else []
+    usable = all(m is not None and hasattr(m, "query") and hasattr(m, "key") for m in found)
+    return found if found and usable and len(found) == config.num_hidden_layers else None
 
 
 class ClsAttentionRecorder:

@@ -6,6 +6,7 @@ import contextlib
 import copy
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from inspect import signature
 
 import numpy as np
 import torch
@@ -16,7 +17,7 @@ from bertlens.encoding.names import ATTENTION_MODES
 from bertlens.encoding.precision import choose_precision
 from bertlens.encoding.tokens import Tokenized, pad_ids, tokenize
 from bertlens.errors import BertlensError, did_you_mean
-from bertlens.models import ModelRef, default_max_length, load_encoder, load_tokenizer, resolve_model
+from bertlens.models import ModelRef, default_max_length, load_encoder, load_tokenizer, model_family, resolve_model
 from bertlens.progress import Progress, silent
 
 
@@ -92,7 +93,7 @@ class Encoder:
             modules = attention_modules(self.model)
             if modules is not None:
                 self._recorder = ClsAttentionRecorder(modules)  # [CLS] rows from q/k hooks: SDPA stays on
-            elif precision != "bf16":  # under bf16 the model is eager already
+            elif getattr(self.model.config, "_attn_implementation", None) != "eager":  # bf16, no SDPA: eager already
                 self.model = load_encoder(self.ref, eager_attention=True, trust_remote_code=trust_remote_code)
         self.device = torch.device(device)
         self.model.to(self.device)
@@ -106,7 +107,14 @@ class Encoder:
                 f"max_length {max_length} exceeds the model's limit of {limit} tokens; use {limit} or less"
             )
         self.max_length = max_length or limit
-        self._uses_token_types = "token_type_ids" in self.tokenizer.model_input_names
+        family = model_family(self.ref)
+        takes_types = (
+            family.token_type_ids
+            if family is not None
+            else "token_type_ids" in signature(self.model.forward).parameters
+        )
+        # a tokenizer copied from BERT offers token types to a model that may not take them: the family decides
+        self._uses_token_types = takes_types and "token_type_ids" in self.tokenizer.model_input_names
         self._pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
 
     def for_thread(self) -> Encoder:

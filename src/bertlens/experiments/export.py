@@ -20,7 +20,7 @@ import numpy as np
 from bertlens.embedding.embedder import Embedder
 from bertlens.embedding.gate import Gate
 from bertlens.embedding.onnx_backend import MODEL_FILE, RECORD_FILE, OnnxEmbedder
-from bertlens.embedding.onnx_graph import OPSET, export_graph
+from bertlens.embedding.onnx_graph import export_graph, onnx_opset
 from bertlens.embedding.quantize import quantize, sensitivities
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
@@ -149,7 +149,7 @@ def _export_fp32(
     saved_recipe.save(staging / "recipe.json")
     record = {
         "format": "onnx",
-        "opset": OPSET,
+        "opset": onnx_opset(encoder),
         "inputs": ["input_ids", "attention_mask"],
         "output": "[batch, dim] float32, the recipe's final vector",
         "recipe": saved_recipe.to_dict(),

@@ -28,7 +28,7 @@ from bertlens.tasks.splits import hold_out_block
 from bertlens.training import distributed
 from bertlens.training.config import PRETRAIN_DEFAULTS, TrainConfig
 from bertlens.training.loop import FineTuneResult, fine_tune
-from bertlens.training.mlm_head import mlm_head
+from bertlens.training.mlm_head import head_tensors, mlm_head
 from bertlens.training.objectives import MaskedLM
 from bertlens.training.saved_model import run_checkpoint, save_finetuned
 from bertlens.training.strategies import parse_strategy
@@ -116,7 +116,7 @@ def run_pretrain(
         raise BertlensError(
             f"model '{model}': its tokenizer has no [MASK]/[CLS]/[SEP] tokens; masked-LM training needs them"
         )
-    head, origin = mlm_head(encoder.model, encoder.ref.path)
+    head, origin = mlm_head(encoder.model, encoder.ref.path, seed=config.seed, trust_remote_code=trust_remote_code)
     stream, rows = _packed_rows(
         encoder, texts, source, source_key, default_cache_dir(cache_dir), max_tokens, config, world, progress
     )
@@ -140,8 +140,6 @@ def run_pretrain(
         return PretrainOutcome(
             result, len(stream), stream.documents, len(train), len(held), base, final, origin.note, recipe
         )
-    # the checkpoint's own naming (cls.predictions.*); the decoder is the embedding matrix and the bias, stored already
-    head_tensors = {"cls." + k: v for k, v in head.state_dict().items() if not k.startswith("predictions.decoder.")}
     recipe = save_finetuned(
         out,
         encoder,
@@ -171,7 +169,7 @@ def run_pretrain(
             "loss_curve": [round(x, 5) for x in result.losses],
             "seconds": round(time.perf_counter() - start, 1),
         },
-        tensors={HEAD_FILE: head_tensors},
+        tensors={HEAD_FILE: head_tensors(head, encoder.model)},  # the *ForMaskedLM names: a second pretrain loads it
     )
     shutil.rmtree(checkpoint, ignore_errors=True)
     distributed.barrier(world)

@@ -180,8 +180,15 @@ def build_task(
 
 
 def load_catalog_task(
-    spec: TaskSpec, root: Path, *, drop_invalid: bool = False, max_examples: int | None = None, seed: int = 0
+    spec: TaskSpec,
+    root: Path,
+    *,
+    drop_invalid: bool = False,
+    max_examples: int | None = None,
+    seed: int = 0,
+    folds: int | None = None,
 ) -> TaskData:
+    """A catalog task from the data directory; `folds` overrides the catalog's for a cross-validated one."""
     reader = READERS[spec.file_format]
     raw = {split: reader(root / rel, spec.encoding) for split, rel in spec.splits}
     data = build_task(
@@ -190,7 +197,7 @@ def load_catalog_task(
         raw,
         str(root / spec.splits[0][1]),
         drop_invalid=drop_invalid,
-        folds=spec.folds,
+        folds=folds or spec.folds,
         source=str(root),
     )
     return limit_examples(data, max_examples, seed)

@@ -26,7 +26,7 @@ from bertlens.errors import BertlensError
 from bertlens.io.cache import content_key
 from bertlens.progress import Progress, silent
 from bertlens.training import distributed
-from bertlens.training.blocks import block_of_parameters, encoder_blocks, reinitialise_top
+from bertlens.training.blocks import apply_strategy_blocks, block_of_parameters, reinitialise_top
 from bertlens.training.checkpoint import find_checkpoint, load_checkpoint, read_state, save_checkpoint
 from bertlens.training.config import TrainConfig
 from bertlens.training.strategies import Strategy
@@ -84,7 +84,7 @@ def _param_groups(
     groups: dict[tuple[int, bool], dict] = {}
     for name, param in model.named_parameters() if model is not None else ():
         if name not in blocks:
-            param.requires_grad_(False)  # e.g. BERT's pooler: no recipe reads it
+            param.requires_grad_(False)  # e.g. BERT's pooler: no recipe reads it (families.py: unused)
             continue
         block = blocks[name]
         no_decay = any(name.endswith(suffix) for suffix in NO_DECAY)
@@ -112,8 +112,7 @@ def _param_groups(
 def apply_strategy(model: nn.Module, strategy: Strategy, num_layers: int, epoch: int) -> tuple[int, ...]:
     """Set requires_grad for `epoch`; returns the trainable blocks."""
     trainable = strategy.trainable_blocks(num_layers, epoch)
-    for index, block in enumerate(encoder_blocks(model)):
-        block.requires_grad_(index in trainable)
+    apply_strategy_blocks(model, trainable)
     return trainable
 
 

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from bertlens.errors import BertlensError
+from bertlens.families import require_family, submodule
 from bertlens.training.config import STUDENT_FORMS
 
 # Named sizes for training from scratch (BERT architecture): layers x width, heads, feed-forward width
@@ -131,20 +132,25 @@ def student_width(spec: StudentSpec, teacher_width: int) -> int:
     return int(scratch_config(spec.config).get("hidden_size", BertConfig().hidden_size))
 
 
-def _layer_list(model: nn.Module) -> tuple[nn.Module, str]:
-    """The module holding the transformer layers as `.layer` (BERT-style `encoder`, DistilBERT-style `transformer`)."""
-    for name in ("encoder", "transformer"):
-        holder = getattr(model, name, None)
-        if holder is not None and isinstance(getattr(holder, "layer", None), nn.ModuleList):
-            return holder, name
-    raise BertlensError(
-        f"cannot find the transformer layers of a {type(model).__name__}; layer students need a BERT-style "
-        "encoder (model.encoder.layer); use --student config:SIZE instead"
-    )
-
-
-def _config_key_for_layers(config) -> str:
-    return "n_layers" if hasattr(config, "n_layers") else "num_hidden_layers"
+def _keep_layers(model: nn.Module, keep: tuple[int, ...]) -> str:
+    """Cut the model down to the teacher layers `keep`, in place (weights, config, per-layer config lists);
+    returns what was kept, for the record. ALBERT shares one group of weights across its layers, so its
+    student runs that group len(keep) times (which teacher layers are named makes no difference)."""
+    family = require_family(getattr(model.config, "model_type", None), type(model).__name__, "where its layers are")
+    holder_path, _, name = family.layers.rpartition(".")
+    holder = submodule(model, holder_path) if holder_path else model
+    config = model.config
+    if family.shared_layers:
+        setattr(config, family.layer_count_key, len(keep))
+        return f"{len(keep)} layers running the teacher's shared layer weights ({family.name} shares them)"
+    layers = getattr(holder, name)
+    count = len(layers)
+    setattr(holder, name, nn.ModuleList([layers[i] for i in keep]))
+    for field, value in vars(config).items():  # per-layer settings (ModernBERT's layer_types) follow their layers
+        if isinstance(value, list) and len(value) == count and field != "architectures":
+            setattr(config, field, [value[i] for i in keep])
+    setattr(config, family.layer_count_key, len(keep))
+    return f"teacher layers {list(keep)} (of the teacher's stack, 0-based)"
 
 
 def _embedding_init(student: nn.Module, teacher: nn.Module) -> str:
@@ -152,7 +158,7 @@ def _embedding_init(student: nn.Module, teacher: nn.Module) -> str:
     else mapped by one linear projection onto the top principal axes of the teacher's word embeddings (one map
     for all three tables, so sums of embeddings map to sums), rescaled to the student's initial spread."""
     target, source = student.embeddings, teacher.embeddings
-    words = source.word_embeddings.weight.detach().double()  # [V, H_teacher]
+    words = teacher.get_input_embeddings().weight.detach().double()  # [V, E_teacher]: any family's word table
     width = target.word_embeddings.weight.shape[1]
     same = words.shape[1] == width
     if same:
@@ -163,7 +169,8 @@ def _embedding_init(student: nn.Module, teacher: nn.Module) -> str:
         scale = float(target.word_embeddings.weight.detach().std() / (words @ basis).std())
     copied = []
     for name in ("word_embeddings", "position_embeddings", "token_type_embeddings"):
-        to, frm = getattr(target, name, None), getattr(source, name, None)
+        to = getattr(target, name, None)
+        frm = teacher.get_input_embeddings() if name == "word_embeddings" else getattr(source, name, None)
         if to is None or frm is None or to.weight.shape[0] > frm.weight.shape[0]:
             continue  # the student has more positions or types than the teacher: those stay random
         with torch.no_grad():
@@ -180,10 +187,7 @@ def build_student(spec: StudentSpec, teacher_dir: Path, target: Path, seed: int,
     teacher = AutoModel.from_pretrained(teacher_dir)
     tokenizer = _load_tokenizer(teacher_dir)
     if spec.keep is not None:
-        holder, _ = _layer_list(teacher)
-        holder.layer = nn.ModuleList([holder.layer[i] for i in spec.keep])
-        setattr(teacher.config, _config_key_for_layers(teacher.config), len(spec.keep))
-        student, note = teacher, f"teacher layers {list(spec.keep)} (of the teacher's stack, 0-based)"
+        student, note = teacher, _keep_layers(teacher, spec.keep)
     else:
         student = _random_bert(spec.config, len(tokenizer), seed, max_length)
         note = f"random {spec.config} BERT (seed {seed}), " + _embedding_init(student, teacher)

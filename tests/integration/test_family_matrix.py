@@ -1,0 +1,260 @@
+"""Every encoder family x every command, on tiny random-initialised models of each family (tests/conftest.py).
+
+Each family's hidden states and pooled vectors are checked against plain transformers (eager attention),
+every command runs through the CLI, fine-tuning trains every encoder parameter, and `pretrain` starts
+from the checkpoint's own masked-LM head. `SUPPORT` is what these tests prove; the README's support table
+is rendered from it (test_readme_support_table_is_the_matrix).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from bertlens.cli.main import main
+from bertlens.embedding.embedder import Embedder
+from bertlens.encoding.encoder import Encoder
+from bertlens.representation.apply import Representation
+from bertlens.representation.recipe import Recipe
+from tests.conftest import FAMILY_CONFIGS, REPO
+
+FAMILIES = tuple(FAMILY_CONFIGS)  # model types: bert, roberta, xlm-roberta, distilbert, albert, deberta-v2, ...
+COMMANDS = (
+    "embed",
+    "sweep",
+    "probe",
+    "finetune",
+    "compare",
+    "geometry",
+    "postprocess",
+    "contrastive",
+    "longdoc",
+    "domain",
+    "pretrain",
+    "distill",
+    "export onnx",
+    "export st",
+    "serve",
+    "recommend",
+)
+NAMES = {
+    "bert": "BERT",
+    "roberta": "RoBERTa",
+    "xlm-roberta": "XLM-R",
+    "distilbert": "DistilBERT",
+    "albert": "ALBERT",
+    "deberta-v2": "DeBERTa-v2",
+    "electra": "ELECTRA",
+    "mpnet": "MPNet",
+    "modernbert": "ModernBERT",
+}
+SUPPORT = {(family, command): "ok" for family in FAMILIES for command in COMMANDS}
+TEXTS = [f"{a} {b} number {i}" for i, (a, b) in enumerate((a, b) for a in ("cats", "rain", "code") for b in "xyzw")]
+
+
+def _texts_file(tmp_path: Path) -> Path:
+    path = tmp_path / "texts.txt"
+    path.write_text("\n".join(TEXTS * 8) + "\n")
+    return path
+
+
+def _reference_states(model_dir: Path, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Plain transformers, eager attention: every hidden state [L+1, B, T, H] and the attention mask [B, T]."""
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModel.from_pretrained(model_dir, attn_implementation="eager").eval()
+    batch = tokenizer(texts, padding=True, return_tensors="pt")
+    accepted = {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask")}
+    with torch.no_grad():
+        out = model(**accepted, output_hidden_states=True)
+    return torch.stack(out.hidden_states), batch["attention_mask"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_hidden_states_and_pooled_vectors_equal_transformers(family, family_dir):
+    model_dir = family_dir(family)
+    texts = TEXTS[:6]
+    hidden, mask = _reference_states(model_dir, texts)  # [L+1, B, T, H], [B, T]
+    encoder = Encoder(str(model_dir))
+    tokenized = encoder.tokenize(texts)
+    states = next(iter(encoder.iter_states(tokenized)))
+    order = states.doc_index.numpy()
+    length = states.hidden.shape[2]
+    torch.testing.assert_close(states.hidden, hidden[:, order, :length], atol=1e-5, rtol=0)
+    weights = mask[:, :, None].float()  # [B, T, 1]
+    expected = (hidden[-1] * weights).sum(1) / weights.sum(1)  # [B, H]: mean of the last layer over real tokens
+    got = Embedder(Recipe(model=str(model_dir)), encoder=encoder).encode(texts)
+    np.testing.assert_allclose(got, expected.numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_pooler_mixer_and_precision_embeds(family, family_dir):
+    model_dir = str(family_dir(family))
+    shapes = set()
+    for pooler in ("cls", "mean", "max", "attention"):
+        for mixer, layers in (("single", (-1,)), ("mean", (-2, -1)), ("concat", (-2, -1)), ("first_last", ())):
+            recipe = Recipe(model=model_dir, pooler=pooler, mixer=mixer, layers=layers or (-1,))
+            vectors = Embedder(recipe).encode(TEXTS[:4])
+            assert np.isfinite(vectors).all()
+            shapes.add(vectors.shape)
+    mix = Recipe(model=model_dir, mixer="scalar_mix", layers=(0, 1, 2, 3), mix_weights=(0.1, 0.2, 0.3, 0.4))
+    assert Embedder(mix).encode(TEXTS[:4]).shape == (4, 64)
+    fp32 = Embedder(Recipe(model=model_dir)).encode(TEXTS[:4])
+    bf16 = Embedder(Recipe(model=model_dir, precision="bf16")).encode(TEXTS[:4])
+    cosine = (fp32 * bf16).sum(1) / np.linalg.norm(fp32, axis=1) / np.linalg.norm(bf16, axis=1)
+    assert shapes == {(4, 64), (4, 128)} and cosine.min() > 0.99
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_full_fine_tuning_trains_every_encoder_parameter(family, family_dir):
+    from bertlens.tasks.loaders import Split
+    from bertlens.training.blocks import block_of_parameters
+    from bertlens.training.config import TrainConfig
+    from bertlens.training.heads import Head, HeadSpec
+    from bertlens.training.loop import fine_tune
+    from bertlens.training.objectives import Encoded, Supervised
+    from bertlens.training.strategies import parse_strategy
+
+    encoder = Encoder(str(family_dir(family)))
+    before = {n: p.detach().clone() for n, p in encoder.model.named_parameters()}
+    split = Split(tuple(TEXTS), None, np.array([i % 2 for i in range(len(TEXTS))]))
+    representation = Representation(Recipe(model=str(family_dir(family))), trainable=True)
+    objective = Supervised(
+        encoder,
+        representation,
+        Head(HeadSpec("classification", 64, 2)),
+        Encoded.of(encoder, split),
+        Encoded.of(encoder, split),
+        "classification",
+    )
+    config = TrainConfig(lr=1e-3, epochs=1, min_steps=2, batch_size=6, patience=5)
+    fine_tune(encoder, objective, parse_strategy("full", encoder.num_layers), config)
+    trained = block_of_parameters(encoder.model)
+    unchanged = [n for n, p in encoder.model.named_parameters() if n in trained and torch.equal(p, before[n])]
+    assert not unchanged, f"{family}: these encoder parameters did not train: {unchanged[:5]}"
+    if family == "electra":  # the embedding projection (embedding size 32 -> hidden 64) is part of block 0
+        assert trained["embeddings_project.weight"] == 0
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_pretrain_starts_from_the_checkpoints_own_masked_lm_head(family, family_dir):
+    from transformers import AutoModelForMaskedLM
+
+    from bertlens.training.masking import IGNORE, mask_tokens, replacement_ids
+    from bertlens.training.mlm_head import mlm_head
+    from bertlens.training.objectives import masked_token_losses
+
+    model_dir = family_dir(family)
+    encoder = Encoder(str(model_dir))
+    head, origin = mlm_head(encoder.model, model_dir)
+    assert origin.loaded, origin.note
+    batch = encoder.tokenizer(TEXTS[:4], padding=True, return_tensors="pt", return_special_tokens_mask=True)
+    ids, real = batch["input_ids"], batch["attention_mask"].bool()
+    maskable = real & ~batch["special_tokens_mask"].bool()
+    words = torch.ones_like(real)
+    random_ids = replacement_ids(encoder.tokenizer)
+    with torch.no_grad():
+        losses, _ = masked_token_losses(
+            encoder, head, ids, maskable, words, real, random_ids=random_ids, generator=torch.Generator().manual_seed(3)
+        )
+        masked = mask_tokens(
+            ids,
+            maskable,
+            words,
+            mask_id=encoder.tokenizer.mask_token_id,
+            random_ids=random_ids,
+            generator=torch.Generator().manual_seed(3),
+        )
+        reference = AutoModelForMaskedLM.from_pretrained(model_dir, attn_implementation="eager").eval()
+        logits = reference(input_ids=masked.inputs, attention_mask=real.long()).logits  # [B, T, V]
+        chosen = masked.labels != IGNORE
+        expected = torch.nn.functional.cross_entropy(logits[chosen], masked.labels[chosen])
+    torch.testing.assert_close(losses.mean(), expected, atol=1e-5, rtol=1e-5)
+
+
+def _command(command: str, model: str, tmp: Path, data_dir: Path) -> list[str]:
+    """The CLI call that exercises `command` on `model`: the miniature data directory, a few training steps."""
+    data = ["--data-dir", str(data_dir)]
+    texts = str(_texts_file(tmp))
+    cache = ["--cache-dir", str(tmp / "c")]
+    quick = ["--epochs", "1", "--min-steps", "2", "--batch-size", "8"]
+    out = ["--out", str(tmp / command.replace(" ", "-"))]
+    calls = {
+        "embed": ["embed", texts, "--model", model, "--pooler", "attention", "--out", str(tmp / "embed.npy")],
+        "sweep": ["sweep", "--task", "sst2", *data, "--model", model, "--resamples", "50", *cache, *out],
+        "probe": ["probe", "--suite", "linguistic", *data, "--model", model, "--tasks", "upos,sentence_length",
+                  "--resamples", "50", *cache, *out],
+        "finetune": ["finetune", "--task", "sst2", *data, "--model", model, "--size", "16", "--strategy", "llrd:0.9",
+                     *quick, *out],
+        "compare": ["compare", "--task", "sst2", *data, "--model", model, "--sizes", "16", "--strategies",
+                    "frozen,partial:1", "--seeds", "1", "--drift-task", "none", *quick, *out],
+        "geometry": ["geometry", "--texts", texts, "--model", model, *out],
+        "postprocess": ["postprocess", "--texts", texts, "--model", model, "--steps", "center,normalize", *out],
+        "contrastive": ["contrastive", "--mode", "simcse", "--texts", texts, "--model", model, *quick, *out],
+        "longdoc": ["longdoc", "--task", "movie_reviews", *data, "--model", model, "--max-length", "64", "--folds",
+                    "2", "--resamples", "50", "--strategies", "head,head_tail,windows:mean,hier:gru", *out],
+        "domain": ["domain", "--texts", texts, *data, "--model", model, "--samples", "20", *out],
+        "pretrain": ["pretrain", "--from", model, "--texts", texts, "--max-length", "32", *quick, *cache, *out],
+        "distill": ["distill", "--teacher", model, "--student", "layers:2", "--texts", texts, *quick, *cache, *out],
+        "export onnx": ["export", "--format", "onnx", "--model", model, "--texts", texts, *out],
+        "export st": ["export", "--format", "sentence-transformers", "--model", model, "--texts", texts, *out],
+        "recommend": ["recommend", "--task", "sst2", *data, "--model", model, "--budget-minutes", "0.25", *cache, *out],
+    }  # fmt: skip
+    return calls[command]
+
+
+def _serve(model: str) -> None:
+    """The server in-process: the OpenAI route returns the recipe's vectors."""
+    from fastapi.testclient import TestClient
+
+    from bertlens.serving.app import create_app
+
+    embedder = Embedder(Recipe(model=model))
+    with TestClient(create_app(embedder)) as client:
+        reply = client.post("/v1/embeddings", json={"input": TEXTS[:3]})
+    assert reply.status_code == 200, reply.text
+    got = np.array([d["embedding"] for d in reply.json()["data"]])
+    np.testing.assert_allclose(got, embedder.encode(TEXTS[:3]), atol=1e-5)
+
+
+@pytest.mark.matrix
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_command_runs_on_every_family(family, command, family_dir, mini_data_dir, tmp_path, capsys):
+    model = str(family_dir(family))
+    if command == "serve":
+        _serve(model)
+        return
+    code = main([*_command(command, model, tmp_path, mini_data_dir), "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    if command == "export st":
+        from sentence_transformers import SentenceTransformer
+
+        st = SentenceTransformer(str(tmp_path / "export-st"), device="cpu")
+        np.testing.assert_allclose(st.encode(TEXTS[:3]), Embedder(Recipe(model=model)).encode(TEXTS[:3]), atol=1e-5)
+    if command == "pretrain":
+        record = json.loads((tmp_path / "pretrain" / "training.json").read_text())
+        assert record["head"].startswith("the model's own masked-LM head"), record["head"]
+
+
+def support_table() -> str:
+    """The README's support table, rendered from SUPPORT."""
+    lines = ["| family | " + " | ".join(COMMANDS) + " |", "|---|" + "---|" * len(COMMANDS)]
+    for family in FAMILIES:
+        lines.append(f"| {NAMES[family]} | " + " | ".join(SUPPORT[(family, c)] for c in COMMANDS) + " |")
+    return "\n".join(lines)
+
+
+def test_readme_support_table_is_the_matrix():
+    readme = (REPO / "README.md").read_text()
+    start, end = "<!-- support-table: tests/integration/test_family_matrix.py -->", "<!-- /support-table -->"
+    assert start in readme and end in readme, "the README lost its support table markers"
+    table = readme.split(start, 1)[1].split(end, 1)[0].strip()
+    assert table == support_table(), (
+        "regenerate with: python -c 'from tests.integration.test_family_matrix import support_table; print(support_table())'"
+    )
