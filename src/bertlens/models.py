@@ -102,6 +102,17 @@ def read_config(path: Path, name: str) -> dict:
     return config
 
 
+def _normalised_sizes(path: Path) -> tuple[int | None, int | None]:
+    """(layers, width) as transformers names them for any known architecture; (None, None) when it cannot say."""
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(path)
+    except (OSError, ValueError, KeyError):
+        return None, None
+    return getattr(config, "num_hidden_layers", None), getattr(config, "hidden_size", None)
+
+
 def resolve_model(name: str | os.PathLike = "default") -> ModelRef:
     """Turn 'default', a local directory or a hub id into a checked local model directory."""
     name = str(name)
@@ -119,6 +130,8 @@ def resolve_model(name: str | os.PathLike = "default") -> ModelRef:
     config = read_config(path, name)
     layers = config.get("num_hidden_layers", config.get("n_layers"))
     width = config.get("hidden_size", config.get("dim"))
+    if layers is None or width is None:  # other names (GPT-2's n_layer, n_embd): transformers' normalised fields
+        layers, width = _normalised_sizes(path)
     if layers is None or width is None:
         raise BertlensError(f"model '{name}': config.json names no layer count or hidden size; is it an encoder?")
     return ModelRef(

@@ -167,9 +167,8 @@ def run_distill(
     )  # [N, D]
     unit = bool(np.all(np.abs(np.linalg.norm(targets, axis=1) - 1) < UNIT_NORM_TOLERANCE))
     init = out / ".student-init"
-    note = build_student(
-        student, resolve_model(teacher_recipe.model).path, init, config.seed, teacher.encoder.max_length
-    )
+    teacher_dir = resolve_model(teacher_recipe.model).path
+    note = build_student(student, teacher_dir, init, config.seed, teacher.encoder.max_length, trust_remote_code)
     encoder = Encoder(str(init), max_length=teacher.encoder.max_length, trust_remote_code=trust_remote_code)
     recipe = Recipe(model=str(init), max_length=encoder.max_length)  # the plain recipe: mean of the last layer
     representation = Representation(recipe, trainable=True)

@@ -180,11 +180,13 @@ def _embedding_init(student: nn.Module, teacher: nn.Module) -> str:
     return f"{', '.join(copied)} embeddings from the teacher ({how})"
 
 
-def build_student(spec: StudentSpec, teacher_dir: Path, target: Path, seed: int, max_length: int) -> str:
+def build_student(
+    spec: StudentSpec, teacher_dir: Path, target: Path, seed: int, max_length: int, trust_remote_code: bool = False
+) -> str:
     """Write the student as a model directory at `target`; returns how it was initialised (for the record)."""
     from transformers import AutoModel
 
-    teacher = AutoModel.from_pretrained(teacher_dir)
+    teacher = AutoModel.from_pretrained(teacher_dir, use_safetensors=True, trust_remote_code=trust_remote_code)
     tokenizer = _load_tokenizer(teacher_dir)
     if spec.keep is not None:
         student, note = teacher, _keep_layers(teacher, spec.keep)
