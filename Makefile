@@ -6,7 +6,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export BERTLENS_DATA ?= $(abspath ../shared/data)
 
-.PHONY: install demo lint test test-matrix bench clean
+.PHONY: install demo lint test test-extended bench clean
 
 $(BIN)/bertlens: pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -28,9 +28,10 @@ lint: install
 test: lint
 	$(BIN)/python -m pytest
 
-# every command on a tiny model of every encoder family (BERT ... ModernBERT): the README's support table
-test-matrix: install
-	$(BIN)/python -m pytest -m matrix tests/integration/test_family_matrix.py
+# long checks, run by CI after `make test`: every command on a tiny model of every encoder family (the README's
+# support table) and the multi-process torchrun runs
+test-extended: install
+	$(BIN)/python -m pytest -m extended
 
 bench: install
 	$(BIN)/python bench/embed_speed.py

@@ -19,6 +19,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 import torch
 
 from tests.cli.test_pretrain import RAW, corpus  # noqa: F401 - the shared corpus fixture
@@ -26,6 +27,7 @@ from tests.cli.test_pretrain import RAW, corpus  # noqa: F401 - the shared corpu
 ARGS = ["--max-length", "64", "--epochs", "2", "--quiet", "--from", str(RAW)]
 
 
+@pytest.mark.extended  # two torchrun jobs: about 100 s each on 2 cores
 def test_two_processes_match_one_process_with_twice_the_batch(tmp_path, corpus):  # noqa: F811
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     one = [
@@ -90,6 +92,7 @@ def _torchrun(texts, out, cache, *extra: str) -> list[str]:
     ]
 
 
+@pytest.mark.extended
 def test_a_killed_two_process_run_resumes_to_the_uninterrupted_weights(tmp_path, corpus):  # noqa: F811
     """Each process draws its own masks and dropout: resuming restores each one's own RNG stream, not rank 0's."""
     from safetensors.torch import load_file

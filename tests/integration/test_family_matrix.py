@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+from bertlens.cli.commands import COMMANDS as CLI_COMMANDS
 from bertlens.cli.main import main
 from bertlens.embedding.embedder import Embedder
 from bertlens.encoding.encoder import Encoder
@@ -23,24 +24,8 @@ from bertlens.representation.recipe import Recipe
 from tests.conftest import FAMILY_CONFIGS, REPO
 
 FAMILIES = tuple(FAMILY_CONFIGS)  # model types: bert, roberta, xlm-roberta, distilbert, albert, deberta-v2, ...
-COMMANDS = (
-    "embed",
-    "sweep",
-    "probe",
-    "finetune",
-    "compare",
-    "geometry",
-    "postprocess",
-    "contrastive",
-    "longdoc",
-    "domain",
-    "pretrain",
-    "distill",
-    "export onnx",
-    "export st",
-    "serve",
-    "recommend",
-)
+# every CLI command (export in both formats): a new command joins the matrix, and needs its call in _command
+COMMANDS = tuple(name for c in CLI_COMMANDS for name in (("export onnx", "export st") if c == "export" else (c,)))
 NAMES = {
     "bert": "BERT",
     "roberta": "RoBERTa",
@@ -222,7 +207,7 @@ def _serve(model: str) -> None:
     np.testing.assert_allclose(got, embedder.encode(TEXTS[:3]), atol=1e-5)
 
 
-@pytest.mark.matrix
+@pytest.mark.extended
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_command_runs_on_every_family(family, command, family_dir, mini_data_dir, tmp_path, capsys):
