@@ -125,15 +125,17 @@ def test_killed_run_resumes_without_losing_or_duplicating_rows(tmp_path, default
     partial = tmp_path / "resumed.npy.partial"
     process = subprocess.Popen([*command, "--out", str(out)], env=env)
     deadline = time.time() + 120
-    while len(list(partial.glob("shard-*.npz"))) < 3 and time.time() < deadline and process.poll() is None:
+    while len(list(partial.glob("shard-*.sha256"))) < 3 and time.time() < deadline and process.poll() is None:
         time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    done_before = len(list(partial.glob("shard-*.npz")))
-    assert not out.exists() and 3 <= done_before < 12
+    done_before = len(list(partial.glob("shard-*.sha256")))  # finished: a shard's checksum marker is written last
+    written = len(list(partial.glob("shard-*.npz")))  # a kill between a shard and its marker leaves one unverified
+    assert not out.exists() and 3 <= done_before < 12 and written in (done_before, done_before + 1)
     result = subprocess.run([*command, "--out", str(out)], env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert f"resumed after {done_before} finished shards" in result.stderr
+    assert ("failed its checksum; embedding it again" in result.stderr) == (written > done_before)
     assert np.abs(np.load(out) - np.load(tmp_path / "full.npy")).max() <= 1e-5
     assert not partial.exists()
 
