@@ -175,16 +175,15 @@ def load_encoder(ref: ModelRef, *, eager_attention: bool = False, trust_remote_c
     hf_logging.disable_progress_bar()
     family = model_family(ref)
     implementations = ["eager"] if eager_attention or (family is not None and not family.sdpa) else ["sdpa", "eager"]
+    error = None
     for implementation in implementations:
         try:
-            model = AutoModel.from_pretrained(
+            return AutoModel.from_pretrained(
                 ref.path, use_safetensors=True, trust_remote_code=trust_remote_code, attn_implementation=implementation
-            )
-            return model.eval()
-        except (OSError, ValueError) as exc:
-            if implementation == implementations[-1]:
-                raise BertlensError(f"model '{ref.name}': could not load the encoder from {ref.path} ({exc})") from exc
-    raise AssertionError("unreachable")  # the loop returns or raises
+            ).eval()
+        except (OSError, ValueError) as exc:  # no SDPA for this architecture: the next implementation
+            error = exc
+    raise BertlensError(f"model '{ref.name}': could not load the encoder from {ref.path} ({error})") from error
 
 
 def default_max_length(ref: ModelRef, tokenizer) -> int:

@@ -78,7 +78,7 @@ class RayEmbedder(TextEncoder):
 
     def for_thread(self) -> RayEmbedder:
         """The actor pool is not shared by threads: one caller at a time."""
-        raise NotImplementedError("a RayEmbedder serves one caller; start another for another thread")
+        raise BertlensError("--engine ray serves one caller at a time; it cannot back several server workers")
 
     def embed(self, texts: Sequence[str], progress: Progress = silent) -> Embeddings:
         size = max(1, min(self.chunk, -(-len(texts) // len(self.actors))))  # every actor gets a part of a shard

@@ -132,6 +132,9 @@ def student_width(spec: StudentSpec, teacher_width: int) -> int:
     return int(scratch_config(spec.config).get("hidden_size", BertConfig().hidden_size))
 
 
+PER_LAYER_FIELDS = ("layer_types",)  # transformers' per-layer config (ModernBERT: sliding or full attention)
+
+
 def _keep_layers(model: nn.Module, keep: tuple[int, ...]) -> str:
     """Cut the model down to the teacher layers `keep`, in place (weights, config, per-layer config lists);
     returns what was kept, for the record. ALBERT shares one group of weights across its layers, so its
@@ -146,8 +149,9 @@ def _keep_layers(model: nn.Module, keep: tuple[int, ...]) -> str:
     layers = getattr(holder, name)
     count = len(layers)
     setattr(holder, name, nn.ModuleList([layers[i] for i in keep]))
-    for field, value in vars(config).items():  # per-layer settings (ModernBERT's layer_types) follow their layers
-        if isinstance(value, list) and len(value) == count and field != "architectures":
+    for field in PER_LAYER_FIELDS:  # per-layer settings follow their layers
+        value = getattr(config, field, None)
+        if isinstance(value, list) and len(value) == count:
             setattr(config, field, [value[i] for i in keep])
     setattr(config, family.layer_count_key, len(keep))
     return f"teacher layers {list(keep)} (of the teacher's stack, 0-based)"
