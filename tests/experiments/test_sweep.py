@@ -192,3 +192,16 @@ def test_under_cross_validation_every_fit_sees_only_its_folds_training_pairs(tmp
         c for c in range(1)
     ]  # one pooler: every whitened candidate fits once per fold, then once for the recipe
     assert whitened and len(post_fits) % 4 == 0 and len(post_fits) >= 4
+
+
+def test_every_probe_row_names_its_probe_and_only_a_logistic_one_is_recommended(sst2_result, tmp_path):
+    from bertlens.reports.sweep import result_rows
+
+    probe = sst2_result.protocols["probe"]
+    assert len(probe.scored_by) == len(probe.candidates)
+    assert set(probe.scored_by) <= {"logistic", "ridge screen"} and "logistic" in probe.scored_by
+    names = [c.name for c in probe.candidates]
+    assert probe.scored_by[names.index(sst2_result.recommended.name)] == "logistic"
+    rows = result_rows(sst2_result)
+    assert [r["scored_by"] for r in rows] == list(probe.scored_by)
+    assert {"screen_seconds", "logistic_seconds"} <= set(sst2_result.timings)

@@ -19,9 +19,11 @@ from bertlens.io.memory import release_freed_memory
 from bertlens.metrics.bootstrap import Intervals, bootstrap, bootstrap_with_extra, point_estimates, spearman
 from bertlens.metrics.geometry import row_cosine
 from bertlens.probing.candidates import LIMITATIONS, Candidate, candidate_features, enumerate_candidates
-from bertlens.probing.ridge import ALPHA_GRID, fit_ridge
+from bertlens.probing.fold_ridge import ridge_over_folds
+from bertlens.probing.ridge import ALPHA_GRID
 from bertlens.probing.scalar_mix_fit import fit_classification_mix, fit_similarity_mix
-from bertlens.probing.selection import C_GRID, logistic_on_dev
+from bertlens.probing.screened_probe import LOGISTIC, MAX_CONTENDERS, screened_probe
+from bertlens.probing.selection import C_GRID
 from bertlens.progress import Progress, silent
 from bertlens.representation.pairs import pair_features
 from bertlens.representation.postprocess import PostProcessor, parse_steps
@@ -59,6 +61,8 @@ class ProtocolResult:
     folds: int = 1  # > 1: scores are out-of-fold (cross-validation), not a test split
     selection: Intervals | None = None  # cross-validation: the choice itself, made per fold on inner dev (nested)
     selected: tuple[str, ...] = ()  # the candidate each fold chose
+    scored_by: tuple[str, ...] = ()  # per candidate, the probe behind its figures when they differ (screened probe)
+    seconds: dict[str, float] = field(default_factory=dict)  # wall time of the protocol's stages
 
     @property
     def split(self) -> str:
@@ -153,37 +157,56 @@ def _stack(bank, candidates, ids, ex, rows, kind, mixes: dict | None = None) -> 
     return torch.from_numpy(out)
 
 
-def _probe_classification(bank, candidates, ex, folds, kind, config) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Out-of-fold test predictions [C, n_test] and validation accuracy [C] for every candidate.
+def _map_on_cores(fn, items: list) -> list:
+    """fn over items in threads, one core each: for many small independent fits (torch releases the GIL)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small tensors: one core per fit, side by side
+    try:
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            return list(pool.map(fn, items))
+    finally:
+        torch.set_num_threads(threads)
 
-    ScalarMix weights are learned first (per fold, on the training rows); the mixed vectors
-    then join every other candidate in one batched probe with the same C selection.
+
+def _probe_classification(bank, candidates, ex, folds, kind, config, progress: Progress = silent):
+    """Out-of-fold test predictions [C, n_test], dev accuracy per fold [F, C], ScalarMix weights, and which
+    probe scored each candidate (a ridge screen of all, logistic probes for the contenders: screened_probe).
+
+    ScalarMix weights are learned first (per fold, on a sample of the training rows); the mixed
+    vectors then join every other candidate.
     """
-    predictions = np.zeros((len(candidates), sum(len(f.test) for f in folds)), dtype=np.int64)
-    per_fold = np.zeros((len(folds), len(candidates)))
-    learned: dict[str, list] = {}
-    offset = 0
     rng = np.random.default_rng(config.seed)
-    for k, fold in enumerate(folds):
-        y_train, y_dev = ex.targets[fold.train], ex.targets[fold.dev]
-        sample = np.sort(rng.choice(len(fold.train), min(len(fold.train), MIX_EXAMPLES), replace=False))
-        mixes = {
-            c.name: fit_classification_mix(bank.pooled(c.pooler, c.layers, ex.a[fold.train[sample]]), y_train[sample])
-            for c in candidates
-            if c.mixer == "scalar_mix"
-        }
+    samples = [np.sort(rng.choice(len(f.train), min(len(f.train), MIX_EXAMPLES), replace=False)) for f in folds]
+    mixed = [c for c in candidates if c.mixer == "scalar_mix"]
+
+    def fit(job: tuple[int, Candidate]) -> np.ndarray:
+        k, c = job
+        rows = folds[k].train[samples[k]]
+        return fit_classification_mix(bank.pooled(c.pooler, c.layers, ex.a[rows]), ex.targets[rows])
+
+    jobs = [(k, c) for k in range(len(folds)) for c in mixed]
+    learned_weights = iter(_map_on_cores(fit, jobs))
+    per_fold_mixes = [{c.name: next(learned_weights) for c in mixed} for _ in folds]
+    every_row = np.arange(len(ex.targets))
+
+    def source(ids: list[int], rows: np.ndarray | None, k: int) -> torch.Tensor:
+        return _stack(bank, candidates, ids, ex, every_row if rows is None else rows, kind, per_fold_mixes[k])
+
+    scores = screened_probe(
+        source,
+        [c.width(bank.width) for c in candidates],
+        {i for i, c in enumerate(candidates) if c.mixer == "scalar_mix"},
+        folds,
+        ex.targets,
+        config.strengths,
+        progress,
+    )
+    learned: dict[str, list] = {}
+    for mixes in per_fold_mixes:
         for name, weights in mixes.items():
             learned.setdefault(name, []).append(weights)
-        rows = np.concatenate([fold.train, fold.dev, fold.test])  # one gather per candidate, then views
-        for ids in _groups(candidates, bank).values():
-            features = _stack(bank, candidates, ids, ex, rows, kind, mixes)  # [C, n_all, D]
-            selected = logistic_on_dev(features, len(fold.train), len(fold.dev), y_train, y_dev, config.strengths)
-            for j, i in enumerate(ids):
-                predictions[i, offset : offset + len(fold.test)] = selected.predictions[j]
-                per_fold[k, i] = selected.dev_accuracy[j]
-        offset += len(fold.test)
     mix_weights = {name: tuple(float(x) for x in np.mean(ws, axis=0)) for name, ws in learned.items()}
-    return predictions, per_fold, mix_weights
+    return scores.predictions, scores.per_fold, mix_weights, scores
 
 
 def _all_rows(folds: list[Fold]) -> np.ndarray:
@@ -210,13 +233,7 @@ def _cosine(bank, candidates, ex, folds, config, fitted: dict | None = None) -> 
                 u, v = (bank.pooled(c.pooler, c.layers, side[fold.train]) for side in (ex.a, ex.b))
                 return fit_similarity_mix(u, v, ex.targets[fold.train], seed=config.seed)
 
-            threads = torch.get_num_threads()
-            torch.set_num_threads(1)  # small tensors: one core per fit, the folds side by side
-            try:
-                with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-                    learned = list(pool.map(fit, folds))
-            finally:
-                torch.set_num_threads(threads)
+            learned = _map_on_cores(fit, folds)
         for k, fold in enumerate(folds):
             mix = learned[k] if learned else None
             transform = _fit_post(bank, candidate, np.concatenate([ex.a[fold.train], ex.b[fold.train]]))
@@ -256,34 +273,38 @@ def _fit_post(bank: Bank, candidate: Candidate, text_rows: np.ndarray, processor
     return fitted if processor else fitted.transform
 
 
-RIDGE_BYTES = 64 * 2**20  # features per closed-form ridge batch; each fit is independent, so this only bounds memory
+RIDGE_BYTES = 256 * 2**20  # pair features per batch of ridge fits; each fit is independent, so this only bounds memory
 
 
 def _probe_similarity(bank, candidates, ex, folds, config) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Ridge on (|u-v|, u*v) -> predicted score per test pair [C, n_test]; dev Spearman per fold [F, C]."""
+    """Ridge on (|u-v|, u*v) -> predicted score per test pair [C, n_test]; dev Spearman per fold [F, C].
+
+    Every fold's fit comes from one pass over the pairs (probing/fold_ridge.py: the training rows'
+    sufficient statistics are the whole table's minus the held-out rows'), alpha chosen on dev Spearman.
+    """
     outputs = np.zeros((len(candidates), sum(len(f.test) for f in folds)))
     per_fold = np.zeros((len(folds), len(candidates)))
-    offset = 0
-    largest = max(len(f.train) for f in folds)
+    every_row = np.arange(len(ex.targets))
     chunks = []
     for width, ids in _groups(candidates, bank).items():
-        size = max(1, RIDGE_BYTES // (largest * 2 * width * 4))  # [C, n, 2H] float32 pair features per batch
+        size = max(1, RIDGE_BYTES // (len(every_row) * 2 * width * 4))  # [C, N, 2H] float32 pair features per batch
         chunks += [ids[s : s + size] for s in range(0, len(ids), size)]
-    for k, fold in enumerate(folds):
-        for ids in chunks:
-            fit = fit_ridge(
-                _stack(bank, candidates, ids, ex, fold.train, "similarity"),
-                torch.from_numpy(ex.targets[fold.train]),
-                config.alphas,
-            )
-            dev = fit.predict(_stack(bank, candidates, ids, ex, fold.dev, "similarity")).numpy()  # [C, A, n]
-            dev_rho = spearman(dev, ex.targets[fold.dev][None, None])  # [C, A]
-            best = np.nanargmax(np.nan_to_num(dev_rho, nan=-2), axis=1)
-            test = fit.predict(_stack(bank, candidates, ids, ex, fold.test, "similarity")).numpy()
-            for j, i in enumerate(ids):
-                outputs[i, offset : offset + len(fold.test)] = test[j, best[j]]
-                per_fold[k, i] = dev_rho[j, best[j]]
-        offset += len(fold.test)
+    dev_rho = {}  # the last fold's dev Spearman [C, A], kept by choose()
+
+    def choose(dev: torch.Tensor, rows: np.ndarray) -> np.ndarray:
+        dev_rho["last"] = spearman(dev[..., 0].numpy(), ex.targets[rows][None, None])  # [C, A]
+        return np.nanargmax(np.nan_to_num(dev_rho["last"], nan=-2), axis=1)
+
+    for ids in chunks:
+        features = _stack(bank, candidates, ids, ex, every_row, "similarity")  # [C, N, 2H]
+        offset = 0
+        for k, (fold, out) in enumerate(
+            zip(folds, ridge_over_folds(features, ex.targets, folds, config.alphas, choose))
+        ):
+            picks = dev_rho["last"][np.arange(len(ids)), out.chosen]  # [C]
+            outputs[ids, offset : offset + len(fold.test)] = out.test[..., 0].numpy()
+            per_fold[k, ids] = picks
+            offset += len(fold.test)
     return outputs, per_fold, {}
 
 
@@ -295,9 +316,16 @@ def _mean_over_folds(per_fold: np.ndarray) -> np.ndarray:
     return validation
 
 
-def _rank(validation: np.ndarray, test_value: np.ndarray, candidates, width: int) -> list[int]:
-    """Candidates with a defined score, best validation first; ties: fewer dimensions, then a single layer."""
-    defined = [i for i in range(len(candidates)) if np.isfinite(validation[i]) and np.isfinite(test_value[i])]
+def _rank(validation: np.ndarray, test_value: np.ndarray, candidates, width: int, scored_by=()) -> list[int]:
+    """Candidates with a defined score, best validation first; ties: fewer dimensions, then a single layer.
+
+    With a screened probe only the candidates the full probe scored can be chosen (the screen's
+    figures rank, they do not recommend)."""
+    defined = [
+        i
+        for i in range(len(candidates))
+        if np.isfinite(validation[i]) and np.isfinite(test_value[i]) and (not scored_by or scored_by[i] == LOGISTIC)
+    ]
     return sorted(
         defined,
         key=lambda i: (-round(validation[i], 6), candidates[i].width(width), candidates[i].mixer != "single"),
@@ -306,7 +334,7 @@ def _rank(validation: np.ndarray, test_value: np.ndarray, candidates, width: int
 
 def _choose(result: ProtocolResult, bank: Bank) -> int:
     """Best validation score among candidates whose score is defined; never an undefined one."""
-    order = _rank(result.validation, result.test.value, result.candidates, bank.width)
+    order = _rank(result.validation, result.test.value, result.candidates, bank.width, result.scored_by)
     if not order:
         raise BertlensError(
             f"no candidate has a defined {result.metric} under protocol '{result.protocol}' (constant vectors or "
@@ -316,13 +344,19 @@ def _choose(result: ProtocolResult, bank: Bank) -> int:
 
 
 def _nested_selection(
-    per_fold: np.ndarray, outputs: np.ndarray, folds: list[Fold], candidates, bank: Bank, test_value: np.ndarray
+    per_fold: np.ndarray,
+    outputs: np.ndarray,
+    folds: list[Fold],
+    candidates,
+    bank: Bank,
+    test_value: np.ndarray,
+    scored_by: tuple[str, ...] = (),
 ) -> tuple[np.ndarray, tuple[str, ...]]:
     """Cross-validation of the choice itself: in each fold, the candidate chosen on that fold's inner dev
     split, scored on that fold's held-out rows. Returns its out-of-fold outputs [n] and the names chosen."""
     chosen, selected, offset = [], np.zeros(outputs.shape[1]), 0
     for k, fold in enumerate(folds):
-        order = _rank(per_fold[k], test_value, candidates, bank.width)
+        order = _rank(per_fold[k], test_value, candidates, bank.width, scored_by)
         pick = order[0] if order else 0
         selected[offset : offset + len(fold.test)] = outputs[pick, offset : offset + len(fold.test)]
         chosen.append(candidates[pick].name)
@@ -346,7 +380,9 @@ def _chosen_plans(plans: list, wanted: tuple[str, ...] | None, kind: str) -> lis
     return [plan for plan in plans if plan[0] in wanted]
 
 
-def _plans(task: TaskData, bank: Bank, ex, folds: list[Fold], config: SweepConfig, fitted: dict) -> list:
+def _plans(
+    task: TaskData, bank: Bank, ex, folds: list[Fold], config: SweepConfig, fitted: dict, progress: Progress = silent
+) -> list:
     """(protocol, candidates, compute, description) for each protocol that applies to the task's kind."""
     candidates = enumerate_candidates(bank.num_layers, config.poolers, config.layers)
     without_mix = [c for c in candidates if c.mixer != "scalar_mix"]
@@ -357,8 +393,11 @@ def _plans(task: TaskData, bank: Bank, ex, folds: list[Fold], config: SweepConfi
             (
                 "probe",
                 pool,
-                lambda: _probe_classification(bank, pool, ex, folds, task.kind, config),
-                "L2 logistic regression on standardised features, C chosen on " + basis,
+                lambda: _probe_classification(bank, pool, ex, folds, task.kind, config, progress),
+                "L2 logistic regression on standardised features, C chosen on " + basis + "; every candidate "
+                f"screened first by a ridge classifier (strength chosen on the same dev rows), the logistic probe fitted "
+                f"for the contenders that can still tie with the best (up to {MAX_CONTENDERS}), the rest keep the "
+                "screen's figures (each row names its probe)",
             )
         ]
     post = [replace(c, post=config.postprocess) for c in without_mix] if config.postprocess else []
@@ -384,12 +423,19 @@ def _plans(task: TaskData, bank: Bank, ex, folds: list[Fold], config: SweepConfi
 def _score_protocol(plan, task: TaskData, bank: Bank, folds: list[Fold], test_gold, config) -> ProtocolResult:
     """Run one protocol's fits, then bootstrap intervals (and, under CV, the cross-validated choice)."""
     name, cands, compute, description = plan
-    outputs, per_fold, mixes = compute()
+    outputs, per_fold, mixes, *screened = compute()
+    scored_by = screened[0].scored_by if screened else ()
+    timings = dict(zip(("screen_seconds", "logistic_seconds"), screened[0].seconds)) if screened else {}
+    if screened and screened[0].capped:
+        description += (
+            f"; {screened[0].capped} more candidates were within the screen's tie margin but kept its figures "
+            f"(at most {MAX_CONTENDERS} logistic fits)"
+        )
     validation = _mean_over_folds(per_fold)
     selection, selected = None, ()
     if task.uses_cv:  # the choice, cross-validated, on the candidates' own resamples
         scores = point_estimates(outputs, test_gold, task.metric)
-        chosen_outputs, selected = _nested_selection(per_fold, outputs, folds, cands, bank, scores)
+        chosen_outputs, selected = _nested_selection(per_fold, outputs, folds, cands, bank, scores, scored_by)
         intervals, selection = bootstrap_with_extra(
             outputs, chosen_outputs[None], test_gold, task.metric, resamples=config.resamples, seed=config.seed
         )
@@ -407,6 +453,8 @@ def _score_protocol(plan, task: TaskData, bank: Bank, folds: list[Fold], test_go
         len(folds),
         selection,
         selected,
+        scored_by,
+        timings,
     )
 
 
@@ -505,13 +553,14 @@ def run_sweep(
     wanted = config.protocols
     if wanted is None and task.uses_cv and task.kind == "similarity":
         wanted = ("cosine",)  # the k-fold ridge probe costs several times the rest of the sweep: opt in
-    plans = _chosen_plans(_plans(task, bank, ex, folds, config, fitted), wanted, task.kind)
+    plans = _chosen_plans(_plans(task, bank, ex, folds, config, fitted, progress), wanted, task.kind)
     protocols = {}
     for number, plan in enumerate(plans):
         progress(f"probing ({plan[0]})", number, len(plans))
         start = time.perf_counter()
         protocols[plan[0]] = _score_protocol(plan, task, bank, folds, test_gold, config)
         timings[f"{plan[0]}_seconds"] = time.perf_counter() - start
+        timings.update(protocols[plan[0]].seconds)
     main = protocols[main_protocol(task.kind)]
     chosen = _choose(main, bank)
     recommended = main.candidates[chosen]

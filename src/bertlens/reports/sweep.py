@@ -30,6 +30,7 @@ def result_rows(result: SweepResult) -> list[dict]:
                     "pooler": candidate.pooler,
                     "mix": candidate.mix,
                     "protocol": protocol.protocol,
+                    "scored_by": protocol.scored_by[i] if protocol.scored_by else protocol.protocol,
                     "metric": protocol.metric,
                     "value": _num(t.value[i]),
                     "ci_low": _num(t.low[i]),
@@ -120,7 +121,14 @@ def leaderboard(protocol: ProtocolResult, top: int = 10) -> list[tuple[str, str,
             str(r + 1),
             protocol.candidates[i].name,
             f"{t.value[i]:.4f} [{t.low[i]:.4f}, {t.high[i]:.4f}]",
-            "tied with best" if t.tied_with_best[i] else "",
+            "; ".join(
+                note
+                for note in (
+                    "tied with best" if t.tied_with_best[i] else "",
+                    protocol.scored_by[i] if protocol.scored_by and protocol.scored_by[i] != "logistic" else "",
+                )
+                if note
+            ),
         )
         for r, i in enumerate(order)
     ]

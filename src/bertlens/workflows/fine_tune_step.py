@@ -202,9 +202,13 @@ def fine_tune_or_rule(task, model, recipe, steps, seed, budget, progress) -> Dec
         left = BUDGET_SHARE * (budget.left() - 60)
         size = affordable_size(len(train_split), costs, train, left)
         if size == 0:
-            why = f"{budget.left():.0f} s of the budget left, and even n=64 would take about " + (
-                f"{fine_tune_seconds(64, costs, train):.0f} s"
+            now = budget.left()
+            spent = (
+                f"{now:.0f} s of the budget left"
+                if now > 0
+                else f"the earlier steps used the budget ({-now:.0f} s over)"
             )
+            why = f"{spent}, and even n=64 would take about {fine_tune_seconds(64, costs, train):.0f} s"
         estimate = fine_tune_seconds(size, costs, train) if size else 0.0
     if why:
         choice = FROZEN if user_n < FINE_TUNE_RULE_N else TUNE

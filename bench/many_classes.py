@@ -1,0 +1,72 @@
+"""The sweep at user scale: a 100-class task at 10k or 100k texts, 10-fold CV, as a ratio to one embed pass.
+
+Usage: python bench/many_classes.py --texts 10000 [--precision auto]
+
+Builds the cloze task of bench/many_classes_data.py (100 classes, a seeded sample of `--texts`
+sentences from the shared corpora) as a user CSV without splits, then runs, each in a fresh process
+with its peak RSS and an empty cache: `bertlens embed` of its texts (the baseline, default recipe)
+and `bertlens sweep --data FILE --text-col text --label-col label` (every default candidate, 10-fold
+CV). Prints wall time, ratio to embed, peak RSS, and the sweep's own stage timings.
+Targets (issue #25): 10k <= 2.0x, 100k <= 3.0x with peak memory <= 4 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import tempfile
+from pathlib import Path
+
+from common import DATA, run_measured
+from many_classes_data import cloze_task, write_csv
+
+
+def cpu_name() -> str:
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+    model = next((line.split(":", 1)[1].strip() for line in lscpu.splitlines() if line.startswith("Model name")), "")
+    flags = next((line.split(":", 1)[1].split() for line in lscpu.splitlines() if line.startswith("Flags")), [])
+    wanted = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_int8")
+    return f"{model or platform.processor()} ({' '.join(f for f in wanted if f in flags)})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--texts", type=int, default=10000)
+    parser.add_argument("--precision", default="auto", help="the sweep's encoding precision (embed's default is auto)")
+    args = parser.parse_args()
+    rows = cloze_task(DATA, args.texts)
+    print(f"cloze task: {len(rows)} texts, {len({label for _, label in rows})} classes; default model; {cpu_name()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        write_csv(rows, work / "task.csv")
+        (work / "texts.txt").write_text("\n".join(text for text, _ in rows) + "\n", encoding="utf-8")
+        runs = {
+            "bertlens embed (baseline)": ["embed", str(work / "texts.txt"), "--out", str(work / "v.npy"), "--quiet"],
+            f"bertlens sweep (10-fold CV, --precision {args.precision})": [
+                *("sweep", "--data", str(work / "task.csv"), "--text-col", "text", "--label-col", "label"),
+                *("--precision", args.precision, "--out", str(work / "sweep"), "--cache-dir", str(work / "cache")),
+                "--quiet",
+            ],
+        }
+        measured = {name: run_measured(argv) for name, argv in runs.items()}
+        result = json.loads((work / "sweep" / "results.json").read_text())
+    base = measured["bertlens embed (baseline)"][0]
+    print("| run | wall s | ratio to embed | peak RSS MB |")
+    print("|---|---|---|---|")
+    for name, (seconds, peak) in measured.items():
+        print(f"| {name} | {seconds:.1f} | {seconds / base:.2f}x | {peak:,.0f} |")
+    print("sweep stages (s):", {k: round(v, 1) for k, v in result["timings"].items()})
+    rows = result["rows"]
+    fitted = [r for r in rows if r["scored_by"] == "logistic"]
+    best = max(rows, key=lambda r: r["value"] or 0)
+    print(
+        f"recommended {result['recommended']}; {len(fitted)} of {len(rows)} candidates got the logistic probe "
+        f"({', '.join(r['candidate'] for r in fitted)}); best figure {best['candidate']} {best['value']:.4f} "
+        f"({best['scored_by']})"
+    )
+
+
+if __name__ == "__main__":
+    main()

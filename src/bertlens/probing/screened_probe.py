@@ -1,0 +1,189 @@
+"""The classification probe at user scale: a closed-form screen of every candidate, logistic fits for the contenders.
+
+Fitting an L2 logistic probe for every candidate x C x fold costs classes x C values x candidates
+x folds L-BFGS runs; on 10k texts with 77 classes that was 60-70x the encoding pass. A ridge
+classifier (one-hot least squares, sec. 4.2 of Hastie et al., *Elements of Statistical Learning*)
+is fitted for every candidate, fold and strength from sufficient statistics instead
+(probing/fold_ridge.py: one Gram pass for all folds, one Cholesky per strength, the cost
+independent of the number of classes). Its dev accuracy ranks the candidates; only those that can
+still tie with the best (a paired test on their dev predictions, with slack for the gap between
+ridge and logistic rankings) get the full logistic probe. A candidate
+keeps the screen's figure otherwise, and every row says which probe produced it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+
+from bertlens.probing.fold_ridge import ridge_over_folds
+from bertlens.probing.logistic import C_GRID
+from bertlens.probing.selection import logistic_on_dev
+from bertlens.progress import Progress, silent
+from bertlens.tasks.splits import Fold
+
+SCREEN_ALPHAS = (1e-4, 1e-3, 1e-2, 1e-1)  # ridge strengths x training rows: relative, so they mean the same at any n
+CONTENDER_Z = 2.5  # a candidate whose dev deficit to the best is within this many standard errors ...
+CONTENDER_SLACK = 0.01  # ... plus one point (ridge and logistic can rank close candidates differently) is fitted
+MAX_CONTENDERS = 8  # logistic fits at most this many (best screen scores first); the report says when it bit
+LOGISTIC_UNITS = 320_000  # and at most this much feature width x outputs (C values x classes) beyond the best:
+# two 384-wide candidates at 100 classes, any 8 contenders of a binary task. Logistic cost grows with it (about
+# 9 s per fold for 9k rows x 1536 x 400 outputs on 2 Xeon cores), the screen's does not
+SCREEN_BYTES = 512 * 2**20  # features of one batch of screened candidates (float32), so memory is bounded at 100k rows
+LOGISTIC_BYTES = 1536 * 2**20  # working memory of one batch of logistic fits (features, logits, gradients)
+
+SCREEN, LOGISTIC = "ridge screen", "logistic"
+
+FeatureSource = Callable[[list[int], np.ndarray | None, int], torch.Tensor]
+"""(candidate ids of one width, example rows or None for all, fold index) -> new float32 tensor [C, n, D]."""
+
+
+@dataclass(frozen=True)
+class ProbeScores:
+    predictions: np.ndarray  # [C, n_test_total] out-of-fold test predictions
+    per_fold: np.ndarray  # [F, C] dev accuracy at each fold's chosen strength
+    scored_by: tuple[str, ...]  # per candidate: LOGISTIC or SCREEN
+    capped: int = 0  # contenders left to the screen by MAX_CONTENDERS / LOGISTIC_UNITS
+    seconds: tuple[float, float] = (0.0, 0.0)  # (screen, logistic) wall time
+
+
+@dataclass(frozen=True)
+class _Screen:
+    predictions: np.ndarray  # [C, n_test_total]
+    per_fold: np.ndarray  # [F, C]
+    dev_correct: np.ndarray  # [C, sum of dev rows] bool: right or wrong on every dev row of every fold
+
+
+def _offsets(folds: list[Fold]) -> list[int]:
+    return list(np.cumsum([0] + [len(f.test) for f in folds]))
+
+
+def _screen(
+    source: FeatureSource, groups: list[list[int]], fold_specific: set[int], folds, targets, classes, progress
+) -> _Screen:
+    count = sum(len(g) for g in groups)
+    offsets, dev_offsets = _offsets(folds), list(np.cumsum([0] + [len(f.dev) for f in folds]))
+    predictions = np.zeros((count, offsets[-1]), dtype=np.int64)
+    per_fold = np.zeros((len(folds), count))
+    dev_correct = np.zeros((count, dev_offsets[-1]), dtype=bool)
+
+    def choose(dev: torch.Tensor, rows: np.ndarray) -> np.ndarray:
+        return (dev.argmax(-1).numpy() == targets[rows]).mean(-1).argmax(-1)  # [C]; ties: the weakest strength
+
+    def record(ids: list[int], k: int, out) -> None:
+        picks = torch.arange(len(ids)), torch.as_tensor(out.chosen)
+        right = out.dev[picks].argmax(-1).numpy() == targets[folds[k].dev]  # [C, n_dev]
+        dev_correct[ids, dev_offsets[k] : dev_offsets[k + 1]] = right
+        per_fold[k, ids] = right.mean(-1)
+        predictions[ids, offsets[k] : offsets[k + 1]] = out.test.argmax(-1).numpy()
+
+    ridge = (SCREEN_ALPHAS, choose, classes, True)  # strengths relative to the training rows
+    done = 0
+    for ids in groups:
+        shared = [i for i in ids if i not in fold_specific]
+        if shared:
+            outputs = ridge_over_folds(source(shared, None, 0), targets, folds, *ridge)
+            for k, out in enumerate(outputs):
+                record(shared, k, out)
+        for i in (i for i in ids if i in fold_specific):  # e.g. a ScalarMix learned per fold: its features differ
+            for k, fold in enumerate(folds):
+                (out,) = ridge_over_folds(source([i], None, k), targets, [fold], *ridge)
+                record([i], k, out)
+        done += len(ids)
+        progress("screening candidates (ridge)", done, count)
+    return _Screen(predictions, per_fold, dev_correct)
+
+
+def contenders(dev_correct: np.ndarray, z: float = CONTENDER_Z, slack: float = CONTENDER_SLACK) -> list[int]:
+    """Candidates that can still tie with the best on dev: best first, then by dev accuracy.
+
+    A paired test over every dev row of every fold: keep candidate c when mean(best - c) <= z SE + slack,
+    SE from the per-row differences (Dietterich 1998 on paired comparisons of classifiers).
+    """
+    accuracy = dev_correct.mean(axis=1)  # [C]
+    best = int(np.argmax(accuracy))
+    diff = dev_correct[best].astype(np.float64) - dev_correct  # [C, m]
+    m = dev_correct.shape[1]
+    se = diff.std(axis=1, ddof=1) / np.sqrt(m) if m > 1 else np.zeros(len(diff))
+    keep = np.flatnonzero(diff.mean(axis=1) <= z * se + slack)
+    return sorted(keep.tolist(), key=lambda i: (-accuracy[i], i))
+
+
+def _affordable(ranked: list[int], widths: list[int], outputs: int) -> list[int]:
+    """The contenders the logistic probe fits: always the screen's best, then others (best first) within the caps."""
+    fitted, used = [], 0
+    for i in ranked:
+        cost = widths[i] * outputs
+        if len(fitted) == MAX_CONTENDERS:
+            break
+        if not fitted or used + cost <= LOGISTIC_UNITS:
+            fitted.append(i)
+            used += cost if len(fitted) > 1 else 0
+    return fitted
+
+
+def _batches(ids: list[int], widths: list[int], bytes_per_unit: int, limit: int, extra: int = 0) -> list[list[int]]:
+    """Candidates grouped by width (each group stacks into one tensor), cut so that a batch's
+    bytes_per_unit x (width + extra) summed over its candidates stays within `limit`."""
+    by_width: dict[int, list[int]] = {}
+    for i in ids:
+        by_width.setdefault(widths[i], []).append(i)
+    batches = []
+    for width, group in by_width.items():
+        size = max(1, limit // (bytes_per_unit * (width + extra)))
+        batches += [group[s : s + size] for s in range(0, len(group), size)]
+    return batches
+
+
+def _logistic(source: FeatureSource, batch: list[int], folds, targets, strengths, scores: ProbeScores, progress):
+    """Fit the batch's logistic probes fold by fold, each from zero; write into scores' arrays.
+
+    No warm start across folds: fold k-1 trained on fold k's test rows, and an early-stopped fit
+    started there keeps what it memorised of them (measured: 0.90 instead of 0.17 accuracy on a
+    100-class task), so every fold starts from zero.
+    """
+    offsets = _offsets(folds)
+    for k, fold in enumerate(folds):
+        rows = np.concatenate([fold.train, fold.dev, fold.test])
+        selected = logistic_on_dev(
+            source(batch, rows, k), len(fold.train), len(fold.dev), targets[fold.train], targets[fold.dev], strengths
+        )
+        scores.predictions[batch, offsets[k] : offsets[k + 1]] = selected.predictions
+        scores.per_fold[k, batch] = selected.dev_accuracy
+        progress(f"logistic probes ({len(batch)} contenders)", k + 1, len(folds))
+
+
+def screened_probe(
+    source: FeatureSource,
+    widths: list[int],
+    fold_specific: set[int],
+    folds: list[Fold],
+    targets: np.ndarray,
+    strengths: tuple[float, ...] = C_GRID,
+    progress: Progress = silent,
+) -> ProbeScores:
+    """Screen every candidate, then logistic probes (C chosen on each fold's dev) for the contenders.
+
+    widths [C]: each candidate's feature width; fold_specific: candidates whose features are
+    learned per fold (ScalarMix). Targets are class ids 0..K-1.
+    """
+    classes = int(targets.max()) + 1
+    rows = max(len(f.train) + len(f.dev) + len(f.test) for f in folds)
+    groups = _batches(list(range(len(widths))), widths, rows * 4, SCREEN_BYTES)
+    start = time.perf_counter()
+    screen = _screen(source, groups, fold_specific, folds, targets, classes, progress)
+    screened = time.perf_counter() - start
+    outputs = len(strengths) * (1 if classes == 2 else classes)
+    ranked = contenders(screen.dev_correct)
+    fitted = _affordable(ranked, widths, outputs)
+    scored_by = tuple(LOGISTIC if i in fitted else SCREEN for i in range(len(widths)))
+    scores = ProbeScores(screen.predictions, screen.per_fold, scored_by, len(ranked) - len(fitted))
+    start = time.perf_counter()
+    # per candidate: float32 + bf16 features (6 bytes x width), logits, softmax and gradients (about 20 x outputs)
+    for batch in _batches(fitted, widths, rows * 6, LOGISTIC_BYTES, extra=outputs * 20 // 6):
+        _logistic(source, batch, folds, targets, strengths, scores, progress)
+    return replace(scores, seconds=(screened, time.perf_counter() - start))

@@ -1,0 +1,75 @@
+"""Ridge over folds from sufficient statistics == a ridge fitted on each fold's training rows."""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.linear_model import Ridge
+
+from bertlens.probing.fold_ridge import ridge_over_folds
+from bertlens.probing.ridge import fit_ridge
+from bertlens.tasks.splits import Fold, make_folds
+
+
+def _data(n=500, d=12, seed=0):
+    rng = np.random.default_rng(seed)
+    # a large shared offset (anisotropy) and uneven scales: what makes naive sum subtraction lose precision
+    x = (rng.normal(size=(n, d)) * rng.uniform(0.1, 5, d) + rng.normal(size=d) * 50).astype(np.float32)
+    labels = (x[:, 0] > np.median(x[:, 0])).astype(int) + 2 * (x[:, 1] > np.median(x[:, 1]))
+    values = (x[:, 2] + rng.normal(size=n)).astype(np.float32)
+    return x, labels, values
+
+
+def _cv(labels, folds=5):
+    return make_folds({"all": np.arange(len(labels))}, labels, stratify=True, cv_folds=folds, seed=0, dev_fraction=0.1)
+
+
+def _first(dev, rows):
+    return np.zeros(dev.shape[0], dtype=int)
+
+
+@pytest.mark.parametrize("given_splits", [False, True])
+def test_classification_outputs_equal_sklearn_ridge_on_each_fold(given_splits):
+    x, labels, _ = _data()
+    folds = [Fold(np.arange(300), np.arange(300, 380), np.arange(380, 500))] if given_splits else _cv(labels)
+    alphas = (1e-3, 1e-1)
+    outs = ridge_over_folds(torch.from_numpy(x.copy())[None], labels, folds, alphas, _first, classes=4, relative=True)
+    for fold, out in zip(folds, outs, strict=True):
+        train = x[fold.train]
+        mean, std = train.mean(0), train.std(0, ddof=1)
+        onehot = np.eye(4)[labels[fold.train]]
+        for a, alpha in enumerate(alphas):
+            reference = Ridge(alpha=alpha * len(fold.train)).fit((train - mean) / std, onehot)
+            np.testing.assert_allclose(out.dev[0, a].numpy(), reference.predict((x[fold.dev] - mean) / std), atol=2e-4)
+        reference = Ridge(alpha=alphas[0] * len(fold.train)).fit((train - mean) / std, onehot)
+        np.testing.assert_allclose(out.test[0].numpy(), reference.predict((x[fold.test] - mean) / std), atol=2e-4)
+
+
+def test_regression_equals_the_batched_ridge_probe_and_test_uses_the_chosen_strength():
+    x, labels, values = _data()
+    folds = _cv(labels)
+    alphas = (1.0, 100.0)
+    chosen_by_fold = []
+
+    def last(dev, rows):
+        chosen_by_fold.append(dev.shape[1])
+        return np.full(dev.shape[0], 1)
+
+    outs = list(ridge_over_folds(torch.from_numpy(x.copy())[None], values, folds, alphas, last))
+    assert chosen_by_fold == [len(alphas)] * len(folds)  # every strength reaches the chooser
+    for fold, out in zip(folds, outs, strict=True):
+        reference = fit_ridge(torch.from_numpy(x[fold.train])[None], torch.from_numpy(values[fold.train]), alphas)
+        expected = reference.predict(torch.from_numpy(x[fold.test])[None])[0, 1]  # alpha 100: the chosen one
+        np.testing.assert_allclose(out.test[0, :, 0].numpy(), expected.numpy(), atol=1e-4)
+        assert out.chosen.tolist() == [1]
+
+
+def test_candidates_in_one_batch_are_fitted_independently():
+    x, labels, _ = _data()
+    folds = _cv(labels)
+    rng = np.random.default_rng(1)
+    other = rng.normal(size=x.shape).astype(np.float32)
+    batch = torch.from_numpy(np.stack([x, other]))
+    together = list(ridge_over_folds(batch, labels, folds, (1e-2,), _first, classes=4, relative=True))
+    alone = list(ridge_over_folds(torch.from_numpy(other.copy())[None], labels, folds, (1e-2,), _first, 4, True))
+    for a, b in zip(together, alone, strict=True):
+        np.testing.assert_allclose(a.test[1].numpy(), b.test[0].numpy(), atol=1e-5)

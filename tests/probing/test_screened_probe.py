@@ -1,0 +1,81 @@
+"""The screened probe: every candidate screened, contenders get the logistic probe, fold by fold from zero."""
+
+import numpy as np
+import torch
+
+from bertlens.probing import screened_probe as sp
+from bertlens.probing.screened_probe import LOGISTIC, SCREEN, contenders, screened_probe
+from bertlens.probing.selection import logistic_on_dev
+from bertlens.tasks.splits import make_folds
+
+
+def _task(n=600, seed=0):
+    """Candidate 0 sees the label's signal strongly, 1 weakly, 2 not at all (noise)."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 3, n)
+    centres = rng.normal(size=(3, 16))
+    strong = centres[labels] * 1.5 + rng.normal(size=(n, 16))
+    weak = centres[labels] * 0.3 + rng.normal(size=(n, 16))
+    noise = rng.normal(size=(n, 16))
+    features = np.stack([strong, weak, noise]).astype(np.float32)  # [3, n, 16]
+    folds = make_folds({"all": np.arange(n)}, labels, stratify=True, cv_folds=5, seed=0, dev_fraction=0.1)
+    return features, labels, folds
+
+
+def _source(features):
+    def source(ids, rows, k):
+        chosen = features[ids]
+        return torch.from_numpy(np.ascontiguousarray(chosen if rows is None else chosen[:, rows]))
+
+    return source
+
+
+def test_contenders_keep_candidates_that_can_still_tie_and_drop_clear_losers():
+    rng = np.random.default_rng(0)
+    best = rng.random(2000) < 0.80
+    tied = best.copy()
+    tied[rng.choice(2000, 10, replace=False)] ^= True  # differs from the best on 10 of 2000 rows
+    loser = rng.random(2000) < 0.50
+    assert set(contenders(np.stack([loser, best, tied]))) == {1, 2}
+
+
+def test_the_best_gets_the_logistic_probe_and_its_figures_equal_an_independent_fit_per_fold():
+    features, labels, folds = _task()
+    scores = screened_probe(_source(features), [16, 16, 16], set(), folds, labels)
+    assert scores.scored_by[0] == LOGISTIC and scores.scored_by[2] == SCREEN
+    offset = 0
+    for k, fold in enumerate(folds):  # no warm start: each fold's fit is the one made from zero on its rows
+        rows = np.concatenate([fold.train, fold.dev, fold.test])
+        alone = logistic_on_dev(
+            torch.from_numpy(features[[0]][:, rows]),
+            len(fold.train),
+            len(fold.dev),
+            labels[fold.train],
+            labels[fold.dev],
+        )
+        np.testing.assert_array_equal(scores.predictions[0, offset : offset + len(fold.test)], alone.predictions[0])
+        assert scores.per_fold[k, 0] == alone.dev_accuracy[0]
+        offset += len(fold.test)
+    accuracy = (scores.predictions == labels[np.concatenate([f.test for f in folds])]).mean(axis=1)
+    assert accuracy[0] > accuracy[1] > accuracy[2] - 0.05  # the screen still ranks the others sensibly
+    assert abs(accuracy[2] - 1 / 3) < 0.1  # noise stays at chance: nothing leaks from test rows
+
+
+def test_logistic_work_is_capped_beyond_the_best(monkeypatch):
+    monkeypatch.setattr(sp, "LOGISTIC_UNITS", 10)
+    assert sp._affordable([4, 1, 2], [100] * 5, outputs=4) == [4]  # the best always; the others exceed the cap
+    monkeypatch.setattr(sp, "LOGISTIC_UNITS", 800)
+    assert sp._affordable([4, 1, 2], [100] * 5, outputs=4) == [4, 1, 2]
+
+
+def test_fold_specific_candidates_are_screened_with_their_own_features_per_fold():
+    features, labels, folds = _task()
+    calls = []
+
+    def source(ids, rows, k):
+        calls.append((tuple(ids), rows is None, k))
+        return _source(features)(ids, rows, k)
+
+    screened_probe(source, [16, 16, 16], {1}, folds, labels)
+    assert all(((1,), True, k) in calls for k in range(len(folds)))
+    assert ((0, 2), True, 0) in calls  # the others share one pass over every fold
