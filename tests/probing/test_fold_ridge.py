@@ -73,3 +73,12 @@ def test_candidates_in_one_batch_are_fitted_independently():
     alone = list(ridge_over_folds(torch.from_numpy(other.copy())[None], labels, folds, (1e-2,), _first, 4, True))
     for a, b in zip(together, alone, strict=True):
         np.testing.assert_allclose(a.test[1].numpy(), b.test[0].numpy(), atol=1e-5)
+
+
+def test_a_system_rounding_made_indefinite_is_solved_with_jitter_not_an_error():
+    from bertlens.probing.fold_ridge import _solve_one
+
+    system = torch.tensor([[[1.0, 0.0], [0.0, -1e-7]]])  # what float32 cancellation leaves of a constant feature
+    weights = _solve_one(system, torch.ones(1, 2, 3))
+    assert torch.isfinite(weights).all() and weights.shape == (1, 2, 3)
+    np.testing.assert_allclose(weights[0, 0].numpy(), 1.0, rtol=1e-5)

@@ -89,9 +89,16 @@ def _solve_one(system: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
     needs on standardised features; float64 for a batch float32 cannot factor.
     """
     factor, info = torch.linalg.cholesky_ex(system)
-    if bool(info.any()):
-        return torch.cholesky_solve(rhs.double(), torch.linalg.cholesky(system.double())).float()
-    return torch.cholesky_solve(rhs, factor)
+    if not bool(info.any()):
+        return torch.cholesky_solve(rhs, factor)
+    system = system.double()  # rounding made a near-singular system indefinite: float64, jitter until it factors
+    jitter = 1e-9 * system.diagonal(dim1=1, dim2=2).abs().mean().clamp(min=1e-12)
+    eye = torch.eye(system.shape[-1], dtype=system.dtype)
+    while True:
+        factor, info = torch.linalg.cholesky_ex(system + jitter * eye)
+        if not bool(info.any()):
+            return torch.cholesky_solve(rhs.double(), factor).float()
+        jitter *= 10
 
 
 def _solve(sums: _Sums, alphas: tuple[float, ...]):
