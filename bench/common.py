@@ -48,3 +48,17 @@ def run_measured(argv: list[str]) -> tuple[float, float]:
         raise RuntimeError(f"bertlens {' '.join(argv[:2])} failed: {done.stderr[-500:]}")
     peak = next(int(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("PEAK_KB"))
     return seconds, peak / 1024
+
+
+def lscpu_summary() -> str:
+    """CPU model and the flags that decide the fast path (native bf16 or not)."""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "CPU unknown (no lscpu)"
+    model = next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")), "?")
+    flags = next((line.split(":", 1)[1].split() for line in out.splitlines() if line.startswith("Flags")), [])
+    wanted = [
+        f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_int8", "avx512_vnni", "avx_vnni") if f in flags
+    ]
+    return f"{model}, {os.cpu_count()} cores, flags: {' '.join(wanted) or 'none of avx2/avx512'}"

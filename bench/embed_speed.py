@@ -28,7 +28,7 @@ from bertlens.embedding.job import run_embed
 from bertlens.io.tables import TableSpec
 from bertlens.metrics.geometry import row_cosine
 from bertlens.representation.recipe import Recipe
-from common import REPO, sts_sentences, timed
+from common import REPO, lscpu_summary, sts_sentences, timed
 
 MEMORY_PROBE = """
 import resource, sys
@@ -67,18 +67,6 @@ def peak_memory(texts: list[str], count: int, workdir: Path) -> float:
         cwd=REPO,
     )
     return float(result.stdout.split("PEAK_RSS_MB")[-1])
-
-
-def lscpu_summary() -> str:
-    """CPU model and the flags that decide the fast path (native bf16 or not)."""
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return "CPU unknown (no lscpu)"
-    model = next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")), "?")
-    flags = next((line.split(":", 1)[1].split() for line in out.splitlines() if line.startswith("Flags")), [])
-    wanted = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "avx512_vnni", "avx_vnni") if f in flags]
-    return f"{model}, flags: {' '.join(wanted) or 'none of avx2/avx512'}"
 
 
 def main() -> None:

@@ -14,21 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
-import subprocess
 import tempfile
 from pathlib import Path
 
-from common import DATA, run_measured
+from common import DATA, lscpu_summary, run_measured
 from many_classes_data import cloze_task, write_csv
-
-
-def cpu_name() -> str:
-    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-    model = next((line.split(":", 1)[1].strip() for line in lscpu.splitlines() if line.startswith("Model name")), "")
-    flags = next((line.split(":", 1)[1].split() for line in lscpu.splitlines() if line.startswith("Flags")), [])
-    wanted = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_int8")
-    return f"{model or platform.processor()} ({' '.join(f for f in wanted if f in flags)})"
 
 
 def main() -> None:
@@ -37,7 +27,9 @@ def main() -> None:
     parser.add_argument("--precision", default="auto", help="the sweep's encoding precision (embed's default is auto)")
     args = parser.parse_args()
     rows = cloze_task(DATA, args.texts)
-    print(f"cloze task: {len(rows)} texts, {len({label for _, label in rows})} classes; default model; {cpu_name()}")
+    print(
+        f"cloze task: {len(rows)} texts, {len({label for _, label in rows})} classes; default model; {lscpu_summary()}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         write_csv(rows, work / "task.csv")

@@ -43,7 +43,7 @@ import numpy as np
 import orjson
 
 from bertlens.metrics.geometry import row_cosine
-from common import REPO, sts_sentences
+from common import REPO, lscpu_summary, sts_sentences
 
 BASELINE_APP = """
 import sys
@@ -240,15 +240,6 @@ async def faults(url: str, batches: list[list[str]]) -> dict:
     return outcome
 
 
-def lscpu() -> str:
-    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    model = next((ln.split(":", 1)[1].strip() for ln in out.splitlines() if ln.startswith("Model name")), "?")
-    flags = next((ln.split(":", 1)[1].split() for ln in out.splitlines() if ln.startswith("Flags")), [])
-    return f"{model}, {os.cpu_count()} cores, flags: " + " ".join(
-        f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=256)
@@ -273,7 +264,7 @@ def main() -> None:
 
     texts = [t for t in sts_sentences() if t.strip()][: args.requests * args.texts_per_request]
     batches = [texts[i : i + args.texts_per_request] for i in range(0, len(texts), args.texts_per_request)]
-    print(f"{len(batches)} requests x {args.texts_per_request} STS-B sentences; CPU: {lscpu()}")
+    print(f"{len(batches)} requests x {args.texts_per_request} STS-B sentences; CPU: {lscpu_summary()}")
     if args.onnx:
         from bertlens.embedding.onnx_backend import OnnxEmbedder
 

@@ -35,7 +35,7 @@ def test_dapt_lowers_the_heldout_loss_and_keeps_the_head(tmp_path, corpus):
         p.name for p in out.iterdir()
     }
     record = json.loads((out / "training.json").read_text())
-    assert record["head"].startswith("the model's own masked-LM head")
+    assert record["head"] == "the model's own masked-LM head (BERT: cls)"
     assert record["heldout_loss_final"] < record["heldout_loss_base"]
     assert not (out / "checkpoint").exists()
     again = tmp_path / "again"  # a second pretrain continues from the saved encoder *and* head
@@ -44,7 +44,7 @@ def test_dapt_lowers_the_heldout_loss_and_keeps_the_head(tmp_path, corpus):
         == 0
     )
     second = json.loads((again / "training.json").read_text())
-    assert second["head"].startswith("the model's own masked-LM head")
+    assert second["head"] == "the model's own masked-LM head (BERT: cls)"
     assert second["heldout_loss_base"] == pytest.approx(record["heldout_loss_final"], abs=1e-4)
     texts = tmp_path / "t.txt"
     texts.write_text("a fine film\na dull one\n")

@@ -7,7 +7,6 @@ from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 
 from bertlens.probing.logistic import fit_logistic
-from bertlens.probing.ridge import fit_ridge
 
 
 @pytest.mark.parametrize("classes", [2, 4])
@@ -36,19 +35,6 @@ def test_default_fast_fit_is_within_half_a_point_of_scikit_learn():
     for r, c in enumerate((0.1, 1.0)):
         ref = LogisticRegression(C=c, max_iter=2000).fit((X[train] - mean) / std, y[train])
         assert abs((ours[r] == y[test]).mean() - (ref.predict((X[test] - mean) / std) == y[test]).mean()) <= 0.005
-
-
-def test_ridge_matches_scikit_learn():
-    from sklearn.linear_model import Ridge
-
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(400, 12)) * rng.uniform(0.5, 3, 12)
-    y = X @ rng.normal(size=12) + rng.normal(size=400)
-    fit = fit_ridge(torch.tensor(X[None], dtype=torch.float32), torch.tensor(y), (1.0, 100.0))
-    ours = fit.predict(torch.tensor(X[None], dtype=torch.float32)).numpy()[0]
-    Z = (X - X.mean(0)) / X.std(0, ddof=1)
-    for a, alpha in enumerate((1.0, 100.0)):
-        assert np.allclose(ours[a], Ridge(alpha=alpha).fit(Z, y).predict(Z), atol=1e-3)
 
 
 def test_per_candidate_strengths_reach_the_grid_solutions():

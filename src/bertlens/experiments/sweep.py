@@ -19,8 +19,7 @@ from bertlens.io.memory import release_freed_memory
 from bertlens.metrics.bootstrap import Intervals, bootstrap, bootstrap_with_extra, point_estimates, spearman
 from bertlens.metrics.geometry import row_cosine
 from bertlens.probing.candidates import LIMITATIONS, Candidate, candidate_features, enumerate_candidates
-from bertlens.probing.fold_ridge import ridge_over_folds
-from bertlens.probing.ridge import ALPHA_GRID
+from bertlens.probing.fold_ridge import ALPHA_GRID, ridge_over_folds
 from bertlens.probing.scalar_mix_fit import fit_classification_mix, fit_similarity_mix
 from bertlens.probing.screened_probe import LOGISTIC, MAX_CONTENDERS, screened_probe
 from bertlens.probing.selection import C_GRID

@@ -69,8 +69,9 @@ def _resample_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 def _draws(units: int, resamples: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
+    # float32 holds every count exactly (and sums of them up to 2^24): half the memory of float64 at 100k rows
     return np.stack([np.bincount(rng.integers(0, units, units), minlength=units) for _ in range(resamples)]).astype(
-        np.float64
+        np.float32
     )  # [B, units]
 
 
@@ -119,7 +120,8 @@ def _value_and_samples(
     counts = _draws(n, resamples, seed)  # [B, n]
     value = point_estimates(outputs, gold, metric)
     if metric == "accuracy":
-        return value, (counts @ (outputs == gold[None]).T.astype(np.float64)).T / n  # [C, B]
+        correct = (outputs == gold[None]).T.astype(np.float32)  # [n, C]: float32 keeps the product exact and small
+        return value, (counts @ correct).T.astype(np.float64) / n  # [C, B]
     gold_ranks = _resample_ranks(gold, counts)  # [B, n]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # numpy releases the GIL: one core a row
         rows = pool.map(lambda row: _pearson(_resample_ranks(row, counts), gold_ranks, counts), outputs)

@@ -24,6 +24,7 @@ import torch
 
 from bertlens.tasks.splits import Fold
 
+ALPHA_GRID = (1.0, 10.0, 100.0, 1000.0)  # L2 strengths on standardised features: the pair-similarity probe's grid
 SCALE_FLOOR = 1e-6  # smallest standard deviation a feature is divided by (as the other probes)
 
 
