@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pytest
 import torch
 
 from bertlens.encoding.encoder import Encoder
@@ -46,3 +49,28 @@ def test_a_second_non_linear_pooler_gets_its_own_encode_time_mixes(tmp_path, tin
     )
     assert "min/scalar_mix" not in candidates  # no ScalarMix for a pooler that does not commute with mixing
     assert bank_module.nonlinear(("cls", "mean", "attention")) == ()
+
+
+def _rss_file_kb() -> int:
+    for line in open("/proc/self/status"):
+        if line.startswith("RssFile:"):
+            return int(line.split()[1])
+    raise AssertionError("no RssFile line")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the resident set from /proc (Linux)")
+def test_reading_a_mapped_bank_does_not_keep_it_resident(tmp_path):
+    """At 100k texts the bank is 2.2 GB: reads must not leave it in the sweep's resident set."""
+    from bertlens.features.bank import release_pages
+
+    array = np.lib.format.open_memmap(tmp_path / "v.npy", mode="w+", dtype=np.float16, shape=(64, 2**19))  # 64 MB
+    array[:] = 1.0
+    release_pages(array)  # written pages leave the process too (they stay in the file)
+    del array
+    mapped = np.load(tmp_path / "v.npy", mmap_mode="r")
+    before = _rss_file_kb()
+    copy = np.array(mapped, dtype=np.float32)
+    assert _rss_file_kb() - before > 48 * 1024  # reading maps the pages in ...
+    release_pages(mapped)
+    assert _rss_file_kb() - before < 8 * 1024  # ... and releasing drops them
+    assert copy.sum() == 64 * 2**19 and np.load(tmp_path / "v.npy", mmap_mode="r")[63, -1] == 1.0  # nothing lost

@@ -41,6 +41,13 @@ def test_fine_tune_choice_follows_the_measured_difference():
     assert fine_tune_choice(np.array([0.03, -0.01]), 5000)[0] == TUNE
 
 
+def test_the_sweep_sample_is_planned_from_the_time_left():
+    plan = representation_step.planned_examples
+    assert plan(0.001, 3600) == representation_step.SWEEP_EXAMPLES  # plenty of time: the full sample
+    assert plan(0.1, 1000) == 1000  # 40% of 1000 s at 4x the trial's 0.1 s an example
+    assert plan(0.1, 10) == plan(0.1, -50) == representation_step.MIN_SWEEP_EXAMPLES  # never below the floor
+
+
 def test_recommend_on_200_labelled_rows(tiny_bert_dir, tmp_path, monkeypatch):
     lines = (DATA / "sst2" / "train.txt").read_text().splitlines()[:200]
     task = _csv(tmp_path / "d.csv", [ln.split(" ", 1)[1] for ln in lines], [ln[0] for ln in lines])
@@ -48,6 +55,7 @@ def test_recommend_on_200_labelled_rows(tiny_bert_dir, tmp_path, monkeypatch):
     steps = [d.step for d in result.decisions]
     assert steps == ["text length", "domain", "representation", "frozen or fine-tuned", "latency"]
     assert all(d.evidence and d.rule and d.confidence for d in result.decisions)
+    assert "planned from a trial" in result.decisions[2].evidence  # the sweep's sample is sized to the budget
     domain = result.decisions[1]
     assert "could not" in domain.confidence or "cannot be measured" in domain.confidence  # no masked-LM head
     tuned = result.decisions[3]

@@ -24,7 +24,7 @@ from bertlens.probing.scalar_mix_fit import fit_classification_mix, fit_similari
 from bertlens.probing.screened_probe import LOGISTIC, MAX_CONTENDERS, screened_probe
 from bertlens.probing.selection import C_GRID
 from bertlens.progress import Progress, silent
-from bertlens.representation.pairs import pair_features
+from bertlens.representation.pairs import pair_features, pair_width
 from bertlens.representation.postprocess import PostProcessor, parse_steps
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import TaskData
@@ -193,7 +193,7 @@ def _probe_classification(bank, candidates, ex, folds, kind, config, progress: P
 
     scores = screened_probe(
         source,
-        [c.width(bank.width) for c in candidates],
+        [c.width(bank.width) if ex.b is None else pair_width(c.width(bank.width), kind) for c in candidates],
         {i for i, c in enumerate(candidates) if c.mixer == "scalar_mix"},
         folds,
         ex.targets,
@@ -286,7 +286,7 @@ def _probe_similarity(bank, candidates, ex, folds, config) -> tuple[np.ndarray, 
     every_row = np.arange(len(ex.targets))
     chunks = []
     for width, ids in _groups(candidates, bank).items():
-        size = max(1, RIDGE_BYTES // (len(every_row) * 2 * width * 4))  # [C, N, 2H] float32 pair features per batch
+        size = max(1, RIDGE_BYTES // (len(every_row) * pair_width(width, "similarity") * 4))  # float32, per batch
         chunks += [ids[s : s + size] for s in range(0, len(ids), size)]
     dev_rho = {}  # the last fold's dev Spearman [C, A], kept by choose()
 

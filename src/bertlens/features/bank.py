@@ -10,6 +10,7 @@ keep it linear, hence mixable).
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,7 +73,7 @@ class Bank:
     def layer(self, pooler: str, layer: int, rows: np.ndarray | None = None) -> np.ndarray:
         """[n, H] float32 (a new array): one layer's pooled vectors for the given rows (all by default)."""
         block = self.vectors[self.poolers.index(pooler), layer]  # [N, H], contiguous on disk
-        return _float32(block if rows is None else block[rows])
+        return _float32(block if rows is None else block[rows], self.vectors)
 
     def pooled(self, pooler: str, layers: tuple[int, ...] | None = None, rows: np.ndarray | None = None) -> np.ndarray:
         """[n, K, H] float32 for one pooler, the given layers (all by default) and rows (all by default)."""
@@ -86,12 +87,27 @@ class Bank:
     def pooled_mix(self, pooler: str, mix: str, rows: np.ndarray | None = None) -> np.ndarray:
         """[n, H] float32 (a new array): a named layer mix of a non-linear pooler, pooled at encode time."""
         block = self.mixes[self.nonlinear_poolers.index(pooler), self.mix_names.index(mix)]  # [N, H]
-        return _float32(block if rows is None else block[rows])
+        return _float32(block if rows is None else block[rows], self.mixes)
 
 
-def _float32(array: np.ndarray) -> np.ndarray:
-    """A float32 copy (float16 -> float32 is exact), never a view of the mapped file."""
-    return np.array(array, dtype=np.float32)
+def _float32(array: np.ndarray, mapped: np.ndarray) -> np.ndarray:
+    """A float32 copy (float16 -> float32 is exact), never a view of the mapped file; the file's pages are
+    then released from this process."""
+    copy = np.array(array, dtype=np.float32)
+    release_pages(mapped)
+    return copy
+
+
+def release_pages(mapped: np.ndarray | None) -> None:
+    """Drop a memory-mapped array's pages from this process's resident set (MADV_DONTNEED).
+
+    They stay in the page cache (a shared file mapping loses nothing, written pages included), so the
+    next read is a memory copy, not disk; but the process no longer holds the whole bank: at 100k
+    texts that is 2.2 GB of the sweep's peak RSS (measured, issue #25). No-op where madvise is missing.
+    """
+    mapping = getattr(mapped, "_mmap", None)  # numpy.memmap keeps its mmap.mmap here
+    if mapping is not None and hasattr(mmap, "MADV_DONTNEED"):
+        mapping.madvise(mmap.MADV_DONTNEED)
 
 
 def nonlinear(poolers: tuple[str, ...]) -> tuple[str, ...]:
@@ -165,6 +181,8 @@ def build_bank(
             vectors[:, :, rows] = stacked.transpose(2, 1, 0, 3).astype(dtype)  # [B, L+1, P, H] -> [P, L+1, B, H]
             if mix_array is not None:
                 mix_array[:, :, rows] = pooled_mixes.transpose(1, 2, 0, 3).astype(dtype)  # -> [Q, M, B, H]
+            release_pages(vectors)
+            release_pages(mix_array)
     vectors.flush()
     if mix_array is not None:
         mix_array.flush()
@@ -222,4 +240,6 @@ def _fill_from_pieces(encoder, texts, long_text, poolers, include_special, mixes
         if mix_array is not None:
             per_text = aggregate(pooled_mixes, owner, pieces.tokens, pieces.order, count, how)  # [count, Q, M, H]
             mix_array[:, :, first : first + count] = per_text.transpose(1, 2, 0, 3).astype(mix_array.dtype)
+        release_pages(vectors)
+        release_pages(mix_array)
         progress("encoding", first + count, len(texts))

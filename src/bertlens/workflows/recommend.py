@@ -24,12 +24,12 @@ from bertlens.io.cache import cached_result, content_key
 from bertlens.progress import Progress, silent
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import TaskData
-from bertlens.workflows.decision import Budget, Decision, sample_task
+from bertlens.workflows.decision import Budget, Decision
 from bertlens.workflows.domain_step import reference_corpus, step_domain
 from bertlens.workflows.fine_tune_step import fine_tune_or_rule
 from bertlens.workflows.latency_step import Alternative, step_latency
 from bertlens.workflows.length_step import step_lengths
-from bertlens.workflows.representation_step import SWEEP_EXAMPLES, step_representation
+from bertlens.workflows.representation_step import step_representation, sweep_sample
 
 
 @dataclass(frozen=True)
@@ -89,11 +89,11 @@ def run_recommend(
     progress("domain", 1, 5)
     decisions.append(cached("domain", lambda: step_domain(task, encoder, reference_corpus(data), seed)))
     progress("representation", 2, 5)
-    sweep_task = sample_task(task, SWEEP_EXAMPLES, seed)
     recipe_path = steps / "recipe.json"
 
     def representation() -> Decision:
-        decision, recipe = step_representation(sweep_task, model, cache_dir or steps / "cache", seed, progress)
+        sweep_task, plan = sweep_sample(task, model, budget.left(), seed)
+        decision, recipe = step_representation(sweep_task, model, cache_dir or steps / "cache", seed, progress, plan)
         recipe.save(recipe_path)
         return decision
 

@@ -1,18 +1,58 @@
-"""Step 3 of `recommend`: a sweep on a seeded sample -> the recipe, its interval and what is tied with it."""
+"""Step 3 of `recommend`: a sweep on a seeded sample -> the recipe, its interval and what is tied with it.
+
+The sample is sized from a measured trial so the sweep leaves the later steps their time: a few
+dozen of the task's texts are encoded, and the sweep is planned at SWEEP_OVER_ENCODE times that
+rate (a sweep costs its encoding pass plus the probes; 3.3x the pass at 100 classes under 10-fold
+CV, docs/results.md issue #25) within SWEEP_SHARE of what is left of the budget.
+"""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
+import numpy as np
+
+from bertlens.embedding.embedder import Embedder
 from bertlens.experiments.sweep import SweepConfig, run_sweep
 from bertlens.progress import Progress
+from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import TaskData
-from bertlens.workflows.decision import Decision
+from bertlens.workflows.decision import Decision, sample_task
 
-SWEEP_EXAMPLES = 2000  # a sample per split: enough to rank candidates, small enough for the budget
+SWEEP_EXAMPLES = 2000  # a sample per split: enough to rank candidates; fewer when the budget says so
+MIN_SWEEP_EXAMPLES = 300  # below this the sweep's intervals are too wide to rank candidates: run it anyway
+SWEEP_SHARE = 0.4  # of the budget left, what the sweep may plan to use; the fine-tune and latency steps get the rest
+SWEEP_OVER_ENCODE = 4.0  # a sweep's cost in encoding passes of its texts, with margin (measured 3.3x, #25)
+TRIAL_TEXTS = 48
 
 
-def step_representation(task: TaskData, model: str, cache_dir: Path, seed: int, progress: Progress):
+def planned_examples(per_example_seconds: float, seconds_left: float) -> int:
+    """Examples per split the sweep can afford, between MIN_SWEEP_EXAMPLES and SWEEP_EXAMPLES."""
+    affordable = SWEEP_SHARE * max(seconds_left, 0.0) / (per_example_seconds * SWEEP_OVER_ENCODE)
+    return int(min(SWEEP_EXAMPLES, max(MIN_SWEEP_EXAMPLES, affordable)))
+
+
+def sweep_sample(task: TaskData, model: str, seconds_left: float, seed: int) -> tuple[TaskData, str]:
+    """The seeded sample the sweep runs on, sized by a trial encoding of the task's own texts; and why."""
+    texts = task.all_texts()
+    examples = sum(len(split) for split in task.splits.values())
+    trial = [texts[i] for i in np.random.default_rng(seed).permutation(len(texts))[:TRIAL_TEXTS]]
+    embedder = Embedder(Recipe(model=model))
+    embedder.encode(trial[:4])  # warm-up: the first batch pays for allocation
+    start = time.perf_counter()
+    embedder.encode(trial)
+    per_text = (time.perf_counter() - start) / len(trial)
+    per_example = per_text * len(texts) / max(examples, 1)  # pairs encode two texts per example
+    count = planned_examples(per_example, seconds_left)
+    plan = (
+        f"sample of at most {count:,} examples per split, planned from a trial ({per_text * 1000:.1f} ms a text, "
+        f"{SWEEP_OVER_ENCODE:.0f}x for the sweep, within {SWEEP_SHARE:.0%} of the {max(seconds_left, 0):.0f} s left)"
+    )
+    return sample_task(task, count, seed), plan
+
+
+def step_representation(task: TaskData, model: str, cache_dir: Path, seed: int, progress: Progress, plan: str = ""):
     postprocess = "whiten" if task.kind == "similarity" else None
     config = SweepConfig(resamples=500, seed=seed, postprocess=postprocess)
     result = run_sweep(task, model, cache_dir=cache_dir, config=config, progress=progress)
@@ -24,6 +64,7 @@ def step_representation(task: TaskData, model: str, cache_dir: Path, seed: int, 
         f"{result.recommended.name}: {protocol.metric} {protocol.test.value[i]:.4f} "
         f"[{protocol.test.low[i]:.4f}, {protocol.test.high[i]:.4f}] on {protocol.split} (n={protocol.n_test}); "
         f"tied with the best: {', '.join(tied[:6]) or 'none'}{' ...' if len(tied) > 6 else ''}"
+        + (f"; {plan}" if plan else "")
     )
     if postprocess:
         whitened = [n for n in names if "whiten" in n]
