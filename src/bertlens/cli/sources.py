@@ -24,13 +24,18 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
         help=f"a catalog task: {', '.join(CATALOG)}; or hf:NAME[:CONFIG] for a Hugging Face "
         "dataset (online; needs `pip install datasets` and --text-col/--label-col)",
     )
-    source.add_argument("--data", type=Path, help="your own CSV/TSV/JSONL file (with --text-col and --label-col)")
+    source.add_argument(
+        "--data",
+        type=Path,
+        help="your own CSV/TSV/JSONL file (with --text-col and --label-col), or a BEIR retrieval directory",
+    )
     add_data_dir_option(parser)
     parser.add_argument(
         "--task-type",
         choices=KINDS,
         help="for --data: classification (default with one text column), "
-        "pair_classification, or similarity (default with two text columns)",
+        "pair_classification, similarity (default with two text columns), or retrieval (a BEIR directory, or "
+        "--text-col QUERY --text-col2 RELEVANT_DOCUMENT; the default for a directory)",
     )
     parser.add_argument("--text-col", help="for --data: text column (header name or 0-based index)")
     parser.add_argument("--text-col2", help="for --data: second text column (pair tasks)")
@@ -103,6 +108,8 @@ def load_task(args: argparse.Namespace) -> TaskData:
             label_first=True,
             encoding=args.encoding,
         )
+    if args.task_type == "retrieval" or args.data.is_dir():
+        return _user_retrieval(args)
     if args.text_col is None or args.label_col is None:
         raise BertlensError("--data needs --text-col and --label-col (and --text-col2 for pairs), or --label-first")
     texts = tuple(parse_column(c) for c in (args.text_col, args.text_col2) if c is not None)
@@ -118,6 +125,24 @@ def load_task(args: argparse.Namespace) -> TaskData:
         max_examples=max_examples,
         seed=args.seed,
         multiline=args.multiline,
+        encoding=args.encoding,
+    )
+
+
+def _user_retrieval(args: argparse.Namespace) -> TaskData:
+    """--data DIR (BEIR layout) or --data FILE --text-col QUERY --text-col2 DOCUMENT, as a retrieval task."""
+    from bertlens.tasks.loaders import load_user_task
+
+    if args.task_type not in (None, "retrieval"):
+        raise BertlensError(f"--data {args.data} is a directory: only --task-type retrieval reads one (a BEIR layout)")
+    texts = tuple(parse_column(c) for c in (args.text_col, args.text_col2) if c is not None)
+    return load_user_task(
+        args.data,
+        kind="retrieval",
+        text_cols=texts,
+        label_col=None,
+        header=not args.no_header,
+        drop_invalid=args.drop_invalid,
         encoding=args.encoding,
     )
 

@@ -91,7 +91,9 @@ def run(args: argparse.Namespace) -> None:
         bank_dtype=args.bank_dtype,
         protocols=tuple(p.strip() for p in args.protocols.split(",") if p.strip()) if args.protocols else None,
     )
-    if task.dropped:
+    if task.collection is not None:
+        say(f"{task.name}: {task.collection.describe()}" + "".join(f"; {note}" for note in task.notes))
+    elif task.dropped:
         say(f"dropped {task.dropped} invalid rows (--drop-invalid)")
     with progress_bar(f"sweep {task.name}", enabled=not args.quiet) as update:
         result = run_sweep(

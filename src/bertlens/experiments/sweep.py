@@ -18,8 +18,10 @@ from bertlens.io.cache import default_cache_dir
 from bertlens.io.memory import release_freed_memory
 from bertlens.metrics.bootstrap import Intervals, bootstrap, bootstrap_with_extra, point_estimates, spearman
 from bertlens.metrics.geometry import row_cosine
+from bertlens.metrics.ranking import RANKING_METRICS
 from bertlens.probing.candidates import LIMITATIONS, Candidate, candidate_features, enumerate_candidates
 from bertlens.probing.fold_ridge import ALPHA_GRID, ridge_over_folds
+from bertlens.probing.retrieval import score_candidates
 from bertlens.probing.scalar_mix_fit import fit_classification_mix, fit_similarity_mix
 from bertlens.probing.screened_probe import LOGISTIC, MAX_CONTENDERS, screened_probe
 from bertlens.probing.selection import C_GRID
@@ -28,6 +30,7 @@ from bertlens.representation.pairs import pair_features, pair_width
 from bertlens.representation.postprocess import PostProcessor, parse_steps
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import TaskData
+from bertlens.tasks.retrieval import query_split
 from bertlens.tasks.splits import DEV_FRACTION, Fold, make_folds
 
 MIX_EXAMPLES = 1000  # training rows (a seeded sample) used to learn a classification ScalarMix
@@ -43,7 +46,8 @@ class SweepConfig:
     resamples: int = 1000
     dev_fraction: float = DEV_FRACTION
     bank_dtype: str = "float16"
-    postprocess: str | None = None  # similarity tasks: also score every candidate with these steps (fitted on train)
+    postprocess: str | None = None  # similarity tasks: also score every candidate with these steps (fitted on train);
+    # retrieval: fitted on the corpus, 'whiten' unless given
     protocols: tuple[str, ...] | None = None  # None: every protocol the task supports (similarity: cosine, probe)
 
 
@@ -70,8 +74,13 @@ class ProtocolResult:
 
 
 def main_protocol(kind: str) -> str:
-    """Similarity tasks are judged by cosine (how their vectors are used), the others by the linear probe."""
-    return "cosine" if kind == "similarity" else "probe"
+    """Similarity and retrieval are judged by cosine (how their vectors are used), the others by the linear probe."""
+    return "cosine" if kind in ("similarity", "retrieval") else "probe"
+
+
+def protocol_key(metric: str) -> str:
+    """A retrieval sweep's protocols: 'cosine' for nDCG@10 (the main one), 'cosine-<metric>' for the others."""
+    return "cosine" if metric == RANKING_METRICS[0] else f"cosine-{metric}"
 
 
 @dataclass(frozen=True)
@@ -363,7 +372,12 @@ def _nested_selection(
     return selected, tuple(chosen)
 
 
-PROTOCOLS = {"similarity": ("cosine", "probe"), "classification": ("probe",), "pair_classification": ("probe",)}
+PROTOCOLS = {
+    "similarity": ("cosine", "probe"),
+    "classification": ("probe",),
+    "pair_classification": ("probe",),
+    "retrieval": ("cosine",),
+}
 
 
 def _chosen_plans(plans: list, wanted: tuple[str, ...] | None, kind: str) -> list:
@@ -457,6 +471,37 @@ def _score_protocol(plan, task: TaskData, bank: Bank, folds: list[Fold], test_go
     )
 
 
+def _retrieval(task: TaskData, bank: Bank, texts: list[str], config: SweepConfig, progress: Progress):
+    """Every candidate as a cosine retriever: (protocols by key, fitted post-processors, how it was validated)."""
+    collection = task.collection
+    index = {text: i for i, text in enumerate(texts)}
+    split = query_split(collection, config.seed)
+    candidates = [
+        c for c in enumerate_candidates(bank.num_layers, config.poolers, config.layers) if c.mixer != "scalar_mix"
+    ]
+    steps = config.postprocess or "whiten"
+    candidates += [replace(c, post=steps) for c in candidates]
+    documents = np.array([index[d] for d in collection.documents])
+    queries = np.array([index[collection.queries[q]] for q in np.concatenate([split.dev, split.test])])
+    scores = score_candidates(
+        bank, candidates, documents, queries, [*split.dev_judgements, *split.test_judgements], progress
+    )
+    n_dev = len(split.dev)
+    description = (
+        "cosine top-100 of each query over the whole corpus (exact search, no training); "
+        f"post-processing ({steps}) fitted on the corpus vectors; " + split.description
+    )
+    protocols = {}
+    for metric, values in scores.per_query.items():  # values [C, Q_dev + Q_test]
+        with np.errstate(invalid="ignore"):
+            validation = values[:, :n_dev].mean(axis=1)
+        intervals = bootstrap(values[:, n_dev:], None, metric, resamples=config.resamples, seed=config.seed)
+        protocols[protocol_key(metric)] = ProtocolResult(
+            "cosine", metric, tuple(candidates), validation, intervals, len(split.test), {}, description
+        )
+    return protocols, scores.processors
+
+
 def _disagreement(protocols: dict[str, ProtocolResult]) -> str | None:
     """When cosine and the probe pick different best candidates: say so, and how far apart they are."""
     if len(protocols) != 2:
@@ -498,7 +543,12 @@ def _notes(task: TaskData, base: Recipe, config: SweepConfig) -> tuple[str, ...]
             "space is ill-conditioned (a few points on a random model). --bank-dtype float32 makes the scores equal "
             "to what the recipe gives",
         )
-    if config.postprocess and task.kind != "similarity":
+    if task.kind == "retrieval":
+        notes += (
+            "ScalarMix is not scored for retrieval: its weights are learned from labels, and judged queries are "
+            "too few to both learn and choose them",
+        )
+    if config.postprocess and task.kind not in ("similarity", "retrieval"):
         notes += (
             f"post-processing ({config.postprocess}) is scored for similarity tasks only: the linear probe "
             "standardises its features, so centring and whitening cannot change what it learns",
@@ -545,6 +595,11 @@ def run_sweep(
     )
     timings = {"bank_seconds": time.perf_counter() - start}
     release_freed_memory()  # the encoding pass's activations: not needed by the probes
+    if task.kind == "retrieval":
+        start = time.perf_counter()
+        protocols, fitted = _retrieval(task, bank, texts, config, progress)
+        timings["retrieval_seconds"] = time.perf_counter() - start
+        return _result(task, encoder, base, config, bank, protocols, timings, fitted, "the choosing queries")
     ex, where = _examples(task, {text: i for i, text in enumerate(texts)})
     folds = sweep_folds(task, ex.targets, where, config)
     test_gold = ex.targets[np.concatenate([f.test for f in folds])]
@@ -560,17 +615,24 @@ def run_sweep(
         protocols[plan[0]] = _score_protocol(plan, task, bank, folds, test_gold, config)
         timings[f"{plan[0]}_seconds"] = time.perf_counter() - start
         timings.update(protocols[plan[0]].seconds)
+    return _result(task, encoder, base, config, bank, protocols, timings, fitted, f"{len(folds)} folds")
+
+
+def _result(task, encoder, base, config, bank, protocols, timings, fitted, validated_by: str) -> SweepResult:
+    """The recommendation from the main protocol's validation scores, and everything the reports need."""
     main = protocols[main_protocol(task.kind)]
     chosen = _choose(main, bank)
     recommended = main.candidates[chosen]
     recipe = recommended.recipe(base, main.mix_weights.get(recommended.name))
-    split_word = f"mean inner-dev score over {len(folds)} folds" if task.uses_cv else "dev score"
+    split_word = f"mean inner-dev score over {validated_by}" if task.uses_cv else "dev score"
+    if task.kind == "retrieval":
+        split_word = f"{main.metric} on {validated_by}"
     basis = (
         f"protocol '{main.protocol}' ({main.description}); chosen by {split_word} "
         f"{main.validation[chosen]:.4f}, ties broken by fewer dimensions then single layers"
     )
-    if task.kind == "similarity":
-        basis += "; cosine is how similarity embeddings are used and needs no training"
+    if task.kind in ("similarity", "retrieval"):
+        basis += f"; cosine is how {task.kind} embeddings are used and needs no training"
     return SweepResult(
         task.name,
         task.kind,
@@ -583,6 +645,6 @@ def run_sweep(
         basis,
         _disagreement(protocols),
         timings,
-        _notes(task, base, config),
+        task.notes + _notes(task, base, config),
         fitted.get(recommended.name),
     )

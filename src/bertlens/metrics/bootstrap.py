@@ -18,6 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import rankdata
 
+from bertlens.metrics.ranking import RANKING_METRICS
+
+PER_EXAMPLE = RANKING_METRICS  # metrics that are a mean of per-example scores given as the outputs
+
 
 @dataclass(frozen=True)
 class Intervals:
@@ -84,7 +88,8 @@ def bootstrap(
     seed: int = 0,
     groups: np.ndarray | None = None,
 ) -> Intervals:
-    """outputs [C, n]: predicted classes (accuracy) or similarity scores (spearman).
+    """outputs [C, n]: predicted classes (accuracy), similarity scores (spearman), or each example's own
+    score for a PER_EXAMPLE metric (a query's nDCG@10: the metric is their mean, `gold` is unused).
 
     groups [n] (accuracy only): resample whole groups, e.g. the sentences that words come
     from, since words of one sentence are not independent (a cluster bootstrap); accuracy on
@@ -109,6 +114,8 @@ def bootstrap(
 
 def point_estimates(outputs: np.ndarray, gold: np.ndarray, metric: str) -> np.ndarray:
     """Each row's score on the full test set [C]."""
+    if metric in PER_EXAMPLE:
+        return outputs.mean(axis=-1)
     return accuracy(outputs, gold) if metric == "accuracy" else spearman(outputs, gold)
 
 
@@ -116,12 +123,14 @@ def _value_and_samples(
     outputs: np.ndarray, gold: np.ndarray, metric: str, resamples: int, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Point estimates [C] and resampled scores [C, B]; each row uses the same resamples, independently."""
-    n = len(gold)
+    n = outputs.shape[-1]
     counts = _draws(n, resamples, seed)  # [B, n]
     value = point_estimates(outputs, gold, metric)
     if metric == "accuracy":
         correct = (outputs == gold[None]).T.astype(np.float32)  # [n, C]: float32 keeps the product exact and small
         return value, (counts @ correct).T.astype(np.float64) / n  # [C, B]
+    if metric in PER_EXAMPLE:  # outputs are already each example's score (e.g. a query's nDCG@10)
+        return value, (counts.astype(np.float64) @ outputs.T).T / n  # [C, B]
     gold_ranks = _resample_ranks(gold, counts)  # [B, n]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # numpy releases the GIL: one core a row
         rows = pool.map(lambda row: _pearson(_resample_ranks(row, counts), gold_ranks, counts), outputs)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bertlens.errors import BertlensError, did_you_mean
 
-KINDS = ("classification", "pair_classification", "similarity")
+KINDS = ("classification", "pair_classification", "similarity", "retrieval")
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,8 @@ class TaskSpec:
 
     name: str
     kind: str
-    file_format: str  # 'label_prefixed' ("LABEL text" lines), 'sts_csv' (s1,s2,score; no header), 'jsonl' (text, label)
+    file_format: str  # 'label_prefixed' ("LABEL text" lines), 'sts_csv' (s1,s2,score; no header), 'jsonl' (text,
+    # label), 'beir' (a retrieval directory: corpus.jsonl, queries.jsonl, qrels/)
     splits: tuple[tuple[str, str], ...]
     folds: int = 10
     description: str = ""
@@ -28,11 +29,14 @@ class TaskSpec:
 
     @property
     def metric(self) -> str:
-        return "spearman" if self.kind == "similarity" else "accuracy"
+        return METRICS.get(self.kind, "accuracy")
 
     @property
     def uses_cv(self) -> bool:
         return "test" not in dict(self.splits)
+
+
+METRICS = {"similarity": "spearman", "retrieval": "ndcg@10"}  # every other kind: accuracy
 
 
 CATALOG: dict[str, TaskSpec] = {
@@ -82,6 +86,27 @@ CATALOG: dict[str, TaskSpec] = {
             "jsonl",
             (("all", "movie_reviews/reviews.jsonl"),),
             description="long movie reviews (about 750 words, most over 512 word pieces), polarity, 10-fold CV",
+        ),
+        TaskSpec(
+            "cranfield",
+            "retrieval",
+            "beir",
+            (("test", "retrieval/cranfield"),),
+            description="Cranfield aeronautics abstracts: 1,400 documents, 225 queries, graded relevance",
+        ),
+        TaskSpec(
+            "cisi",
+            "retrieval",
+            "beir",
+            (("test", "retrieval/cisi"),),
+            description="CISI library-science abstracts: 1,460 documents, 76 judged queries",
+        ),
+        TaskSpec(
+            "npl",
+            "retrieval",
+            "beir",
+            (("test", "retrieval/vaswani-npl"),),
+            description="NPL (Vaswani) physics abstracts: 11,429 short documents, 93 queries",
         ),
     )
 }

@@ -14,7 +14,8 @@ import numpy as np
 
 from bertlens.errors import BertlensError, did_you_mean
 from bertlens.io.tables import TableSpec, check_file, first_lines, iter_records
-from bertlens.tasks.catalog import KINDS, TaskSpec
+from bertlens.tasks.catalog import KINDS, METRICS, TaskSpec
+from bertlens.tasks.retrieval import Collection, load_beir, load_pairs
 
 
 @dataclass(frozen=True)
@@ -43,17 +44,20 @@ class TaskData:
     dropped: int = 0
     source: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
+    collection: Collection | None = None  # a retrieval task's corpus, queries and judgements (no splits)
 
     @property
     def metric(self) -> str:
-        return "spearman" if self.kind == "similarity" else "accuracy"
+        return METRICS.get(self.kind, "accuracy")
 
     @property
     def uses_cv(self) -> bool:
-        return "test" not in self.splits
+        return self.collection is None and "test" not in self.splits
 
     def all_texts(self) -> list[str]:
         """Every distinct text of every split, in first-seen order (what the bank encodes)."""
+        if self.collection is not None:
+            return list(dict.fromkeys((*self.collection.documents, *self.collection.queries)))
         seen: dict[str, None] = {}
         for split in self.splits.values():
             seen.update(dict.fromkeys(split.texts_a))
@@ -189,6 +193,8 @@ def load_catalog_task(
     folds: int | None = None,
 ) -> TaskData:
     """A catalog task from the data directory; `folds` overrides the catalog's for a cross-validated one."""
+    if spec.file_format == "beir":  # public collections with known gaps (empty documents, unjudged queries): dropped
+        return retrieval_task(spec.name, load_beir(root / spec.splits[0][1], drop_invalid=True), str(root))
     reader = READERS[spec.file_format]
     raw = {split: reader(root / rel, spec.encoding) for split, rel in spec.splits}
     data = build_task(
@@ -208,7 +214,7 @@ def load_user_task(
     *,
     kind: str,
     text_cols: tuple[str | int, ...],
-    label_col: str | int,
+    label_col: str | int | None,
     header: bool = True,
     drop_invalid: bool = False,
     folds: int = 10,
@@ -237,6 +243,8 @@ def load_user_task(
         return _check_fold_size(limit_examples(data, max_examples, seed), str(path))
     if kind not in KINDS:
         raise BertlensError(f"unknown task type '{kind}': valid: {', '.join(KINDS)}")
+    if kind == "retrieval":
+        return _user_retrieval(path, text_cols, header, drop_invalid, encoding)
     needed = 1 if kind == "classification" else 2
     if len(text_cols) != needed:
         raise BertlensError(
@@ -248,6 +256,33 @@ def load_user_task(
         path.stem, kind, {"all": rows}, str(path), drop_invalid=drop_invalid, folds=folds, source=str(path)
     )
     return _check_fold_size(limit_examples(data, max_examples, seed), str(path))
+
+
+def retrieval_task(name: str, collection: Collection, source: str) -> TaskData:
+    """A retrieval collection as a task; what was dropped becomes its notes."""
+    notes = tuple(f"dropped {n} {reason}" for reason, n in collection.dropped.items())
+    return TaskData(
+        name,
+        "retrieval",
+        {},
+        dropped=sum(collection.dropped.values()),
+        source=source,
+        notes=notes,
+        collection=collection,
+    )
+
+
+def _user_retrieval(path: Path, text_cols: tuple, header: bool, drop_invalid: bool, encoding: str) -> TaskData:
+    """A BEIR directory, or a table of (query, relevant document) rows (--text-col, --text-col2)."""
+    if path.is_dir():
+        return retrieval_task(path.name, load_beir(path, drop_invalid=drop_invalid), str(path))
+    if len(text_cols) != 2:
+        raise BertlensError(
+            f"{path}: a retrieval table needs --text-col (the query) and --text-col2 (a relevant document); "
+            "or pass a BEIR directory (corpus.jsonl, queries.jsonl, qrels/test.tsv)"
+        )
+    collection = load_pairs(path, *text_cols, header=header, drop_invalid=drop_invalid, encoding=encoding)
+    return retrieval_task(path.stem, collection, str(path))
 
 
 def _check_fold_size(data: TaskData, where: str) -> TaskData:

@@ -1,0 +1,86 @@
+"""Exact top-k search and per-query ranking metrics, as trec_eval defines them.
+
+- nDCG@10: DCG = sum over the top 10 of grade / log2(rank + 1), divided by the DCG of the ideal
+  ordering of the judged grades (Jarvelin & Kekalainen 2002; trec_eval's `ndcg_cut` uses the grade
+  itself as gain, so do we).
+- MRR@10: 1 / rank of the first relevant document within the top 10, else 0.
+- recall@100: relevant documents in the top 100 / relevant documents judged.
+- MAP@100: mean over the judged relevant documents of precision at each one's rank (0 when not
+  in the top 100); trec_eval's `map_cut_100`.
+A document is relevant when its grade is 1 or more (trec_eval's default relevance level).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+RANKING_METRICS = ("ndcg@10", "mrr@10", "recall@100", "map@100")
+DEPTH = 100  # the deepest cut any metric looks at
+DOC_BLOCK = 16384  # documents per block of the search: memory is query block x doc block, not queries x corpus
+QUERY_BLOCK = 1024
+
+
+def top_k(
+    queries: torch.Tensor, documents: torch.Tensor, k: int = DEPTH, doc_block: int = DOC_BLOCK
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exact top-k by inner product: (scores [Q, k], document rows [Q, k]), best first.
+
+    queries [Q, D] and documents [N, D] (normalise them first for cosine). The scores are computed
+    a block of queries x a block of documents at a time and merged into a running top-k, so memory
+    is bounded by the blocks, not by Q x N. Equal scores rank the lower document row first.
+    """
+    k = min(k, len(documents))
+    best_scores, best_rows = [], []
+    for q in range(0, len(queries), QUERY_BLOCK):
+        block = queries[q : q + QUERY_BLOCK]  # [q, D]
+        scores = torch.full((len(block), 0), -torch.inf, dtype=torch.float32)
+        rows = torch.zeros((len(block), 0), dtype=torch.int64)
+        for start in range(0, len(documents), doc_block):
+            part = block @ documents[start : start + doc_block].T  # [q, d]
+            merged = torch.cat([scores, part.float()], dim=1)  # [q, k + d]
+            merged_rows = torch.cat(
+                [rows, torch.arange(start, start + part.shape[1]).expand(len(block), -1)], dim=1
+            )  # [q, k + d]
+            order = _stable_top(merged, merged_rows, k)  # [q, k]
+            scores, rows = merged.gather(1, order), merged_rows.gather(1, order)
+        best_scores.append(scores)
+        best_rows.append(rows)
+    return torch.cat(best_scores), torch.cat(best_rows)
+
+
+def _stable_top(scores: torch.Tensor, rows: torch.Tensor, k: int) -> torch.Tensor:
+    """Column indices of the k best scores per row [q, k]; ties by lower document row (deterministic)."""
+    order = torch.argsort(rows, dim=1)  # [q, m] document rows ascending
+    by_row = scores.gather(1, order)  # [q, m]
+    ranked = torch.argsort(by_row, dim=1, descending=True, stable=True)[:, :k]  # [q, k]
+    return order.gather(1, ranked)
+
+
+def ranking_metrics(ranked: np.ndarray, judgements: list[dict[int, int]]) -> dict[str, np.ndarray]:
+    """Per-query metrics {name: [Q]} from ranked document rows [Q, k>=100 or the corpus size] and each
+    query's judgements {document row: grade}."""
+    n, depth = ranked.shape
+    grades = np.zeros((n, depth))
+    relevant_total = np.zeros(n)
+    ideal = np.zeros((n, 10))
+    for i, judged in enumerate(judgements):
+        grades[i] = [max(judged.get(int(d), 0), 0) for d in ranked[i]]
+        positive = sorted((g for g in judged.values() if g >= 1), reverse=True)
+        relevant_total[i] = len(positive)
+        ideal[i, : min(10, len(positive))] = positive[:10]
+    discount = 1.0 / np.log2(np.arange(2, 12))  # ranks 1..10
+    dcg = (grades[:, :10] * discount[: min(10, depth)]).sum(1)
+    idcg = (ideal * discount).sum(1)
+    hits = grades >= 1  # [Q, k]
+    first = np.where(hits[:, :10].any(1), hits[:, :10].argmax(1) + 1, np.inf)
+    precision_at = np.cumsum(hits[:, :DEPTH], axis=1) / np.arange(1, min(DEPTH, depth) + 1)  # [Q, 100]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {
+            "ndcg@10": np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1), 0.0),
+            "mrr@10": 1.0 / first,
+            "recall@100": np.where(relevant_total > 0, hits[:, :DEPTH].sum(1) / np.maximum(relevant_total, 1), 0.0),
+            "map@100": np.where(
+                relevant_total > 0, (precision_at * hits[:, :DEPTH]).sum(1) / np.maximum(relevant_total, 1), 0.0
+            ),
+        }

@@ -1,0 +1,50 @@
+"""`bertlens sweep` on retrieval data: a BEIR directory, a pairs table, bad qrels."""
+
+import json
+
+from bertlens.cli.main import main
+from tests.tasks.test_retrieval import DOCS, QRELS, QUERIES, write_beir
+
+
+def run(capsys, *argv):
+    code = main(["sweep", *map(str, argv), "--quiet"])
+    return code, capsys.readouterr().err
+
+
+def test_a_retrieval_sweep_on_bad_qrels_is_one_line_and_exit_1(tmp_path, tiny_bert_dir, capsys):
+    root = write_beir(tmp_path / "c", DOCS, QUERIES, QRELS + [("q2", "d42", 1)])
+    code, err = run(capsys, "--data", root, "--model", tiny_bert_dir, "--out", tmp_path / "out")
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "d42" not in lines[0]  # names the file, the count and the line
+    assert "qrels/test.tsv: 1 judgements name a document id that corpus.jsonl lacks (lines 10)" in lines[0]
+    assert "--drop-invalid" in lines[0] and "Traceback" not in err
+    assert not (tmp_path / "out").exists()  # nothing half-written
+
+
+def test_a_retrieval_sweep_writes_every_metric_and_a_recipe(tmp_path, tiny_bert_dir, capsys):
+    root = write_beir(tmp_path / "c", DOCS, QUERIES, QRELS)
+    code, err = run(capsys, "--data", root, "--model", tiny_bert_dir, "--poolers", "mean,cls", "--out", tmp_path / "o")
+    assert code == 0, err
+    results = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert results["kind"] == "retrieval"
+    metrics = {row["metric"] for row in results["rows"]}
+    assert metrics == {"ndcg@10", "mrr@10", "recall@100", "map@100"}
+    row = next(r for r in results["rows"] if r["candidate"] == "mean/L2" and r["metric"] == "ndcg@10")
+    assert row["protocol"] == "cosine" and row["split"] == "test" and row["n"] == 3
+    assert row["ci_low"] <= row["value"] <= row["ci_high"]
+    assert any(r["candidate"] == "mean/L2+whiten" for r in results["rows"])  # whitening fitted on the corpus
+    assert "seeded half" in results["protocols"]["cosine"]["description"]
+    assert json.loads((tmp_path / "o" / "recipe.json").read_text())["pooler"] in ("mean", "cls")
+
+
+def test_a_pairs_table_is_a_retrieval_task(tmp_path, tiny_bert_dir, capsys):
+    path = tmp_path / "faq.csv"
+    rows = [(f"question {i}", f"answer {i}") for i in range(8)]
+    path.write_text("q,a\n" + "".join(f"{q},{a}\n" for q, a in rows))
+    code, err = run(
+        capsys, "--data", path, "--task-type", "retrieval", "--text-col", "q", "--text-col2", "a",
+        "--model", tiny_bert_dir, "--poolers", "mean", "--out", tmp_path / "o",
+    )  # fmt: skip
+    assert code == 0, err
+    assert json.loads((tmp_path / "o" / "results.json").read_text())["protocols"]["cosine"]["n"] == 4
