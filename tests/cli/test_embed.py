@@ -201,3 +201,18 @@ def test_embed_defaults_to_auto_precision_and_says_what_it_chose(
     assert f"precision auto -> {chosen}" in err
     expected = Embedder(Recipe(model=str(tiny_bert_dir), precision=chosen)).encode(TEXTS)
     np.testing.assert_allclose(np.load(tmp_path / "v.npy"), expected, atol=1e-6)
+
+
+def test_role_applies_the_recipes_prompt(tmp_path, texts_file, tiny_bert_dir, capsys):
+    recipe = Recipe(model=str(tiny_bert_dir), query_prompt="query: ", precision="fp32")
+    path = recipe.save(tmp_path / "r.json")
+    code, _ = run_cli(capsys, texts_file, "--out", tmp_path / "q.npy", "--recipe", path, "--role", "query")
+    assert code == 0
+    expected = Embedder(recipe).encode(["query: " + t for t in TEXTS])
+    assert np.abs(np.load(tmp_path / "q.npy") - expected).max() <= 1e-6
+    code, err = run_cli(capsys, texts_file, "--out", tmp_path / "d.npy", "--recipe", path, "--role", "document")
+    assert code == 0 and "no document_prompt: texts embedded as given" in err
+    flags = ["--model", tiny_bert_dir, "--precision", "fp32", "--document-prompt", "passage: ", "--role", "document"]
+    code, _ = run_cli(capsys, texts_file, "--out", tmp_path / "p.npy", *flags)
+    expected = Embedder(recipe.replace(document_prompt="passage: ")).encode(["passage: " + t for t in TEXTS])
+    assert code == 0 and np.abs(np.load(tmp_path / "p.npy") - expected).max() <= 1e-6

@@ -48,3 +48,26 @@ def test_a_pairs_table_is_a_retrieval_task(tmp_path, tiny_bert_dir, capsys):
     )  # fmt: skip
     assert code == 0, err
     assert json.loads((tmp_path / "o" / "results.json").read_text())["protocols"]["cosine"]["n"] == 4
+
+
+def test_prompt_sets_are_scored_as_candidates_and_reach_the_recipe(tmp_path, tiny_bert_dir, capsys):
+    root = write_beir(tmp_path / "c", DOCS, QUERIES, QRELS)
+    code, err = run(
+        capsys, "--data", root, "--model", tiny_bert_dir, "--poolers", "mean", "--layers", "2",
+        "--prompts", "e5=query: |passage: ", "--out", tmp_path / "o",
+    )  # fmt: skip
+    assert code == 0, err
+    results = json.loads((tmp_path / "o" / "results.json").read_text())
+    names = {row["candidate"] for row in results["rows"] if row["metric"] == "ndcg@10"}
+    assert {"mean/L2", "mean/L2@e5", "mean/L2+whiten@e5"} <= names
+    recipe = json.loads((tmp_path / "o" / "recipe.json").read_text())
+    prompted = results["recommended"].endswith("@e5")
+    assert (recipe["query_prompt"], recipe["document_prompt"]) == (
+        ("query: ", "passage: ") if prompted else (None, None)
+    )
+
+
+def test_bad_prompt_sets_are_one_line(tmp_path, tiny_bert_dir, capsys):
+    root = write_beir(tmp_path / "c", DOCS, QUERIES, QRELS)
+    code, err = run(capsys, "--data", root, "--model", tiny_bert_dir, "--prompts", "query: |passage: ")
+    assert code == 1 and "is not NAME=QUERY_PROMPT|DOCUMENT_PROMPT" in err and len(err.strip().splitlines()) == 1

@@ -60,3 +60,17 @@ def test_what_sentence_transformers_cannot_express_is_refused(tiny_bert_dir, tmp
     with pytest.raises(BertlensError, match=f"cannot express .*{part}.*bertlens distill"):
         run_export_sentence_transformers(Recipe(model=str(tiny_bert_dir), **changes), tmp_path / "st", TEXTS, "t")
     assert not any(tmp_path.iterdir())
+
+
+def test_the_recipe_prompts_become_sentence_transformers_prompts(tiny_bert_dir, tmp_path):
+    from bertlens.embedding.prompted import with_role
+
+    recipe = Recipe(model=str(tiny_bert_dir), query_prompt="query: ", document_prompt="passage: ")
+    record = run_export_sentence_transformers(recipe, tmp_path / "st", TEXTS[:3], "t")
+    assert record["prompts"] == {"query": "query: ", "document": "passage: "}
+    model = SentenceTransformer(str(tmp_path / "st"), device="cpu")
+    embedder = Embedder(recipe)
+    for role in ("query", "document"):
+        got = model.encode(TEXTS, convert_to_numpy=True, prompt_name=role)
+        np.testing.assert_allclose(got, with_role(embedder, role).encode(TEXTS), atol=1e-5)
+    assert not np.allclose(model.encode(TEXTS, prompt_name="query"), model.encode(TEXTS, prompt_name="document"))

@@ -286,3 +286,18 @@ def test_free_workers_share_a_wave_of_requests_instead_of_one_taking_it_all():
         return sorted(sizes)
 
     assert asyncio.run(scenario()) == [2, 2]
+
+
+def test_input_type_puts_the_recipes_prompt_before_each_text(tiny_bert_dir):
+    embedder = Embedder(Recipe(model=str(tiny_bert_dir), query_prompt="query: ", document_prompt="passage: "))
+    with Server(create_app(embedder)) as url:
+        query = httpx.post(url + "/v1/embeddings", json={"input": TEXTS, "input_type": "query"}).json()
+        document = httpx.post(url + "/embed", json={"inputs": TEXTS, "input_type": "document", "normalize": False})
+        plain = httpx.post(url + "/v1/embeddings", json={"input": TEXTS}).json()
+        wrong = httpx.post(url + "/embed", json={"inputs": TEXTS, "input_type": "passage"})
+    vectors = np.array([row["embedding"] for row in query["data"]])
+    np.testing.assert_allclose(vectors, embedder.encode(["query: " + t for t in TEXTS]), atol=1e-6)
+    np.testing.assert_allclose(np.array(document.json()), embedder.encode(["passage: " + t for t in TEXTS]), atol=1e-6)
+    np.testing.assert_allclose(np.array([r["embedding"] for r in plain["data"]]), embedder.encode(TEXTS), atol=1e-6)
+    assert query["usage"]["prompt_tokens"] > plain["usage"]["prompt_tokens"]  # the prompt is read, so it counts
+    assert wrong.status_code == 422 and "'input_type' must be one of" in wrong.json()["error"]["message"]

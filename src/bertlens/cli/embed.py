@@ -35,6 +35,12 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--restart", action="store_true", help="discard an unfinished run for OUT and start over")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
+        "--role",
+        choices=("query", "document"),
+        help="retrieval: embed the texts as queries or as documents (the recipe's query_prompt or document_prompt "
+        "goes before each one)",
+    )
+    parser.add_argument(
         "--engine",
         choices=("local", "ray"),
         default="local",
@@ -71,7 +77,10 @@ def _embedder(args: argparse.Namespace):
         return Embedder(recipe_from_args(args), trust_remote_code=args.trust_remote_code)
     if args.engine == "ray":
         raise BertlensError("--engine ray runs the PyTorch backend; drop --backend onnx")
-    recipe_flags = ("recipe", "layers", "mixer", "pooler", "max_length", "precision", "postprocess", "long_text")
+    recipe_flags = (
+        *("recipe", "layers", "mixer", "pooler", "max_length", "precision", "postprocess", "long_text"),
+        *("query_prompt", "document_prompt"),
+    )
     given = [f"--{flag.replace('_', '-')}" for flag in recipe_flags if getattr(args, flag) is not None]
     if args.normalize or args.exclude_special:
         given.append("--normalize/--exclude-special")
@@ -86,6 +95,7 @@ def _embedder(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> None:
     from bertlens.embedding.job import check_output, run_embed
+    from bertlens.embedding.prompted import with_role
 
     column = args.field if args.field is not None else args.column
     spec = TableSpec(
@@ -96,7 +106,8 @@ def run(args: argparse.Namespace) -> None:
     )
     check_file(spec.path)
     check_output(args.out)  # before the model loads: a bad --out fails in a second, not after the run
-    embedder = _embedder(args)
+    backend = _embedder(args)
+    embedder = with_role(backend, args.role)
     with progress_bar("embed", enabled=not args.quiet) as update:
         summary = run_embed(
             spec,
@@ -115,5 +126,7 @@ def run(args: argparse.Namespace) -> None:
     if summary.resumed_shards:
         notes.append(f"resumed after {summary.resumed_shards} finished shards")
     if args.precision == "auto":
-        notes.append(f"precision auto -> {embedder.recipe.precision} ({embedder.encoder.precision_reason})")
+        notes.append(f"precision auto -> {embedder.recipe.precision} ({backend.encoder.precision_reason})")
+    if args.role and not embedder.recipe.prompt(args.role):
+        notes.append(f"the recipe has no {args.role}_prompt: texts embedded as given")
     say(f"wrote {summary.rows} x {summary.dim} vectors to {summary.out}" + "".join(f"; {n}" for n in notes))

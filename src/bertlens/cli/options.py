@@ -45,6 +45,8 @@ def add_recipe_options(parser: argparse.ArgumentParser) -> None:
         "windows[:STRIDE][:mean|max|first|weighted]",
     )
     group.add_argument("--postprocess", help="a fitted post-processor (.safetensors from `bertlens postprocess`)")
+    group.add_argument("--query-prompt", help="retrieval: text put before every query, e.g. 'query: ' (E5)")
+    group.add_argument("--document-prompt", help="retrieval: text put before every document, e.g. 'passage: ' (E5)")
 
 
 def recipe_from_args(args: argparse.Namespace) -> Recipe:
@@ -58,7 +60,17 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
         changes["layers"] = parse_layers(args.layers, num_layers)
         if args.mixer is None and len(changes["layers"]) > 1 and recipe.mixer == "single":
             changes["mixer"] = "mean"
-    for flag in ("mixer", "pooler", "max_length", "precision", "normalize", "postprocess", "long_text"):
+    for flag in (
+        "mixer",
+        "pooler",
+        "max_length",
+        "precision",
+        "normalize",
+        "postprocess",
+        "long_text",
+        "query_prompt",
+        "document_prompt",
+    ):
         if getattr(args, flag) is not None:
             changes[flag] = getattr(args, flag)
     if args.exclude_special:

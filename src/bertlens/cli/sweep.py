@@ -9,6 +9,7 @@ from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import STDERR, print_table, progress_bar, say
 from bertlens.cli.options import add_encoder_options, add_run_options
 from bertlens.cli.sources import add_task_options, load_task
+from bertlens.errors import BertlensError
 from bertlens.representation.choices import DEFAULT_POOLERS, check_pooler, parse_layers
 from bertlens.representation.recipe import Recipe
 
@@ -35,6 +36,13 @@ def add_parser(subparsers) -> None:
         "on the training texts (e.g. whiten, or center,abtt)",
     )
     parser.add_argument("--exclude-special", action="store_true", help="pool without [CLS]/[SEP]")
+    parser.add_argument(
+        "--prompts",
+        action="append",
+        metavar="NAME=QUERY_PROMPT|DOCUMENT_PROMPT",
+        help="retrieval: also score every candidate with these prompts before queries and documents (one more "
+        "encoding pass each; repeat for several), e.g. --prompts 'e5=query: |passage: '",
+    )
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
     parser.add_argument(
         "--protocols",
@@ -59,13 +67,19 @@ def run(args: argparse.Namespace) -> None:
     from bertlens.encoding.encoder import Encoder
     from bertlens.experiments.sweep import SweepConfig, run_sweep
     from bertlens.io.cache import default_cache_dir
+    from bertlens.probing.candidates import parse_prompt_set
     from bertlens.reports.sweep import leaderboard, recommended_score, write_outputs
     from bertlens.representation.postprocess import parse_steps
 
     poolers = tuple(check_pooler(p.strip()) for p in args.poolers.split(",") if p.strip())
     if args.postprocess_steps:
         parse_steps(args.postprocess_steps)
+    prompt_sets = tuple(parse_prompt_set(p) for p in args.prompts or ())
+    if len({p.name for p in prompt_sets}) < len(prompt_sets):
+        raise BertlensError("--prompts: give every prompt set its own NAME")
     task = load_task(args)
+    if prompt_sets and task.kind != "retrieval":
+        raise BertlensError(f"--prompts applies to retrieval tasks; {task.name} is a {task.kind} task")
     # the sweep chooses layers, mixer and pooler; the user fixes only what is shared by every candidate
     base = Recipe(
         model=args.model or "default",
@@ -90,6 +104,7 @@ def run(args: argparse.Namespace) -> None:
         postprocess=args.postprocess_steps,
         bank_dtype=args.bank_dtype,
         protocols=tuple(p.strip() for p in args.protocols.split(",") if p.strip()) if args.protocols else None,
+        prompt_sets=prompt_sets,
     )
     if task.collection is not None:
         say(f"{task.name}: {task.collection.describe()}" + "".join(f"; {note}" for note in task.notes))

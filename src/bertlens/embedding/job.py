@@ -208,6 +208,7 @@ def _run_locked(spec, out, embedder, scan, partial, empty, shard_size, restart, 
         "empty": empty,
         "shard_size": shard_size,
         "recipe": embedder.recipe.to_dict(),
+        "prompt": getattr(embedder, "prompt", ""),  # a role's prompt (embed --role): queries and documents differ
         "model_fingerprint": embedder.fingerprint,
     }
     finished = _prepare_partial(partial, manifest)

@@ -5,7 +5,8 @@ What maps: Transformer (hidden states on when a layer other than the last is rea
 (one layer, a mean or sum of layers, first_last, or a ScalarMix: weights softmax(w), times gamma) ->
 Pooling (cls, mean, max; special tokens included) -> Normalize (recipe.normalize) -> Dense (a linear
 post-processing: whitening, all-but-the-top or a distilled projection, folded into one affine map) ->
-Normalize (a post-processing that ends by normalising). What does not map (concatenated layers, the
+Normalize (a post-processing that ends by normalising); the recipe's query and document prompts become the
+model's `prompts` (encode with prompt_name="query" / "document"). What does not map (concatenated layers, the
 attention pooler, pooling without special tokens, a ScalarMix with layer norm, long-text windows) stops
 with the part named and `bertlens distill` suggested: a distilled student is always expressible.
 """
@@ -22,12 +23,13 @@ import torch
 
 from bertlens.embedding.embedder import Embedder
 from bertlens.embedding.onnx_graph import affine_parts
+from bertlens.embedding.prompted import with_role
 from bertlens.errors import BertlensError
 from bertlens.io.atomic import write_json
 from bertlens.models import resolve_model
 from bertlens.representation.mixers import mixed_layers, softmax
 from bertlens.representation.postprocess import PostProcessor
-from bertlens.representation.recipe import Recipe
+from bertlens.representation.recipe import ROLES, Recipe
 
 MAX_ABS_DIFF = 1e-5
 ST_POOLERS = ("cls", "mean", "max")
@@ -148,11 +150,16 @@ def run_export_sentence_transformers(recipe: Recipe, out: Path, texts: Sequence[
     staging = out.with_name(f".{out.name}.partial")
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        SentenceTransformer(modules=modules, device="cpu").save(str(staging))
+        prompts = {role: recipe.prompt(role) for role in ROLES if recipe.prompt(role)}
+        SentenceTransformer(modules=modules, device="cpu", prompts=prompts or None).save(str(staging))
         loaded = SentenceTransformer(str(staging), device="cpu")
-        got = loaded.encode(list(texts), batch_size=32, convert_to_numpy=True, show_progress_bar=False)
-        reference = Embedder(recipe).encode(texts)
-        diff = float(np.abs(got - reference).max())
+        embedder = Embedder(recipe)
+        diff = 0.0
+        for role in (None, *prompts):  # plain texts, then each role with its prompt (ST's prompt_name)
+            got = loaded.encode(
+                list(texts), batch_size=32, convert_to_numpy=True, show_progress_bar=False, prompt_name=role
+            )
+            diff = max(diff, float(np.abs(got - with_role(embedder, role).encode(texts)).max()))
         if diff >= MAX_ABS_DIFF:
             raise BertlensError(
                 f"sentence-transformers' vectors differ from bertlens by up to {diff:.2e} (limit {MAX_ABS_DIFF}); "
@@ -162,6 +169,7 @@ def run_export_sentence_transformers(recipe: Recipe, out: Path, texts: Sequence[
             "format": "sentence-transformers",
             "recipe": recipe.to_dict(),
             "modules": [type(m).__name__ for m in modules],
+            "prompts": prompts,
             "parity": {"texts": len(texts), "texts_source": texts_source, "max_abs_diff": diff},
         }
         write_json(staging / RECORD_FILE, record)

@@ -19,9 +19,9 @@ from bertlens.io.memory import release_freed_memory
 from bertlens.metrics.bootstrap import Intervals, bootstrap, bootstrap_with_extra, point_estimates, spearman
 from bertlens.metrics.geometry import row_cosine
 from bertlens.metrics.ranking import RANKING_METRICS
-from bertlens.probing.candidates import LIMITATIONS, Candidate, candidate_features, enumerate_candidates
+from bertlens.probing.candidates import LIMITATIONS, Candidate, PromptSet, candidate_features, enumerate_candidates
 from bertlens.probing.fold_ridge import ALPHA_GRID, ridge_over_folds
-from bertlens.probing.retrieval import score_candidates
+from bertlens.probing.retrieval import RetrievalSweep, sweep_retrieval
 from bertlens.probing.scalar_mix_fit import fit_classification_mix, fit_similarity_mix
 from bertlens.probing.screened_probe import LOGISTIC, MAX_CONTENDERS, screened_probe
 from bertlens.probing.selection import C_GRID
@@ -49,6 +49,7 @@ class SweepConfig:
     postprocess: str | None = None  # similarity tasks: also score every candidate with these steps (fitted on train);
     # retrieval: fitted on the corpus, 'whiten' unless given
     protocols: tuple[str, ...] | None = None  # None: every protocol the task supports (similarity: cosine, probe)
+    prompt_sets: tuple[PromptSet, ...] = ()  # retrieval: also score every candidate with each prompt set
 
 
 @dataclass(frozen=True)
@@ -340,9 +341,9 @@ def _rank(validation: np.ndarray, test_value: np.ndarray, candidates, width: int
     )
 
 
-def _choose(result: ProtocolResult, bank: Bank) -> int:
+def _choose(result: ProtocolResult, width: int) -> int:
     """Best validation score among candidates whose score is defined; never an undefined one."""
-    order = _rank(result.validation, result.test.value, result.candidates, bank.width, result.scored_by)
+    order = _rank(result.validation, result.test.value, result.candidates, width, result.scored_by)
     if not order:
         raise BertlensError(
             f"no candidate has a defined {result.metric} under protocol '{result.protocol}' (constant vectors or "
@@ -471,35 +472,52 @@ def _score_protocol(plan, task: TaskData, bank: Bank, folds: list[Fold], test_go
     )
 
 
-def _retrieval(task: TaskData, bank: Bank, texts: list[str], config: SweepConfig, progress: Progress):
-    """Every candidate as a cosine retriever: (protocols by key, fitted post-processors, how it was validated)."""
+def _retrieval(task: TaskData, encoder: Encoder, base: Recipe, cache_dir, config: SweepConfig, progress: Progress):
+    """Every candidate as a cosine retriever: (protocols by key, fitted post-processors, timings)."""
     collection = task.collection
-    index = {text: i for i, text in enumerate(texts)}
     split = query_split(collection, config.seed)
-    candidates = [
-        c for c in enumerate_candidates(bank.num_layers, config.poolers, config.layers) if c.mixer != "scalar_mix"
-    ]
-    steps = config.postprocess or "whiten"
-    candidates += [replace(c, post=steps) for c in candidates]
-    documents = np.array([index[d] for d in collection.documents])
-    queries = np.array([index[collection.queries[q]] for q in np.concatenate([split.dev, split.test])])
-    scores = score_candidates(
-        bank, candidates, documents, queries, [*split.dev_judgements, *split.test_judgements], progress
+    rows = np.concatenate([split.dev, split.test])
+    plan = RetrievalSweep(
+        config.poolers,
+        config.layers,
+        config.postprocess or "whiten",
+        config.prompt_sets,
+        base.include_special,
+        config.bank_dtype,
+        base.long_text_strategy,
     )
+    start = time.perf_counter()
+    scores = sweep_retrieval(
+        encoder,
+        collection.documents,
+        tuple(collection.queries[q] for q in rows),
+        [*split.dev_judgements, *split.test_judgements],
+        default_cache_dir(cache_dir),
+        plan,
+        progress,
+    )
+    timings = {
+        "bank_seconds": scores.bank_seconds,
+        "retrieval_seconds": time.perf_counter() - start - scores.bank_seconds,
+    }
     n_dev = len(split.dev)
     description = (
         "cosine top-100 of each query over the whole corpus (exact search, no training); "
-        f"post-processing ({steps}) fitted on the corpus vectors; " + split.description
+        f"post-processing ({plan.post}) fitted on the corpus vectors; " + split.description
     )
+    if plan.prompt_sets:
+        description += "; prompt sets " + ", ".join(
+            f"@{p.name} (query {p.query!r}, document {p.document!r})" for p in plan.prompt_sets
+        )
     protocols = {}
     for metric, values in scores.per_query.items():  # values [C, Q_dev + Q_test]
         with np.errstate(invalid="ignore"):
             validation = values[:, :n_dev].mean(axis=1)
         intervals = bootstrap(values[:, n_dev:], None, metric, resamples=config.resamples, seed=config.seed)
         protocols[protocol_key(metric)] = ProtocolResult(
-            "cosine", metric, tuple(candidates), validation, intervals, len(split.test), {}, description
+            "cosine", metric, scores.candidates, validation, intervals, len(split.test), {}, description
         )
-    return protocols, scores.processors
+    return protocols, scores.processors, timings
 
 
 def _disagreement(protocols: dict[str, ProtocolResult]) -> str | None:
@@ -581,6 +599,11 @@ def run_sweep(
     model = base.model if base.model != "default" else encoder.ref.name
     base = base.replace(model=model, max_length=encoder.max_length)
     torch.manual_seed(config.seed)
+    if task.kind == "retrieval":
+        protocols, fitted, timings = _retrieval(task, encoder, base, cache_dir, config, progress)
+        return _result(
+            task, encoder, base, config, encoder.hidden_size, protocols, timings, fitted, "the choosing queries"
+        )
     texts = task.all_texts()
     start = time.perf_counter()
     bank = build_bank(
@@ -595,11 +618,6 @@ def run_sweep(
     )
     timings = {"bank_seconds": time.perf_counter() - start}
     release_freed_memory()  # the encoding pass's activations: not needed by the probes
-    if task.kind == "retrieval":
-        start = time.perf_counter()
-        protocols, fitted = _retrieval(task, bank, texts, config, progress)
-        timings["retrieval_seconds"] = time.perf_counter() - start
-        return _result(task, encoder, base, config, bank, protocols, timings, fitted, "the choosing queries")
     ex, where = _examples(task, {text: i for i, text in enumerate(texts)})
     folds = sweep_folds(task, ex.targets, where, config)
     test_gold = ex.targets[np.concatenate([f.test for f in folds])]
@@ -615,13 +633,13 @@ def run_sweep(
         protocols[plan[0]] = _score_protocol(plan, task, bank, folds, test_gold, config)
         timings[f"{plan[0]}_seconds"] = time.perf_counter() - start
         timings.update(protocols[plan[0]].seconds)
-    return _result(task, encoder, base, config, bank, protocols, timings, fitted, f"{len(folds)} folds")
+    return _result(task, encoder, base, config, bank.width, protocols, timings, fitted, f"{len(folds)} folds")
 
 
-def _result(task, encoder, base, config, bank, protocols, timings, fitted, validated_by: str) -> SweepResult:
+def _result(task, encoder, base, config, width: int, protocols, timings, fitted, validated_by: str) -> SweepResult:
     """The recommendation from the main protocol's validation scores, and everything the reports need."""
     main = protocols[main_protocol(task.kind)]
-    chosen = _choose(main, bank)
+    chosen = _choose(main, width)
     recommended = main.candidates[chosen]
     recipe = recommended.recipe(base, main.mix_weights.get(recommended.name))
     split_word = f"mean inner-dev score over {validated_by}" if task.uses_cv else "dev score"

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bertlens.errors import BertlensError
 from bertlens.features.bank import Bank, named_mixes
 from bertlens.representation.mixers import mix_pooled, mixed_layers, output_blocks, resolve_layers
 from bertlens.representation.poolers import LINEAR_POOLERS
@@ -26,6 +27,27 @@ LIMITATIONS = (
 
 
 @dataclass(frozen=True)
+class PromptSet:
+    """A named pair of prompts scored as one retrieval candidate family, e.g. e5 = ('query: ', 'passage: ')."""
+
+    name: str
+    query: str
+    document: str
+
+
+def parse_prompt_set(text: str) -> PromptSet:
+    """'NAME=QUERY_PROMPT|DOCUMENT_PROMPT' (either prompt may be empty), e.g. 'e5=query: |passage: '."""
+    name, eq, prompts = text.partition("=")
+    query, bar, document = prompts.partition("|")
+    if not eq or not bar or not name.strip() or not name.strip().isidentifier():
+        raise BertlensError(
+            f"--prompts '{text}' is not NAME=QUERY_PROMPT|DOCUMENT_PROMPT (a name of letters, digits and _), "
+            "e.g. 'e5=query: |passage: '"
+        )
+    return PromptSet(name.strip(), query, document)
+
+
+@dataclass(frozen=True)
 class Candidate:
     """One representation choice. `mix` is 'L<k>' for a single layer or a named mix."""
 
@@ -34,10 +56,15 @@ class Candidate:
     mixer: str
     layers: tuple[int, ...]
     post: str | None = None  # post-processing steps fitted on the training texts (e.g. 'whiten')
+    prompts: PromptSet | None = None  # retrieval: what goes before queries and documents
 
     @property
     def name(self) -> str:
-        return f"{self.pooler}/{self.mix}" + (f"+{self.post}" if self.post else "")
+        return (
+            f"{self.pooler}/{self.mix}"
+            + (f"+{self.post}" if self.post else "")
+            + (f"@{self.prompts.name}" if self.prompts else "")
+        )
 
     def width(self, hidden_size: int) -> int:
         """Feature width from the bank (before pair features)."""
@@ -54,6 +81,8 @@ class Candidate:
             layers=self.layers,
             mix_weights=mix_weights,
             postprocess=POSTPROCESS_FILE if self.post else None,
+            query_prompt=self.prompts.query if self.prompts else None,
+            document_prompt=self.prompts.document if self.prompts else None,
         )
 
 

@@ -19,6 +19,7 @@ from bertlens.io.atomic import write_text
 from bertlens.representation.choices import PRECISIONS, check_mixer, check_pooler, output_blocks
 
 SCHEMA_VERSION = 1
+ROLES = ("query", "document")  # what a text is for, in retrieval: each may have its own prompt
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ class Recipe:
     mix_layer_norm: bool = False
     postprocess: str | None = None  # a fitted PostProcessor (.safetensors), applied after pooling/normalize
     long_text: str | None = None  # None: truncate at max_length; else head, tail, head_tail[:H], windows[:STRIDE][:AGG]
+    query_prompt: str | None = None  # put before a query's text (asymmetric models: E5's "query: ", BGE's instruction)
+    document_prompt: str | None = None  # put before a document's text (E5's "passage: ")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers", tuple(int(x) for x in self.layers))
@@ -72,6 +75,14 @@ class Recipe:
             _ = self.long_text_strategy  # parsed (and checked) here, not at encode time
         if self.max_length is not None and not 2 <= self.max_length <= 100_000:
             raise BertlensError(f"max_length {self.max_length} must be between 2 and the model's limit")
+
+    def prompt(self, role: str | None) -> str:
+        """What goes before a text of this role ('query' or 'document'); none without a role."""
+        if role is None:
+            return ""
+        if role not in ROLES:
+            raise BertlensError(f"unknown role '{role}': {did_you_mean(role, ROLES)}")
+        return (self.query_prompt if role == "query" else self.document_prompt) or ""
 
     @property
     def needs_attentions(self) -> bool:
@@ -177,6 +188,8 @@ _FIELD_TYPES = {
     "mix_layer_norm": (lambda v: isinstance(v, bool), "true or false"),
     "postprocess": (lambda v: v is None or isinstance(v, str), "a file name or null"),
     "long_text": (lambda v: v is None or isinstance(v, str), 'a strategy name such as "windows:mean" or null'),
+    "query_prompt": (lambda v: v is None or isinstance(v, str), 'a string such as "query: " or null'),
+    "document_prompt": (lambda v: v is None or isinstance(v, str), 'a string such as "passage: " or null'),
 }
 
 

@@ -4,6 +4,7 @@ POST /v1/embeddings  OpenAI's request and response (input: a string or a list of
                      float or base64; dimensions only as the full width; usage with token counts), so the
                      official `openai` client works unchanged
 POST /embed          TEI-style: {"inputs": ..., "normalize": true, "truncate": false} -> [[...], ...]
+Both take "input_type": "query" | "document": the recipe's query_prompt or document_prompt goes before each text.
 GET  /health         liveness;  GET /info: recipe, model fingerprint, limits, backend;  GET /metrics: Prometheus
 Every refusal is a JSON error with the right status: 400 bad JSON, 401 key, 413 too large, 415 not JSON,
 422 invalid input, 429 a client over its in-flight limit (when one is set), 503 queue full. Requests are
@@ -29,7 +30,15 @@ from bertlens.errors import BertlensError
 from bertlens.representation.recipe import Recipe
 from bertlens.serving.config import BACKENDS, ServeOptions
 from bertlens.serving.metrics import CONTENT_TYPE
-from bertlens.serving.requests import ApiError, check_key, encode_base64, json_response, read_json, request_texts
+from bertlens.serving.requests import (
+    ApiError,
+    check_key,
+    encode_base64,
+    json_response,
+    prompted,
+    read_json,
+    request_texts,
+)
 from bertlens.serving.service import EmbeddingService
 from bertlens.version import __version__
 
@@ -75,7 +84,7 @@ def _error(status: int, message: str, kind: str = "invalid_request_error", heade
 def _openai_route(service: EmbeddingService) -> Callable[[Request], Awaitable[Response]]:
     async def work(request: Request) -> Response:
         payload = await read_json(request, service.limits)
-        texts = request_texts(payload, "input", service.limits)
+        texts = prompted(payload, request_texts(payload, "input", service.limits), service.embedder.recipe)
         encoding = payload.get("encoding_format", "float")
         if encoding not in ("float", "base64"):
             raise ApiError(422, "'encoding_format' must be 'float' or 'base64'")
@@ -94,7 +103,7 @@ def _openai_route(service: EmbeddingService) -> Callable[[Request], Awaitable[Re
 def _tei_route(service: EmbeddingService) -> Callable[[Request], Awaitable[Response]]:
     async def work(request: Request) -> Response:
         payload = await read_json(request, service.limits)
-        texts = request_texts(payload, "inputs", service.limits)
+        texts = prompted(payload, request_texts(payload, "inputs", service.limits), service.embedder.recipe)
         normalize, truncate = payload.get("normalize", True), payload.get("truncate", False)
         if not isinstance(normalize, bool) or not isinstance(truncate, bool):
             raise ApiError(422, "'normalize' and 'truncate' must be true or false")

@@ -9,6 +9,7 @@ import orjson
 from fastapi import Request
 from fastapi.responses import Response
 
+from bertlens.representation.recipe import ROLES, Recipe
 from bertlens.serving.config import ServeLimits
 
 
@@ -42,6 +43,17 @@ def request_texts(payload: dict, field: str, limits: ServeLimits) -> list[str]:
         if len(text) > limits.max_chars:
             raise ApiError(413, f"'{field}'[{i}] has {len(text)} characters; at most {limits.max_chars}")
     return texts
+
+
+def prompted(payload: dict, texts: list[str], recipe: Recipe) -> list[str]:
+    """The texts with the recipe's prompt for the request's `input_type` ('query' | 'document') before each."""
+    role = payload.get("input_type")
+    if role is None:
+        return texts
+    if role not in ROLES:
+        raise ApiError(422, f"'input_type' must be one of {', '.join(repr(r) for r in ROLES)} or absent")
+    prompt = recipe.prompt(role)
+    return [prompt + text for text in texts] if prompt else texts
 
 
 def check_key(request: Request, api_key: str | None) -> None:

@@ -1,0 +1,38 @@
+"""A role's prompt put before every text, over any backend: queries and documents embedded as the recipe says.
+
+Asymmetric retrieval models are trained with a marker on each side (E5: "query: " / "passage: ";
+Wang et al. 2022) and lose accuracy without it. The prompt is part of the text the model reads, so
+it counts toward the token limit, as in sentence-transformers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bertlens.embedding.protocol import Embeddings, TextEncoder, TokenCounter
+from bertlens.progress import Progress, silent
+
+
+class Prompted(TextEncoder):
+    """`Prompted(encoder, role)`: `encoder` with its recipe's prompt for `role` before each text."""
+
+    def __init__(self, inner: TextEncoder, role: str | None) -> None:
+        self.inner, self.role = inner, role
+        self.prompt = inner.recipe.prompt(role)
+        self.recipe, self.dim = inner.recipe, inner.dim
+        self.fingerprint, self.max_length = inner.fingerprint, inner.max_length
+
+    def embed(self, texts: Sequence[str], progress: Progress = silent) -> Embeddings:
+        return self.inner.embed([self.prompt + text for text in texts] if self.prompt else texts, progress)
+
+    def for_thread(self) -> Prompted:
+        return Prompted(self.inner.for_thread(), self.role)
+
+    def token_counter(self) -> TokenCounter:
+        count = self.inner.token_counter()
+        return lambda texts: count([self.prompt + text for text in texts])
+
+
+def with_role(encoder: TextEncoder, role: str | None) -> TextEncoder:
+    """The encoder itself when the role has no prompt (nothing to wrap), else it `Prompted`."""
+    return Prompted(encoder, role) if encoder.recipe.prompt(role) else encoder
