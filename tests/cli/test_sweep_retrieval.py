@@ -71,3 +71,27 @@ def test_bad_prompt_sets_are_one_line(tmp_path, tiny_bert_dir, capsys):
     root = write_beir(tmp_path / "c", DOCS, QUERIES, QRELS)
     code, err = run(capsys, "--data", root, "--model", tiny_bert_dir, "--prompts", "query: |passage: ")
     assert code == 1 and "is not NAME=QUERY_PROMPT|DOCUMENT_PROMPT" in err and len(err.strip().splitlines()) == 1
+
+
+def test_long_document_readings_are_scored_for_the_best_candidate(tmp_path, tiny_bert_dir, capsys):
+    long_docs = [(f"d{i}", "", " ".join(f"word{(i * 7 + k) % 50}" for k in range(300))) for i in range(10)]
+    root = write_beir(tmp_path / "c", long_docs, QUERIES, QRELS)
+    code, err = run(
+        capsys, "--data", root, "--model", tiny_bert_dir, "--poolers", "mean", "--layers", "2", "--long-documents",
+        "--out", tmp_path / "o",
+    )  # fmt: skip
+    assert code == 0, err
+    results = json.loads((tmp_path / "o" / "results.json").read_text())
+    rows = {r["candidate"]: r for r in results["rows"] if r["metric"] == "ndcg@10"}
+    readings = {name.split("~")[1]: row["scored_by"] for name, row in rows.items() if "~" in name}
+    assert readings == {
+        "head_tail": "cosine",
+        "windows:mean": "cosine",
+        "windows:maxsim": "maxsim (no recipe)",
+        "chunks64:mean": "chunks (no recipe)",
+        "chunks64:maxsim": "maxsim (no recipe)",
+        "late:64:mean": "cosine",
+        "late:64:maxsim": "maxsim (no recipe)",
+    }
+    assert "long_document_seconds" in results["timings"]
+    assert "~" not in results["recommended"] or rows[results["recommended"]]["scored_by"] == "cosine"

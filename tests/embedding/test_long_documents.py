@@ -131,3 +131,49 @@ def test_sweep_bank_with_windows_matches_the_embedder(tmp_path, encoder):
         encode_long(encoder, Representation(recipe), docs, parse_long_text("windows:10:weighted")),
         atol=1e-5,
     )
+
+
+def test_late_chunks_are_pooled_from_their_windows_token_states(encoder):
+    """Brute force: encode each window alone, average the chunk's own token states (the last layer)."""
+    import torch
+
+    from bertlens.encoding.pieces import special_affixes
+
+    doc = document(90, 12)
+    spec = parse_long_text("late:8:mean")
+    recipe = Recipe(model=encoder.ref.name, pooler="mean", max_length=32)
+    pieces = encode_pieces(encoder, Representation(recipe), [doc], spec)
+    prefix, suffix = special_affixes(encoder)
+    content = encoder.tokenizer(doc, add_special_tokens=False)["input_ids"]
+    size = piece_size(encoder)
+    windows = [spans[0] for spans in spec.pieces(len(content), size)]
+    expected = []
+    for window, start, end in spec.chunks(len(content), size):
+        a, b = windows[window]
+        ids = torch.tensor([prefix + content[a:b] + suffix])
+        with torch.inference_mode():
+            states = encoder.model(input_ids=ids, output_hidden_states=True).hidden_states[-1][0]  # [T, H]
+        offset = len(prefix) + start - a
+        expected.append(states[offset : offset + end - start].mean(0).numpy())
+    assert len(expected) == int(np.ceil(len(content) / 8)) and len(windows) > 2
+    np.testing.assert_allclose(pieces.vectors, np.stack(expected), atol=1e-4)
+    assert pieces.order.tolist() == list(range(len(expected))) and pieces.tokens.sum() == len(content)
+
+
+def test_a_short_text_late_chunked_and_weighted_is_its_content_mean(encoder):
+    text = document(12, 13)
+    recipe = Recipe(model=encoder.ref.name, pooler="mean", max_length=32, include_special=False)
+    late = encode_long(encoder, Representation(recipe), [text], parse_long_text("late:5:weighted"))
+    np.testing.assert_allclose(late, Embedder(recipe, encoder=encoder).encode([text]), atol=1e-5)
+
+
+def test_sweep_bank_with_late_chunking_matches_the_embedder(tmp_path, encoder):
+    from bertlens.features.bank import build_bank
+
+    docs = [document(120, 14), document(12, 15), document(70, 16)]
+    spec = parse_long_text("late:7:max")
+    bank = build_bank(encoder, docs, tmp_path, poolers=("mean", "max", "cls"), dtype="float32", long_text=spec)
+    for pooler in ("mean", "max", "cls"):
+        recipe = Recipe(model=encoder.ref.name, pooler=pooler, layers=(1,), max_length=32)
+        expected = encode_long(encoder, Representation(recipe), docs, spec)
+        np.testing.assert_allclose(bank.layer(pooler, 1), expected, atol=1e-5)

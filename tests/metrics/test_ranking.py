@@ -56,3 +56,17 @@ def test_ties_rank_the_lower_document_first_in_every_block_layout():
     for block in (7, 64, 300):
         _, rows = top_k(torch.ones(2, 4), documents, k=20, doc_block=block)
         assert rows.tolist() == [list(range(20))] * 2
+
+
+def test_maxsim_search_ranks_documents_by_their_best_piece():
+    from bertlens.metrics.ranking import top_k_maxsim
+
+    generator = torch.Generator().manual_seed(1)
+    queries, pieces = torch.randn(9, 8, generator=generator), torch.randn(500, 8, generator=generator)
+    owner = torch.randint(0, 120, (500,), generator=generator)
+    owner[:120] = torch.arange(120)  # every document has a piece
+    scores, rows = top_k_maxsim(queries, pieces, owner, 120, k=30, piece_block=64, query_block=4)
+    full = queries @ pieces.T  # [Q, P]
+    per_doc = torch.stack([full[:, owner == d].max(dim=1).values for d in range(120)], dim=1)  # [Q, N]
+    expected_scores, expected_rows = per_doc.topk(30, dim=1)
+    assert torch.equal(rows, expected_rows) and torch.allclose(scores, expected_scores)

@@ -37,6 +37,12 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("--exclude-special", action="store_true", help="pool without [CLS]/[SEP]")
     parser.add_argument(
+        "--long-documents",
+        action="store_true",
+        help="retrieval: also read the documents of the best candidate as head_tail, windows, independent 64-token "
+        "chunks and late chunks, each aggregated by mean or scored by its best piece (one encoding pass each)",
+    )
+    parser.add_argument(
         "--prompts",
         action="append",
         metavar="NAME=QUERY_PROMPT|DOCUMENT_PROMPT",
@@ -78,8 +84,9 @@ def run(args: argparse.Namespace) -> None:
     if len({p.name for p in prompt_sets}) < len(prompt_sets):
         raise BertlensError("--prompts: give every prompt set its own NAME")
     task = load_task(args)
-    if prompt_sets and task.kind != "retrieval":
-        raise BertlensError(f"--prompts applies to retrieval tasks; {task.name} is a {task.kind} task")
+    if (prompt_sets or args.long_documents) and task.kind != "retrieval":
+        flag = "--prompts" if prompt_sets else "--long-documents"
+        raise BertlensError(f"{flag} applies to retrieval tasks; {task.name} is a {task.kind} task")
     # the sweep chooses layers, mixer and pooler; the user fixes only what is shared by every candidate
     base = Recipe(
         model=args.model or "default",
@@ -105,6 +112,7 @@ def run(args: argparse.Namespace) -> None:
         bank_dtype=args.bank_dtype,
         protocols=tuple(p.strip() for p in args.protocols.split(",") if p.strip()) if args.protocols else None,
         prompt_sets=prompt_sets,
+        long_documents=args.long_documents,
     )
     if task.collection is not None:
         say(f"{task.name}: {task.collection.describe()}" + "".join(f"; {note}" for note in task.notes))

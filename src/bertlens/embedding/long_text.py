@@ -15,7 +15,7 @@ import numpy as np
 
 from bertlens.encoding.chunking import LongText
 from bertlens.encoding.encoder import Encoder
-from bertlens.encoding.pieces import piece_groups
+from bertlens.encoding.pieces import piece_groups, pooled_units
 from bertlens.progress import Progress, silent
 from bertlens.representation.aggregate import aggregate
 from bertlens.representation.apply import Representation
@@ -49,10 +49,10 @@ def encode_pieces(
     for first, pieces in piece_groups(encoder, texts, long_text, group):
         out = None
         for states in encoder.stream(pieces.tokenized):
-            pooled = representation(states).float().numpy()  # [B, D]
-            if out is None:
-                out = np.zeros((len(pieces.owner), pooled.shape[1]), dtype=np.float32)  # [C, D]
-            out[states.doc_index.numpy()] = pooled
+            for units, pooled in pooled_units(states, pieces, lambda s: representation(s).float().numpy()):  # [B, D]
+                if out is None:
+                    out = np.zeros((pieces.units, pooled.shape[1]), dtype=np.float32)  # [C, D]
+                out[units] = pooled
         vectors.append(out)
         doc_index.append(pieces.owner)
         tokens.append(pieces.tokens)

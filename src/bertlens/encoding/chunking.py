@@ -8,6 +8,10 @@ model's special tokens, so `size` is the model limit minus those (e.g. 510 for 5
                 fine-tune BERT for text classification?": 128 + 382 was best on IMDb)
   windows       spans of `size` every `stride` tokens covering the whole text; the last window
                 is aligned to the end, so no window is short unless the text is
+  late          late chunking (Guenther et al. 2024, arXiv 2409.04701): the text is read in windows of
+                `size` overlapping by half, cut into chunks of `chunk` tokens, and each chunk is pooled
+                from the token states of the window where it sits most centrally, so a chunk's vector
+                has seen the context around it; chunk vectors are then aggregated like windows
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from dataclasses import dataclass
 
 from bertlens.errors import BertlensError, did_you_mean
 
-KINDS = ("head", "tail", "head_tail", "windows")
+KINDS = ("head", "tail", "head_tail", "windows", "late")
 AGGREGATES = ("mean", "max", "first", "weighted")
 
 
@@ -69,6 +73,7 @@ class LongText:
     head_tokens: int = 128
     stride: int | None = None
     aggregate: str = "mean"
+    chunk: int = 64  # late: content tokens per chunk (at most half a window)
 
     @property
     def name(self) -> str:
@@ -76,12 +81,14 @@ class LongText:
             return f"head_tail:{self.head_tokens}"
         if self.kind == "windows":
             return "windows" + (f":{self.stride}" if self.stride else "") + f":{self.aggregate}"
+        if self.kind == "late":
+            return f"late:{self.chunk}:{self.aggregate}"
         return self.kind
 
     @property
     def piece_aggregate(self) -> str:
         """How pieces combine into one vector: windows by their aggregate; one-piece strategies keep it."""
-        return self.aggregate if self.kind == "windows" else "first"
+        return self.aggregate if self.kind in ("windows", "late") else "first"
 
     def pieces(self, length: int, size: int) -> list[list[tuple[int, int]]]:
         """Model inputs as lists of spans (one span, or two for head_tail) for a text of `length` tokens."""
@@ -91,11 +98,26 @@ class LongText:
             return [tail(length, size)]
         if self.kind == "head_tail":
             return [head_tail(length, size, min(self.head_tokens, size))]
+        if self.kind == "late":
+            return [[span] for span in windows(length, size, max(1, size // 2))]
         return [[span] for span in windows(length, size, self.stride or max(1, size // 2))]
+
+    def chunks(self, length: int, size: int) -> list[tuple[int, int, int]]:
+        """Late chunking: (window index, start, end) for each chunk of a `length`-token text, in order; each chunk
+        goes to the window whose centre is nearest its own (windows from `pieces`, overlapping by half)."""
+        spans = [piece[0] for piece in self.pieces(length, size)]
+        chunk = max(1, min(self.chunk, size // 2))  # fits inside some window whatever its offset
+        out = []
+        for start in range(0, max(length, 1), chunk):
+            end = min(start + chunk, length)
+            centre = (start + end) / 2
+            inside = [k for k, (a, b) in enumerate(spans) if a <= start and end <= b]
+            out.append((min(inside, key=lambda k: abs((spans[k][0] + spans[k][1]) / 2 - centre)), start, end))
+        return out
 
 
 def parse_long_text(spec: str) -> LongText:
-    """'head', 'tail', 'head_tail[:HEAD]', 'windows[:STRIDE][:AGGREGATE]'."""
+    """'head', 'tail', 'head_tail[:HEAD]', 'windows[:STRIDE][:AGGREGATE]', 'late[:CHUNK][:AGGREGATE]'."""
     parts = spec.strip().split(":")
     kind, args = parts[0], parts[1:]
     if kind not in KINDS:
@@ -106,7 +128,7 @@ def parse_long_text(spec: str) -> LongText:
         if len(args) > 1 or (args and not args[0].isdigit()):
             raise BertlensError(f"'{spec}': use head_tail or head_tail:HEAD_TOKENS (an integer)")
         return LongText("head_tail", head_tokens=int(args[0]) if args else 128)
-    if kind == "windows":
+    if kind in ("windows", "late"):
         stride, aggregate = None, "mean"
         for arg in args:
             if arg.isdigit():
@@ -114,8 +136,13 @@ def parse_long_text(spec: str) -> LongText:
             elif arg in AGGREGATES:
                 aggregate = arg
             else:
-                raise BertlensError(f"'{spec}': '{arg}' is neither a stride nor an aggregate ({', '.join(AGGREGATES)})")
+                raise BertlensError(
+                    f"'{spec}': '{arg}' is neither a {'stride' if kind == 'windows' else 'chunk size'} nor an "
+                    f"aggregate ({', '.join(AGGREGATES)})"
+                )
         if stride is not None and stride < 1:
-            raise BertlensError(f"'{spec}': the stride must be at least 1")
+            raise BertlensError(f"'{spec}': the {'stride' if kind == 'windows' else 'chunk size'} must be at least 1")
+        if kind == "late":
+            return LongText("late", aggregate=aggregate, chunk=stride or 64)
         return LongText("windows", stride=stride, aggregate=aggregate)
     return LongText(kind)

@@ -4,13 +4,14 @@ the model's own special tokens (see chunking.py for the spans). Pure over the to
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
+import torch
 
 from bertlens.encoding.chunking import LongText
-from bertlens.encoding.encoder import Encoder, Tokenized
+from bertlens.encoding.encoder import Encoder, LayerStates, Tokenized
 
 
 def special_affixes(encoder: Encoder) -> tuple[list[int], list[int]]:
@@ -28,13 +29,51 @@ def piece_size(encoder: Encoder) -> int:
 
 
 @dataclass(frozen=True)
+class Chunks:
+    """Late chunking: the chunks pooled out of the pieces (windows), each from one piece's token states."""
+
+    piece: np.ndarray  # [K] the piece (model input) a chunk is pooled from
+    span: np.ndarray  # [K, 2] its [start, end) positions in that input (after the special-token prefix)
+    rank: np.ndarray  # [K] its rank among the chunks pooled from the same piece
+
+
+@dataclass(frozen=True)
 class PieceTokens:
-    """Model inputs for the pieces of a group of texts, and which text each piece belongs to."""
+    """Model inputs for the pieces of a group of texts, and which text each piece belongs to.
+
+    Under late chunking the vectors are per chunk, not per piece: owner/tokens/order then describe the
+    chunks, and `chunks` says where each sits."""
 
     tokenized: Tokenized
-    owner: np.ndarray  # [C] text index
-    tokens: np.ndarray  # [C] content tokens in the piece
-    order: np.ndarray  # [C] rank of the piece within its text
+    owner: np.ndarray  # [C] text index (of each piece, or of each chunk under late chunking)
+    tokens: np.ndarray  # [C] content tokens in the piece (chunk)
+    order: np.ndarray  # [C] rank of the piece (chunk) within its text
+    chunks: Chunks | None = None
+
+    @property
+    def units(self) -> int:
+        """How many vectors the pieces give: one per piece, or one per chunk."""
+        return len(self.owner)
+
+
+def chunk_views(states: LayerStates, chunks: Chunks, piece_rows: np.ndarray):
+    """Late chunking over one batch of pieces (their rows `piece_rows` [B]): for each chunk rank k, the states with
+    a mask covering each piece's k-th chunk only, the batch rows that have one, and those chunks' ids. The hidden
+    states are shared, not copied: a pooler reads the chunk's tokens through the mask."""
+    length = states.attention_mask.shape[1]
+    positions = torch.arange(length)  # [T]
+    row_of_piece = {int(p): b for b, p in enumerate(piece_rows)}
+    for k in range(int(chunks.rank.max()) + 1 if len(chunks.rank) else 0):
+        ids = np.flatnonzero(chunks.rank == k)
+        pairs = [(row_of_piece[int(chunks.piece[i])], i) for i in ids if int(chunks.piece[i]) in row_of_piece]
+        if not pairs:
+            continue
+        rows, chosen = (np.array(x) for x in zip(*pairs))
+        mask = torch.zeros_like(states.attention_mask, dtype=torch.bool)  # [B, T]
+        start = torch.from_numpy(chunks.span[chosen, 0])[:, None]  # [n, 1]
+        end = torch.from_numpy(chunks.span[chosen, 1])[:, None]  # [n, 1]
+        mask[torch.from_numpy(rows)] = (positions >= start) & (positions < end)  # [n, T]
+        yield replace(states, attention_mask=mask), rows, chosen
 
 
 def piece_tokens(encoder: Encoder, texts: Sequence[str], long_text: LongText, first: int = 0) -> PieceTokens:
@@ -43,15 +82,48 @@ def piece_tokens(encoder: Encoder, texts: Sequence[str], long_text: LongText, fi
     size = encoder.max_length - len(prefix) - len(suffix)
     content = encoder.tokenizer(list(texts), add_special_tokens=False, truncation=False)["input_ids"]
     ids, special, owner, count, rank = [], [], [], [], []
+    late: list[tuple[int, int, int, int]] = []  # (piece, start, end, text) per chunk, under late chunking
     for offset, doc in enumerate(content):
-        for k, spans in enumerate(long_text.pieces(len(doc), size)):
+        piece_spans = long_text.pieces(len(doc), size)
+        if long_text.kind == "late":
+            window_starts = [spans[0][0] for spans in piece_spans]
+            late += [
+                (len(ids) + w, len(prefix) + a - window_starts[w], len(prefix) + b - window_starts[w], first + offset)
+                for w, a, b in long_text.chunks(len(doc), size)
+            ]
+        for k, spans in enumerate(piece_spans):
             body = [t for start, end in spans for t in doc[start:end]]
             ids.append(prefix + body + suffix)
             special.append([1] * len(prefix) + [0] * len(body) + [1] * len(suffix))
             owner.append(first + offset)
             count.append(len(body))
             rank.append(k)
-    return PieceTokens(Tokenized(ids, special, 0), np.array(owner), np.array(count), np.array(rank))
+    tokenized = Tokenized(ids, special, 0)
+    if long_text.kind != "late":
+        return PieceTokens(tokenized, np.array(owner), np.array(count), np.array(rank))
+    piece, start, end, text = (np.array(column, dtype=np.int64) for column in zip(*late))
+    within_piece = np.zeros(len(piece), dtype=np.int64)
+    within_text = np.zeros(len(piece), dtype=np.int64)
+    for i in range(1, len(piece)):  # chunks come in text order: count them per piece and per text
+        within_piece[i] = within_piece[i - 1] + 1 if piece[i] == piece[i - 1] else 0
+        within_text[i] = within_text[i - 1] + 1 if text[i] == text[i - 1] else 0
+    chunks = Chunks(piece, np.stack([start, end], axis=1), within_piece)
+    return PieceTokens(tokenized, text, end - start, within_text, chunks)
+
+
+def pooled_units(states: LayerStates, pieces: PieceTokens, pool) -> Iterator[tuple[np.ndarray, object]]:
+    """`pool(states)` for one batch of pieces, as (unit ids, pooled rows): the pieces themselves, or under late
+    chunking each of their chunks (pooled through a mask over its tokens)."""
+    piece_rows = states.doc_index.numpy()
+    if pieces.chunks is None:
+        yield piece_rows, pool(states)
+        return
+    for view, rows, chunk_ids in chunk_views(states, pieces.chunks, piece_rows):
+        pooled = pool(view)
+        yield (
+            chunk_ids,
+            tuple(None if x is None else x[rows] for x in pooled) if isinstance(pooled, tuple) else pooled[rows],
+        )
 
 
 def piece_groups(encoder: Encoder, texts: Sequence[str], long_text: LongText, group: int):

@@ -21,7 +21,7 @@ from bertlens.metrics.geometry import row_cosine
 from bertlens.metrics.ranking import RANKING_METRICS
 from bertlens.probing.candidates import LIMITATIONS, Candidate, PromptSet, candidate_features, enumerate_candidates
 from bertlens.probing.fold_ridge import ALPHA_GRID, ridge_over_folds
-from bertlens.probing.retrieval import RetrievalSweep, sweep_retrieval
+from bertlens.probing.retrieval import LATE_CHUNK, RetrievalSweep, sweep_retrieval
 from bertlens.probing.scalar_mix_fit import fit_classification_mix, fit_similarity_mix
 from bertlens.probing.screened_probe import LOGISTIC, MAX_CONTENDERS, screened_probe
 from bertlens.probing.selection import C_GRID
@@ -33,6 +33,7 @@ from bertlens.tasks.loaders import TaskData
 from bertlens.tasks.retrieval import query_split
 from bertlens.tasks.splits import DEV_FRACTION, Fold, make_folds
 
+RECIPE_PROBES = (LOGISTIC, "cosine")  # what a recommendation may rest on (not a ridge screen, not a maxsim reading)
 MIX_EXAMPLES = 1000  # training rows (a seeded sample) used to learn a classification ScalarMix
 
 
@@ -50,6 +51,7 @@ class SweepConfig:
     # retrieval: fitted on the corpus, 'whiten' unless given
     protocols: tuple[str, ...] | None = None  # None: every protocol the task supports (similarity: cosine, probe)
     prompt_sets: tuple[PromptSet, ...] = ()  # retrieval: also score every candidate with each prompt set
+    long_documents: bool = False  # retrieval: also score ways of reading long documents (one encoding pass each)
 
 
 @dataclass(frozen=True)
@@ -333,7 +335,9 @@ def _rank(validation: np.ndarray, test_value: np.ndarray, candidates, width: int
     defined = [
         i
         for i in range(len(candidates))
-        if np.isfinite(validation[i]) and np.isfinite(test_value[i]) and (not scored_by or scored_by[i] == LOGISTIC)
+        if np.isfinite(validation[i])
+        and np.isfinite(test_value[i])
+        and (not scored_by or scored_by[i] in RECIPE_PROBES)
     ]
     return sorted(
         defined,
@@ -485,6 +489,8 @@ def _retrieval(task: TaskData, encoder: Encoder, base: Recipe, cache_dir, config
         base.include_special,
         config.bank_dtype,
         base.long_text_strategy,
+        config.long_documents,
+        len(split.dev),
     )
     start = time.perf_counter()
     scores = sweep_retrieval(
@@ -498,13 +504,21 @@ def _retrieval(task: TaskData, encoder: Encoder, base: Recipe, cache_dir, config
     )
     timings = {
         "bank_seconds": scores.bank_seconds,
-        "retrieval_seconds": time.perf_counter() - start - scores.bank_seconds,
+        "retrieval_seconds": time.perf_counter() - start - scores.bank_seconds - scores.long_document_seconds,
     }
+    if config.long_documents:
+        timings["long_document_seconds"] = scores.long_document_seconds
     n_dev = len(split.dev)
     description = (
         "cosine top-100 of each query over the whole corpus (exact search, no training); "
         f"post-processing ({plan.post}) fitted on the corpus vectors; " + split.description
     )
+    if plan.long_documents:
+        description += (
+            "; long documents: the best candidate on the choosing queries also read as head_tail, windows, "
+            f"independent chunks and late chunks ({LATE_CHUNK} tokens), aggregated by mean or scored by their best "
+            "piece (maxsim, which no recipe expresses)"
+        )
     if plan.prompt_sets:
         description += "; prompt sets " + ", ".join(
             f"@{p.name} (query {p.query!r}, document {p.document!r})" for p in plan.prompt_sets
@@ -515,7 +529,15 @@ def _retrieval(task: TaskData, encoder: Encoder, base: Recipe, cache_dir, config
             validation = values[:, :n_dev].mean(axis=1)
         intervals = bootstrap(values[:, n_dev:], None, metric, resamples=config.resamples, seed=config.seed)
         protocols[protocol_key(metric)] = ProtocolResult(
-            "cosine", metric, scores.candidates, validation, intervals, len(split.test), {}, description
+            "cosine",
+            metric,
+            scores.candidates,
+            validation,
+            intervals,
+            len(split.test),
+            {},
+            description,
+            scored_by=scores.scored_by if config.long_documents else (),
         )
     return protocols, scores.processors, timings
 

@@ -19,7 +19,7 @@ import torch
 
 from bertlens.encoding.chunking import LongText
 from bertlens.encoding.encoder import Encoder
-from bertlens.encoding.pieces import piece_groups
+from bertlens.encoding.pieces import piece_groups, pooled_units
 from bertlens.features.layers import pool_layers
 from bertlens.io.cache import content_key, open_entry, publish, staging_dir
 from bertlens.progress import Progress, silent
@@ -230,11 +230,12 @@ def _fill_from_pieces(encoder, texts, long_text, poolers, include_special, mixes
         if mix_array is not None:
             pooled_mixes = np.zeros((len(owner), mix_array.shape[0], mix_array.shape[1], hidden), dtype=np.float32)
         for states in encoder.stream(pieces.tokenized):
-            rows = states.doc_index.numpy()
-            stacked, batch_mixes = _pool_batch(states, poolers, include_special, mixes)
-            pooled[rows] = stacked
-            if pooled_mixes is not None:
-                pooled_mixes[rows] = batch_mixes
+            for units, (stacked, batch_mixes) in pooled_units(
+                states, pieces, lambda s: _pool_batch(s, poolers, include_special, mixes)
+            ):
+                pooled[units] = stacked
+                if pooled_mixes is not None:
+                    pooled_mixes[units] = batch_mixes
         per_text = aggregate(pooled, owner, pieces.tokens, pieces.order, count, how)  # [count, L+1, P, H]
         vectors[:, :, first : first + count] = per_text.transpose(2, 1, 0, 3).astype(vectors.dtype)
         if mix_array is not None:

@@ -49,6 +49,34 @@ def top_k(
     return torch.cat(best_scores), torch.cat(best_rows)
 
 
+def top_k_maxsim(
+    queries: torch.Tensor,
+    pieces: torch.Tensor,
+    owner: torch.Tensor,
+    documents: int,
+    k: int = DEPTH,
+    piece_block: int = DOC_BLOCK,
+    query_block: int = 128,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exact top-k documents when a document scores its best piece (MaxP; Dai & Callan 2019): queries [Q, D],
+    pieces [P, D] with owner [P] (the document row of each). Memory is a query block x (a piece block + the
+    documents), never queries x pieces."""
+    k = min(k, documents)
+    best_scores, best_rows = [], []
+    for q in range(0, len(queries), query_block):
+        block = queries[q : q + query_block]  # [q, D]
+        per_doc = torch.full((len(block), documents), -torch.inf)  # [q, N]
+        for start in range(0, len(pieces), piece_block):
+            part = (block @ pieces[start : start + piece_block].T).float()  # [q, p]
+            index = owner[start : start + piece_block].expand(len(block), -1)  # [q, p]
+            per_doc.scatter_reduce_(1, index, part, reduce="amax")
+        rows = torch.arange(documents).expand(len(block), -1)  # [q, N]
+        order = _stable_top(per_doc, rows, k)  # [q, k]
+        best_scores.append(per_doc.gather(1, order))
+        best_rows.append(order)
+    return torch.cat(best_scores), torch.cat(best_rows)
+
+
 def _stable_top(scores: torch.Tensor, rows: torch.Tensor, k: int) -> torch.Tensor:
     """Column indices of the k best scores per row [q, k]; ties by lower document row (deterministic)."""
     order = torch.argsort(rows, dim=1)  # [q, m] document rows ascending

@@ -57,6 +57,7 @@ class Candidate:
     layers: tuple[int, ...]
     post: str | None = None  # post-processing steps fitted on the training texts (e.g. 'whiten')
     prompts: PromptSet | None = None  # retrieval: what goes before queries and documents
+    long_text: str | None = None  # retrieval: how long documents were read (a --long-text strategy, or a label)
 
     @property
     def name(self) -> str:
@@ -64,6 +65,7 @@ class Candidate:
             f"{self.pooler}/{self.mix}"
             + (f"+{self.post}" if self.post else "")
             + (f"@{self.prompts.name}" if self.prompts else "")
+            + (f"~{self.long_text}" if self.long_text else "")
         )
 
     def width(self, hidden_size: int) -> int:
@@ -72,9 +74,12 @@ class Candidate:
 
     @property
     def single_layer(self) -> int | None:
-        return self.layers[0] if self.mixer == "single" and not self.post else None
+        plain = not (self.post or self.prompts or self.long_text)
+        return self.layers[0] if self.mixer == "single" and plain else None
 
     def recipe(self, base: Recipe, mix_weights: tuple[float, ...] | None = None) -> Recipe:
+        if self.long_text:  # a reading the recipe can apply (the sweep recommends no other)
+            base = base.replace(long_text=self.long_text)
         return base.replace(
             pooler=self.pooler,
             mixer=self.mixer,

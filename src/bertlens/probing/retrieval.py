@@ -14,14 +14,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bertlens.encoding.chunking import LongText
+from bertlens.embedding.long_text import encode_pieces
+from bertlens.encoding.chunking import LongText, parse_long_text
 from bertlens.encoding.encoder import Encoder
+from bertlens.encoding.pieces import piece_size
 from bertlens.errors import BertlensError
 from bertlens.features.bank import Bank, build_bank
-from bertlens.metrics.ranking import DEPTH, RANKING_METRICS, ranking_metrics, top_k
+from bertlens.metrics.ranking import DEPTH, RANKING_METRICS, ranking_metrics, top_k, top_k_maxsim
 from bertlens.probing.candidates import Candidate, PromptSet, candidate_features, enumerate_candidates
 from bertlens.progress import Progress, silent
+from bertlens.representation.apply import Representation
 from bertlens.representation.postprocess import PostProcessor, parse_steps
+from bertlens.representation.recipe import Recipe
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,8 @@ class RetrievalScores:
     processors: dict[str, PostProcessor]  # candidate name -> its post-processing, fitted on the corpus
     candidates: tuple[Candidate, ...] = ()
     bank_seconds: float = 0.0  # encoding (one pass per prompt set)
+    scored_by: tuple[str, ...] = ()  # per candidate: 'cosine', or a reading no recipe expresses (long documents)
+    long_document_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,8 @@ class RetrievalSweep:
     include_special: bool = True
     dtype: str = "float16"
     long_text: LongText | None = None
+    long_documents: bool = False  # also score READINGS of long documents for the best candidate on dev
+    choosing_queries: int = 0  # the first queries, which choose (the best candidate for the long-document readings)
 
 
 def _constant(vectors: np.ndarray) -> bool:
@@ -103,6 +111,7 @@ def sweep_retrieval(
     processors: dict[str, PostProcessor] = {}
     candidates: list[Candidate] = []
     seconds = 0.0
+    query_rows: dict[PromptSet | None, tuple] = {}
     for prompts in (None, *plan.prompt_sets):
         doc_texts = [(prompts.document if prompts else "") + d for d in documents]
         query_texts = [(prompts.query if prompts else "") + q for q in queries]
@@ -120,6 +129,7 @@ def sweep_retrieval(
         )
         seconds += time.perf_counter() - start
         index = {text: i for i, text in enumerate(texts)}
+        query_rows[prompts] = (bank, np.array([index[t] for t in query_texts]))
         plain = [
             replace(c, prompts=prompts)
             for c in enumerate_candidates(bank.num_layers, plan.poolers, plan.layers)
@@ -139,4 +149,96 @@ def sweep_retrieval(
         processors.update(scores.processors)
         candidates += family
     stacked = {metric: np.concatenate(parts) for metric, parts in per_query.items()}  # [C, Q]
-    return RetrievalScores(stacked, processors, tuple(candidates), seconds)
+    scored_by = ["cosine"] * len(candidates)
+    start = time.perf_counter()
+    if plan.long_documents:
+        with np.errstate(invalid="ignore"):
+            dev = np.nan_to_num(stacked[RANKING_METRICS[0]][:, : plan.choosing_queries].mean(axis=1), nan=-1.0)
+        best = candidates[int(np.argmax(dev))]
+        bank, rows = query_rows[best.prompts]
+        query_vectors = candidate_features(bank, replace(best, post=None), rows)  # [Q, D]
+        read, values, how = score_readings(
+            encoder, best, documents, query_vectors, judgements, plan.include_special, progress
+        )
+        candidates += read
+        scored_by += how
+        stacked = {metric: np.concatenate([stacked[metric], values[metric]]) for metric in stacked}
+    return RetrievalScores(
+        stacked, processors, tuple(candidates), seconds, tuple(scored_by), time.perf_counter() - start
+    )
+
+
+@dataclass(frozen=True)
+class DocumentReading:
+    """One way to read documents longer than the model limit, scored for the best candidate.
+
+    `long_text`: a --long-text strategy (the recipe can apply it) or None with `chunk` set: independent chunks
+    of `chunk` tokens (a model limit of chunk + special tokens); `maxsim`: a document scores its best piece's
+    cosine (MaxP) instead of one aggregated vector, which no recipe expresses."""
+
+    label: str
+    long_text: LongText
+    maxsim: bool = False
+    chunk: int | None = None
+
+    @property
+    def scored_by(self) -> str:
+        return "maxsim (no recipe)" if self.maxsim else ("chunks (no recipe)" if self.chunk else "cosine")
+
+
+LATE_CHUNK = 64
+READINGS = (
+    DocumentReading("head_tail", parse_long_text("head_tail")),
+    DocumentReading("windows:mean", parse_long_text("windows:mean")),
+    DocumentReading("windows:maxsim", parse_long_text("windows"), maxsim=True),
+    DocumentReading(f"chunks{LATE_CHUNK}:mean", parse_long_text(f"windows:{LATE_CHUNK}:mean"), chunk=LATE_CHUNK),
+    DocumentReading(f"chunks{LATE_CHUNK}:maxsim", parse_long_text(f"windows:{LATE_CHUNK}"), True, LATE_CHUNK),
+    DocumentReading(f"late:{LATE_CHUNK}:mean", parse_long_text(f"late:{LATE_CHUNK}:mean")),
+    DocumentReading(f"late:{LATE_CHUNK}:maxsim", parse_long_text(f"late:{LATE_CHUNK}"), maxsim=True),
+)
+
+
+def _reader(encoder: Encoder, reading: DocumentReading) -> Encoder:
+    """The sweep's encoder, or one whose limit is a chunk (independent chunks: windows of that size)."""
+    if reading.chunk is None:
+        return encoder
+    specials = encoder.max_length - piece_size(encoder)
+    return Encoder(encoder.ref.name, max_length=reading.chunk + specials, precision=encoder.precision,
+                   attentions=encoder.attentions)  # fmt: skip
+
+
+def score_readings(
+    encoder: Encoder,
+    candidate: Candidate,
+    documents: tuple[str, ...],
+    query_vectors: np.ndarray,
+    judgements: list[dict[int, int]],
+    include_special: bool = True,
+    progress: Progress = silent,
+) -> tuple[list[Candidate], dict[str, np.ndarray], list[str]]:
+    """`candidate` with every DocumentReading: (its candidates, metric -> [R, Q], how each was scored). The
+    queries keep the candidate's own vectors [Q, D] (queries are short); post-processing is refitted on each
+    reading's document vectors."""
+    base = Recipe(model="reading", include_special=include_special)
+    representation = Representation(candidate.recipe(base).replace(postprocess=None, long_text=None))
+    texts = [(candidate.prompts.document if candidate.prompts else "") + d for d in documents]
+    candidates, scored_by = [], []
+    per_query = {m: np.full((len(READINGS), len(query_vectors)), np.nan) for m in RANKING_METRICS}
+    for r, reading in enumerate(READINGS):
+        progress(f"retrieval: long documents ({reading.label})", r, len(READINGS))
+        pieces = encode_pieces(_reader(encoder, reading), representation, texts, reading.long_text)
+        vectors = pieces.vectors if reading.maxsim else pieces.aggregate(len(texts), reading.long_text.piece_aggregate)
+        queries = query_vectors
+        if candidate.post:
+            processor = PostProcessor.fit(parse_steps(candidate.post), vectors)
+            vectors, queries = processor.transform(vectors), processor.transform(queries)
+        if reading.maxsim:
+            owner = torch.from_numpy(pieces.doc_index.astype(np.int64))
+            _, ranked = top_k_maxsim(_normalised(queries), _normalised(vectors), owner, len(texts))
+        else:
+            _, ranked = top_k(_normalised(queries), _normalised(vectors))
+        for name, values in ranking_metrics(ranked.numpy(), judgements).items():
+            per_query[name][r] = values
+        candidates.append(replace(candidate, long_text=reading.label))
+        scored_by.append(reading.scored_by)
+    return candidates, per_query, scored_by

@@ -125,7 +125,9 @@ def leaderboard(protocol: ProtocolResult, top: int = 10) -> list[tuple[str, str,
                 note
                 for note in (
                     "tied with best" if t.tied_with_best[i] else "",
-                    protocol.scored_by[i] if protocol.scored_by and protocol.scored_by[i] != "logistic" else "",
+                    protocol.scored_by[i]
+                    if protocol.scored_by and protocol.scored_by[i] not in ("logistic", "cosine")
+                    else "",
                 )
                 if note
             ),
