@@ -167,3 +167,51 @@ def test_hugging_face_task_without_the_datasets_package_is_a_clear_error(tmp_pat
         capsys, "--task", "hf:glue:sst2", "--text-col", "sentence", "--label-col", "label", "--out", tmp_path / "o"
     )
     assert code == 1 and "pip install datasets" in err
+
+
+def test_the_users_own_split_replaces_cross_validation(tmp_path, tiny_bert_dir, capsys):
+    rows = [(t, "pos") for t in POSITIVE] * 3 + [(t, "neg") for t in NEGATIVE] * 3
+    splits = (["train"] * 4 + ["validation", "test"]) * 6
+    table = tmp_path / "own.csv"
+    table.write_text("text,label,part\n" + "".join(f'"{t}",{y},{s}\n' for (t, y), s in zip(rows, splits)))
+    common = ["--text-col", "text", "--label-col", "label", "--model", tiny_bert_dir, "--poolers", "mean"]
+    code, err = run(capsys, "--data", table, "--split-col", "part", *common, "--out", tmp_path / "a")
+    assert code == 0, err
+    results = json.loads((tmp_path / "a" / "results.json").read_text())
+    assert {r["split"] for r in results["rows"]} == {"test"} and results["rows"][0]["n"] == 6
+    train, test = tmp_path / "train.csv", tmp_path / "test.csv"
+    train.write_text("text,label\n" + "".join(f'"{t}",{y}\n' for (t, y), s in zip(rows, splits) if s != "test"))
+    test.write_text("text,label\n" + "".join(f'"{t}",{y}\n' for (t, y), s in zip(rows, splits) if s == "test"))
+    code, err = run(capsys, "--data", train, "--test", test, *common, "--out", tmp_path / "b")
+    assert code == 0, err
+    assert json.loads((tmp_path / "b" / "results.json").read_text())["rows"][0]["n"] == 6
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--split-col", "part"], "other than train, dev (or validation) and test on line 3"),
+        (["--dev", "x.csv"], "--dev needs --test"),
+        (["--split-col", "part", "--test", "x.csv"], "either as --split-col or as --test/--dev"),
+    ],
+)
+def test_bad_splits_are_one_line(tmp_path, tiny_bert_dir, capsys, extra, message):
+    table = tmp_path / "own.csv"
+    table.write_text('text,label,part\n"good",pos,train\n"bad",neg,holdout\n"fine",pos,test\n')
+    code, err = run(
+        capsys, "--data", table, "--text-col", "text", "--label-col", "label", *extra, "--model", tiny_bert_dir
+    )
+    assert code == 1 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_clustering_is_scored_next_to_the_probe_when_asked(tmp_path, labelled, tiny_bert_dir, capsys):
+    csv_path, _ = labelled
+    common = ["--text-col", "review", "--label-col", "sentiment", "--model", tiny_bert_dir, "--poolers", "mean"]
+    code, err = run(capsys, "--data", csv_path, *common, "--folds", "3", "--protocols", "probe,clustering",
+                    "--out", tmp_path / "c")  # fmt: skip
+    assert code == 0, err
+    results = json.loads((tmp_path / "c" / "results.json").read_text())
+    rows = [r for r in results["rows"] if r["protocol"] == "clustering"]
+    assert rows and {r["metric"] for r in rows} == {"v_measure"} and rows[0]["split"] == "all subsamples"
+    assert all(0 <= r["value"] <= 1 for r in rows if r["value"] is not None)
+    assert not any(r["candidate"] == "mean/scalar_mix" for r in rows)

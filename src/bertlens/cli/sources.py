@@ -43,6 +43,15 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-header", action="store_true", help="for --data: the CSV/TSV has no header row")
     parser.add_argument("--folds", type=int, default=10, help="cross-validation folds for data without a test split")
     parser.add_argument(
+        "--split-col",
+        help="for --data: a column of train / dev (or validation) / test values: your own split instead of "
+        "cross-validation (dev is carved from train when absent)",
+    )
+    parser.add_argument(
+        "--test", type=Path, help="for --data: a test file with the same columns (--data is then train)"
+    )
+    parser.add_argument("--dev", type=Path, help="for --data with --test: a dev file with the same columns")
+    parser.add_argument(
         "--drop-invalid",
         action="store_true",
         help="drop rows with a blank text, a blank or missing-value label (nan, NA, null) or a non-finite score, "
@@ -68,6 +77,12 @@ def load_task(args: argparse.Namespace) -> TaskData:
 
     if args.folds < 2:
         raise BertlensError("--folds must be at least 2")
+    own_split = [flag for flag in ("split_col", "test", "dev") if getattr(args, flag, None) is not None]
+    if own_split and (args.task or args.label_first or args.task_type == "retrieval"):
+        raise BertlensError(
+            f"--{own_split[0].replace('_', '-')} applies to --data tables (catalog tasks, --label-first files and "
+            "retrieval data bring their own splits)"
+        )
     max_examples = getattr(args, "max_examples", None)
     if args.task and args.task.startswith("hf:"):
         name, _, config = args.task[3:].partition(":")
@@ -116,6 +131,8 @@ def load_task(args: argparse.Namespace) -> TaskData:
     kind = args.task_type or ("classification" if len(texts) == 1 else "similarity")
     return load_user_task(
         args.data,
+        split_col=parse_column(args.split_col) if args.split_col else None,
+        split_files=_split_files(args),
         kind=kind,
         text_cols=texts,
         label_col=parse_column(args.label_col),
@@ -127,6 +144,16 @@ def load_task(args: argparse.Namespace) -> TaskData:
         multiline=args.multiline,
         encoding=args.encoding,
     )
+
+
+def _split_files(args: argparse.Namespace) -> dict[str, Path]:
+    """--test / --dev files (checked together with --split-col, which they replace)."""
+    files = {name: getattr(args, name) for name in ("test", "dev") if getattr(args, name, None) is not None}
+    if files and args.split_col:
+        raise BertlensError("give the split either as --split-col or as --test/--dev files, not both")
+    if "dev" in files and "test" not in files:
+        raise BertlensError("--dev needs --test: without a test split the data is cross-validated")
+    return files
 
 
 def _user_retrieval(args: argparse.Namespace) -> TaskData:

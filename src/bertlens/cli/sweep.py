@@ -53,7 +53,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--protocols",
         help="comma list of protocols to run (default: all the task supports). Similarity: cosine (no training; "
-        "what a recommendation is made by) and probe (a ridge probe on pair features, costly under cross-validation)",
+        "what a recommendation is made by) and probe (a ridge probe on pair features, costly under cross-validation); "
+        "classification: probe (what a recommendation is made by) and clustering (V-measure of k-means with k = the "
+        "number of labels, as MTEB; opt in with --protocols probe,clustering)",
     )
     parser.add_argument(
         "--bank-dtype",

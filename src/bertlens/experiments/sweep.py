@@ -16,10 +16,18 @@ from bertlens.errors import BertlensError, did_you_mean
 from bertlens.features.bank import DEFAULT_POOLERS, Bank, build_bank
 from bertlens.io.cache import default_cache_dir
 from bertlens.io.memory import release_freed_memory
-from bertlens.metrics.bootstrap import Intervals, bootstrap, bootstrap_with_extra, point_estimates, spearman
+from bertlens.metrics.bootstrap import (
+    Intervals,
+    bootstrap,
+    bootstrap_with_extra,
+    intervals_from_samples,
+    point_estimates,
+    spearman,
+)
 from bertlens.metrics.geometry import row_cosine
 from bertlens.metrics.ranking import RANKING_METRICS
 from bertlens.probing.candidates import LIMITATIONS, Candidate, PromptSet, candidate_features, enumerate_candidates
+from bertlens.probing.clustering import SUBSAMPLE_SIZE, SUBSAMPLES, v_measures
 from bertlens.probing.fold_ridge import ALPHA_GRID, ridge_over_folds
 from bertlens.probing.retrieval import LATE_CHUNK, RetrievalSweep, sweep_retrieval
 from bertlens.probing.scalar_mix_fit import fit_classification_mix, fit_similarity_mix
@@ -69,11 +77,12 @@ class ProtocolResult:
     selected: tuple[str, ...] = ()  # the candidate each fold chose
     scored_by: tuple[str, ...] = ()  # per candidate, the probe behind its figures when they differ (screened probe)
     seconds: dict[str, float] = field(default_factory=dict)  # wall time of the protocol's stages
+    split_name: str = ""  # where the scores come from, when neither a test split nor out-of-fold (clustering)
 
     @property
     def split(self) -> str:
         """Where the scores come from: 'test', or 'cv10' for 10-fold out-of-fold scores."""
-        return f"cv{self.folds}" if self.folds > 1 else "test"
+        return self.split_name or (f"cv{self.folds}" if self.folds > 1 else "test")
 
 
 def main_protocol(kind: str) -> str:
@@ -379,7 +388,7 @@ def _nested_selection(
 
 PROTOCOLS = {
     "similarity": ("cosine", "probe"),
-    "classification": ("probe",),
+    "classification": ("probe", "clustering"),
     "pair_classification": ("probe",),
     "retrieval": ("cosine",),
 }
@@ -542,9 +551,41 @@ def _retrieval(task: TaskData, encoder: Encoder, base: Recipe, cache_dir, config
     return protocols, scores.processors, timings
 
 
+def _clustering(bank: Bank, ex, folds: list[Fold], task: TaskData, config: SweepConfig, progress) -> ProtocolResult:
+    """V-measure of k-means (k = the number of labels) for every candidate but ScalarMix (learned from labels), on
+    seeded subsamples of the texts scored (the test split, or every row under cross-validation)."""
+    candidates = [
+        c for c in enumerate_candidates(bank.num_layers, config.poolers, config.layers) if c.mixer != "scalar_mix"
+    ]
+    rows = folds[0].test if not task.uses_cv else _all_rows(folds)
+    labels = ex.targets[rows]
+    samples = v_measures(
+        lambda i, sample: candidate_features(bank, candidates[i], ex.a[rows[sample]]),
+        len(candidates),
+        labels,
+        config.seed,
+        progress,
+    )  # [C, B]
+    value = samples.mean(axis=1)
+    return ProtocolResult(
+        "clustering",
+        "v_measure",
+        tuple(candidates),
+        value,
+        intervals_from_samples(value, samples),
+        min(len(rows), SUBSAMPLE_SIZE),
+        {},
+        f"k-means (MiniBatchKMeans, k = {len(np.unique(labels))} labels) on the raw vectors, V-measure against the "
+        f"labels, as MTEB; mean and 2.5-97.5th percentiles over {SUBSAMPLES} seeded subsamples of "
+        f"{min(len(rows), SUBSAMPLE_SIZE)} texts, the same for every candidate (ties: paired over subsamples); "
+        "labels only score, never choose: the recommendation stays with the probe",
+        split_name=f"{'test' if not task.uses_cv else 'all'} subsamples",
+    )
+
+
 def _disagreement(protocols: dict[str, ProtocolResult]) -> str | None:
     """When cosine and the probe pick different best candidates: say so, and how far apart they are."""
-    if len(protocols) != 2:
+    if "cosine" not in protocols or "probe" not in protocols:
         return None
     cos, probe = protocols["cosine"], protocols["probe"]
     best_cos, best_probe = cos.candidates[cos.test.best].name, probe.candidates[probe.test.best].name
@@ -655,6 +696,10 @@ def run_sweep(
         protocols[plan[0]] = _score_protocol(plan, task, bank, folds, test_gold, config)
         timings[f"{plan[0]}_seconds"] = time.perf_counter() - start
         timings.update(protocols[plan[0]].seconds)
+    if wanted and "clustering" in wanted:
+        start = time.perf_counter()
+        protocols["clustering"] = _clustering(bank, ex, folds, task, config, progress)
+        timings["clustering_seconds"] = time.perf_counter() - start
     return _result(task, encoder, base, config, bank.width, protocols, timings, fitted, f"{len(folds)} folds")
 
 

@@ -147,6 +147,11 @@ def bootstrap_with_extra(
     return _intervals(value[:c], samples[:c]), _intervals(value[c:], samples[c:])
 
 
+def intervals_from_samples(value: np.ndarray, samples: np.ndarray) -> Intervals:
+    """Intervals and ties from scores already computed on shared resamples or subsamples [C, B]."""
+    return _intervals(value, samples)
+
+
 def _intervals(value: np.ndarray, samples: np.ndarray) -> Intervals:
     """Percentile intervals from resampled scores samples [C, B]; ties via paired differences with the best."""
     finite = np.where(np.isfinite(value), value, -np.inf)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import csv
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -168,11 +168,21 @@ def _check_classes(data: TaskData, where: str) -> None:
 
 
 def build_task(
-    name: str, kind: str, raw_splits: dict[str, list], where: str, *, drop_invalid: bool, folds: int, source: str
+    name: str,
+    kind: str,
+    raw_splits: dict[str, list],
+    where: str,
+    *,
+    drop_invalid: bool,
+    folds: int,
+    source: str,
+    wheres: dict[str, str] | None = None,
 ) -> TaskData:
+    """Rows checked (`wheres`: the file of each split, when they differ) and turned into splits."""
     cleaned, dropped = {}, 0
     for split, rows in raw_splits.items():
-        rows, n = _validate(rows, kind, f"{where}" if len(raw_splits) == 1 else f"{where} ({split})", drop_invalid)
+        at = (wheres or {}).get(split, where)
+        rows, n = _validate(rows, kind, f"{at}" if len(raw_splits) == 1 else f"{at} ({split})", drop_invalid)
         if not rows:
             raise BertlensError(f"{where} ({split}): no valid rows")
         cleaned[split], dropped = rows, dropped + n
@@ -223,10 +233,14 @@ def load_user_task(
     multiline: bool = False,
     label_first: bool = False,
     encoding: str = "utf-8",
+    split_col: str | int | None = None,
+    split_files: dict[str, Path] | None = None,
 ) -> TaskData:
     """A user's CSV/TSV/JSONL: one text column (classification) or two (pairs), plus a label/score column.
 
     `label_first`: a SentEval-style text file instead, one "LABEL TEXT" per line (classification).
+    The user's own splits, instead of cross-validation: `split_col` names a column of train/dev/test values,
+    or `split_files` gives {'test': FILE, 'dev': FILE} with the same columns (`path` is then the training data).
     """
     if label_first:
         if kind != "classification":
@@ -250,12 +264,46 @@ def load_user_task(
         raise BertlensError(
             f"task type '{kind}' needs {needed} text column(s) (--text-col{' and --text-col2' if needed == 2 else ''})"
         )
-    spec = TableSpec(path, (*text_cols, label_col), header, encoding, texts=len(text_cols), multiline=multiline)
+    columns = (*text_cols, label_col, *(() if split_col is None else (split_col,)))
+    spec = TableSpec(path, columns, header, encoding, texts=len(text_cols), multiline=multiline)
     rows = list(iter_records(spec))
+    raw, wheres = {"all": rows}, {"all": str(path)}
+    if split_col is not None:
+        raw = _by_split_column(rows, str(path))
+        wheres = dict.fromkeys(raw, str(path))
+    elif split_files:
+        raw, wheres = {"train": rows}, {"train": str(path)}
+        for split, file in split_files.items():
+            raw[split] = list(iter_records(replace(spec, path=Path(file))))
+            wheres[split] = str(file)
     data = build_task(
-        path.stem, kind, {"all": rows}, str(path), drop_invalid=drop_invalid, folds=folds, source=str(path)
+        path.stem, kind, raw, str(path), drop_invalid=drop_invalid, folds=folds, source=str(path), wheres=wheres
     )
     return _check_fold_size(limit_examples(data, max_examples, seed), str(path))
+
+
+SPLIT_VALUES = {"train": "train", "dev": "dev", "validation": "dev", "valid": "dev", "test": "test"}
+
+
+def _by_split_column(rows: list[tuple[int, tuple[str, ...]]], where: str) -> dict[str, list]:
+    """Rows grouped by their last field (train, dev/validation, test); anything else is named with its lines."""
+    raw: dict[str, list] = {}
+    bad: list[int] = []
+    for line, record in rows:
+        split = SPLIT_VALUES.get(record[-1].strip().lower())
+        if split is None:
+            bad.append(line)
+            continue
+        raw.setdefault(split, []).append((line, record[:-1]))
+    if bad:
+        raise BertlensError(
+            f"{where}: the split column holds a value other than train, dev (or validation) and test on line "
+            f"{first_lines(bad)}; fix those rows"
+        )
+    if "test" not in raw or "train" not in raw:
+        missing = "test" if "test" not in raw else "train"
+        raise BertlensError(f"{where}: no '{missing}' rows in the split column; a split needs train and test rows")
+    return raw
 
 
 def retrieval_task(name: str, collection: Collection, source: str) -> TaskData:
@@ -287,6 +335,8 @@ def _user_retrieval(path: Path, text_cols: tuple, header: bool, drop_invalid: bo
 
 def _check_fold_size(data: TaskData, where: str) -> TaskData:
     """Cross-validation needs rows to spare in every fold; say so before anything is encoded."""
+    if not data.uses_cv:
+        return data
     rows = len(data.splits["all"])
     if rows < 2 * data.folds:
         raise BertlensError(
