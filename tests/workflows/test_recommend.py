@@ -166,3 +166,28 @@ def test_alternatives_are_checked_before_measuring(tmp_path, tiny_bert_dir):
         Recipe(model=str(tiny_bert_dir)), ["a text", "another one"] * 20, 1e-6, None, (alt, exported)
     )
     assert "onnx fp32" in timing.evidence and timing.decision.startswith("too slow")  # nothing meets 1 ns
+
+
+def test_recommend_on_a_retrieval_collection_with_training_judgements(tiny_bert_dir, tmp_path):
+    from bertlens.tasks.loaders import load_user_task
+    from tests.tasks.test_retrieval import write_beir
+
+    docs = [(f"d{i}", "", f"document {i} about topic {i % 5} " + "filler words " * (60 if i % 3 == 0 else 2))
+            for i in range(40)]  # fmt: skip
+    queries = [(f"q{i}", f"topic {i % 5} question {i}") for i in range(30)]
+    test = [(f"q{i}", f"d{i}", 1) for i in range(12)]
+    train = [(f"q{i}", f"d{i}", 1) for i in range(12, 30)]
+    root = write_beir(tmp_path / "c", docs, queries, test)
+    (root / "qrels" / "train.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{g}\n" for q, d, g in train)
+    )
+    task = load_user_task(root, kind="retrieval", text_cols=(), label_col=None)
+    result = run_recommend(task, str(tiny_bert_dir), tmp_path / "out", budget_minutes=10)
+    steps = [d.step for d in result.decisions]
+    assert steps == ["representation", "long documents", "frozen or fine-tuned", "latency"]
+    assert "nDCG@10" in result.decisions[0].evidence
+    assert "over the model's limit" in result.decisions[1].evidence
+    tuned = result.decisions[2]
+    assert tuned.confidence == "measured" and "fine-tuned on 18 train pairs" in tuned.evidence
+    paths = write_outputs(result, tmp_path / "out")
+    Embedder(Recipe.load(paths["recipe"])).encode(["a recipe users can embed with"])

@@ -13,23 +13,28 @@ cached in OUT/steps/ (keyed by data, model and settings), so an interrupted run 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
+
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
+from bertlens.io.atomic import write_json
 from bertlens.io.cache import cached_result, content_key
 from bertlens.progress import Progress, silent
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import TaskData
-from bertlens.workflows.decision import Budget, Decision
+from bertlens.workflows.decision import Budget, Decision, sample_rows
 from bertlens.workflows.domain_step import reference_corpus, step_domain
 from bertlens.workflows.fine_tune_step import fine_tune_or_rule
 from bertlens.workflows.latency_step import Alternative, step_latency
 from bertlens.workflows.length_step import step_lengths
 from bertlens.workflows.representation_step import step_representation, sweep_sample
+from bertlens.workflows.retrieval_step import step_retrieval_fine_tune, step_retrieval_representation
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,36 @@ class Recommendation:
     recipe: Recipe
     seconds: float
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _retrieval_decisions(task, model, encoder, steps, cache_dir, seed, budget, cached, progress):
+    """Document lengths, representation and long-document reading (one retrieval sweep), frozen vs fine-tuned;
+    returns the decisions and the recipe they make."""
+    documents = sample_rows(list(task.collection.documents), 5000, seed)
+    lengths = np.array([len(ids) for ids in encoder.tokenizer(documents, add_special_tokens=True)["input_ids"]])
+    over = float((lengths > encoder.max_length).mean())
+    recipe_path = steps / "recipe.json"
+    progress("representation", 1, 5)
+
+    reading_path = steps / "long_documents.json"
+
+    def representation() -> Decision:
+        chosen, long_documents, recipe, _ = step_retrieval_representation(
+            task, model, cache_dir or steps / "cache", seed, over, progress
+        )
+        recipe.save(recipe_path)
+        write_json(reading_path, asdict(long_documents))
+        return chosen
+
+    decisions = [cached("representation", representation)]
+    if reading_path.is_file():
+        decisions.append(Decision.from_dict(json.loads(reading_path.read_text(encoding="utf-8"))))
+    recipe = Recipe.load(recipe_path) if recipe_path.is_file() else Recipe(model=model)
+    progress("fine-tuning", 3, 5)
+    decisions.append(cached("fine_tune", lambda: step_retrieval_fine_tune(task, recipe, steps, seed, budget, progress)))
+    for decision in decisions:
+        recipe = recipe.replace(**decision.recipe_changes) if decision.recipe_changes else recipe
+    return decisions, recipe
 
 
 def run_recommend(
@@ -79,6 +114,15 @@ def run_recommend(
 
         return cached_result(steps / f"{name}.json", content_key([key, name]), timed, asdict, Decision.from_dict)
 
+    if task.kind == "retrieval":
+        decisions, recipe = _retrieval_decisions(task, model, encoder, steps, cache_dir, seed, budget, cached, progress)
+        decisions.append(
+            cached(
+                "latency",
+                lambda: step_latency(recipe, task.all_texts(), latency_budget_ms, throughput_target, alternatives),
+            )
+        )
+        return Recommendation(task.name, model, tuple(decisions), recipe, budget.seconds - budget.left(), ())
     progress("text length", 0, 5)
     decisions.append(
         cached(

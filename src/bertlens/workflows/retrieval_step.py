@@ -1,0 +1,152 @@
+"""`recommend` on retrieval data: the representation (with prompts and long-document readings) from a retrieval
+sweep, and frozen vs contrastively fine-tuned when the collection has training judgements.
+
+Fine-tuning is the training loop's Contrastive objective on (query, relevant document) pairs of qrels/train.tsv
+with in-batch negatives (as sentence-transformers' MultipleNegativesRankingLoss; Henderson et al. 2017), then
+both models retrieve for the same test queries, compared by a paired bootstrap over those queries.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bertlens.embedding.embedder import Embedder
+from bertlens.embedding.prompted import with_role
+from bertlens.experiments.contrastive import Examples, run_contrastive
+from bertlens.experiments.sweep import SweepConfig, SweepResult, run_sweep
+from bertlens.metrics.bootstrap import paired_difference
+from bertlens.metrics.ranking import RANKING_METRICS, ranking_metrics, top_k
+from bertlens.progress import Progress, silent
+from bertlens.representation.recipe import Recipe
+from bertlens.tasks.loaders import TaskData
+from bertlens.tasks.retrieval import query_split
+from bertlens.training.config import TrainConfig
+from bertlens.workflows.decision import Budget, Decision
+
+LONG_SHARE = 0.1  # documents over the limit above which the sweep also scores long-document readings
+MAX_TRAIN_PAIRS = 4000
+TRAIN = TrainConfig(epochs=1, batch_size=32, lr=3e-5, min_steps=20, patience=1)
+
+
+def step_retrieval_representation(
+    task: TaskData, model: str, cache_dir: Path, seed: int, over_limit: float, progress: Progress = silent
+) -> tuple[Decision, Decision, Recipe, SweepResult]:
+    """The retrieval sweep (long-document readings too when many documents are cut): the representation decision,
+    the long-document decision, the recipe."""
+    long_documents = over_limit >= LONG_SHARE
+    config = SweepConfig(resamples=500, seed=seed, long_documents=long_documents)
+    result = run_sweep(task, model, cache_dir=cache_dir, config=config, progress=progress)
+    protocol = result.main
+    names = [c.name for c in protocol.candidates]
+    i = names.index(result.recommended.name)
+    t = protocol.test
+    tied = [n for n, flag in zip(names, t.tied_with_best, strict=True) if flag and n != names[i]]
+    representation = Decision(
+        "representation",
+        f"use {result.recommended.name}",
+        f"{result.recommended.name}: nDCG@10 {t.value[i]:.4f} [{t.low[i]:.4f}, {t.high[i]:.4f}] on {protocol.n_test} "
+        f"test queries; tied with the best: {', '.join(tied[:6]) or 'none'}; {protocol.description}",
+        "the candidate with the best nDCG@10 on the choosing queries (never the scoring ones)",
+        "measured",
+        ("bertlens embed docs.txt --recipe OUT/recipe.json --role document --out docs.npy",),
+    )
+    return representation, _long_document_decision(result, over_limit, long_documents), result.recipe, result
+
+
+def _long_document_decision(result: SweepResult, over_limit: float, measured: bool) -> Decision:
+    share = f"{100 * over_limit:.1f}% of the documents are over the model's limit"
+    rule = f"documents are read whole when more than {100 * LONG_SHARE:.0f}% are cut and a reading beats truncation"
+    if not measured:
+        return Decision("long documents", "truncate at the limit (the default)", share, rule, "measured")
+    protocol = result.main
+    readings = {c.long_text: k for k, c in enumerate(protocol.candidates) if c.long_text}
+    parts = [
+        f"{name} {protocol.test.value[k]:.4f}" + (" (tied with the best)" if protocol.test.tied_with_best[k] else "")
+        for name, k in readings.items()
+    ]
+    chosen = result.recommended.long_text or "head (truncation)"
+    return Decision(
+        "long documents",
+        f"read documents as {chosen}",
+        f"{share}; nDCG@10 on the test queries by reading: {', '.join(parts)}",
+        rule + "; maxsim and independent chunks are reported, not recommended (no recipe expresses them)",
+        "measured",
+    )
+
+
+def _retrieve(recipe: Recipe, task: TaskData, rows: np.ndarray, judgements: list[dict[int, int]]) -> np.ndarray:
+    """nDCG@10 per query [Q] of `recipe` (documents and queries with their prompts) over the whole corpus."""
+    import torch
+
+    collection = task.collection
+    embedder = Embedder(recipe)
+    documents = torch.from_numpy(with_role(embedder, "document").encode(list(collection.documents)))
+    queries = torch.from_numpy(with_role(embedder, "query").encode([collection.queries[q] for q in rows]))
+    _, ranked = top_k(
+        torch.nn.functional.normalize(queries, dim=1), torch.nn.functional.normalize(documents, dim=1)
+    )  # [Q, 100]
+    return ranking_metrics(ranked.numpy(), judgements)[RANKING_METRICS[0]]
+
+
+def training_pairs(task: TaskData, recipe: Recipe, limit: int, seed: int) -> Examples:
+    """(query, relevant document) pairs of the training judgements, prompts applied, a seeded sample of `limit`."""
+    collection = task.collection
+    pairs = [
+        (recipe.prompt("query") + collection.queries[q], recipe.prompt("document") + collection.documents[d])
+        for q, judged in collection.qrels["train"].items()
+        for d, grade in judged.items()
+        if grade >= 1
+    ]
+    examples = Examples([q for q, _ in pairs], [d for _, d in pairs], "qrels/train.tsv")
+    return examples.sample(limit, seed)
+
+
+def step_retrieval_fine_tune(
+    task: TaskData, recipe: Recipe, out: Path, seed: int, budget: Budget, progress: Progress = silent
+) -> Decision:
+    """Frozen vs contrastively fine-tuned, measured on the test queries, when train qrels exist and time allows."""
+    collection = task.collection
+    rule = "with a few thousand judged pairs, contrastive fine-tuning usually helps in-domain retrieval"
+    if "train" not in collection.qrels:
+        return Decision(
+            "frozen or fine-tuned",
+            "frozen (no training judgements to fine-tune on)",
+            "the collection has no qrels/train.tsv",
+            rule,
+            "rule of thumb: nothing to measure",
+            ("bertlens contrastive --data PAIRS.csv --text-col query --text-col2 document --out tuned/",),
+        )
+    split = query_split(collection, seed)
+    examples = training_pairs(task, recipe, MAX_TRAIN_PAIRS, seed)
+    start = time.perf_counter()
+    frozen = _retrieve(recipe, task, split.test, list(split.test_judgements))
+    encode_seconds = time.perf_counter() - start
+    planned = encode_seconds * (1 + 6 * len(examples.anchors) / max(len(collection.documents), 1))  # train ~3x/text
+    if planned > 0.85 * budget.left():
+        return Decision(
+            "frozen or fine-tuned",
+            "frozen (fine-tuning not measured)",
+            f"{len(examples.anchors)} training pairs; about {planned:.0f} s to fine-tune and re-encode, "
+            f"{max(budget.left(), 0):.0f} s of the budget left",
+            rule,
+            "rule of thumb: over the time budget",
+        )
+    tuning = recipe.replace(postprocess=None)
+    _, tuned_recipe = run_contrastive(examples, tuning, TRAIN, out / "contrastive", progress=progress)
+    tuned = _retrieve(tuned_recipe, task, split.test, list(split.test_judgements))
+    gain, low, high = paired_difference(np.stack([frozen, tuned]), None, RANKING_METRICS[0], resamples=1000, seed=seed)
+    better = low > 0
+    return Decision(
+        "frozen or fine-tuned",
+        "fine-tune (contrastive, in-batch negatives)" if better else "stay frozen",
+        f"nDCG@10 on {len(split.test)} test queries: frozen {frozen.mean():.4f}, fine-tuned on "
+        f"{len(examples.anchors)} train pairs {tuned.mean():.4f}; gain {gain:+.4f} [{low:+.4f}, {high:+.4f}] "
+        "(paired bootstrap over queries)",
+        "fine-tune when the paired interval of the gain is above 0",
+        "measured",
+        (f"bertlens embed docs.txt --model {tuned_recipe.model} --role document ...",) if better else (),
+        {"model": tuned_recipe.model, "postprocess": None} if better else {},
+    )
