@@ -27,6 +27,9 @@ from bertlens.representation.apply import Representation
 from bertlens.representation.postprocess import PostProcessor, parse_steps
 from bertlens.representation.recipe import Recipe
 
+POST_FIT_DOCUMENTS = 20000  # whitening is fitted on a seeded sample of this many documents at most: a covariance
+# estimate needs far more rows than dimensions, not the whole corpus (fitting is O(N D^2))
+
 
 @dataclass(frozen=True)
 class RetrievalScores:
@@ -76,19 +79,24 @@ def score_candidates(
     `documents` to its grade. Returns each metric per candidate and query."""
     per_query = {m: np.full((len(candidates), len(queries)), np.nan) for m in RANKING_METRICS}
     processors: dict[str, PostProcessor] = {}
+    fit_rows = np.sort(np.random.default_rng(0).permutation(len(documents))[:POST_FIT_DOCUMENTS])
+    read: tuple = (None, None, None)  # the last (candidate without post, its documents, its queries): twins share it
     for i, candidate in enumerate(candidates):
         progress("retrieval: searching the corpus", i, len(candidates))
-        doc_vectors = candidate_features(bank, candidate, documents)  # [N, D]
+        plain = replace(candidate, post=None)
+        if read[0] != plain:
+            read = (plain, candidate_features(bank, plain, documents), candidate_features(bank, plain, queries))
+        _, doc_vectors, query_vectors = read  # [N, D], [Q, D]
         if _constant(doc_vectors):
             continue
-        query_vectors = candidate_features(bank, candidate, queries)  # [Q, D]
         if candidate.post:
             try:
-                processor = PostProcessor.fit(parse_steps(candidate.post), doc_vectors)
+                processor = PostProcessor.fit(parse_steps(candidate.post), doc_vectors[fit_rows])
             except BertlensError:
                 continue  # cannot be fitted on these vectors (e.g. rank-deficient): the candidate is undefined
             processors[candidate.name] = processor
-            doc_vectors, query_vectors = processor.transform(doc_vectors), processor.transform(query_vectors)
+            doc_vectors = processor.transform(doc_vectors, dtype=np.float32)
+            query_vectors = processor.transform(query_vectors, dtype=np.float32)
         _, ranked = top_k(_normalised(query_vectors), _normalised(doc_vectors), DEPTH)  # [Q, 100]
         for name, values in ranking_metrics(ranked.numpy(), judgements).items():
             per_query[name][i] = values
@@ -135,7 +143,7 @@ def sweep_retrieval(
             for c in enumerate_candidates(bank.num_layers, plan.poolers, plan.layers)
             if c.mixer != "scalar_mix"
         ]
-        family = plain + [replace(c, post=plan.post) for c in plain]
+        family = [twin for c in plain for twin in (c, replace(c, post=plan.post))]  # twins share one read
         scores = score_candidates(
             bank,
             family,

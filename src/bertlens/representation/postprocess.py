@@ -76,6 +76,9 @@ def _top_directions(x: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
     return values[order], vectors[:, order]
 
 
+STEP_ARRAYS = {"whiten": ("transform",), "abtt": ("directions",), "linear": ("weight", "bias")}  # besides a mean
+
+
 @dataclass(frozen=True)
 class PostProcessor:
     """Fitted pipeline: `transform(x [n, D]) -> [n, D']`."""
@@ -158,23 +161,27 @@ class PostProcessor:
                 x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
         return cls(steps, {k: v.astype(np.float64) for k, v in arrays.items()}, dim, n)
 
-    def transform(self, vectors: np.ndarray) -> np.ndarray:
-        x = np.asarray(vectors, dtype=np.float64)
+    def transform(self, vectors: np.ndarray, dtype=np.float64) -> np.ndarray:
+        """The fitted steps applied; `dtype` is the arithmetic (float64 by default: what a recipe serves; float32
+        halves the cost where only a ranking is read, as in a retrieval sweep over a large corpus)."""
+        x = np.asarray(vectors, dtype=dtype)
         if x.shape[1] != self.dim:
             raise BertlensError(
                 f"post-processor was fitted on {self.dim}-dimensional vectors, got {x.shape[1]}; "
                 "it belongs to another recipe or model"
             )
         for i, step in enumerate(self.steps):
+            arrays = {
+                key: self.arrays[f"{i}.{key}"].astype(dtype, copy=False) for key in STEP_ARRAYS.get(step.kind, ())
+            }
             if f"{i}.mean" in self.arrays:
-                x = x - self.arrays[f"{i}.mean"]
+                x = x - self.arrays[f"{i}.mean"].astype(dtype, copy=False)
             if step.kind == "whiten":
-                x = x @ self.arrays[f"{i}.transform"]
+                x = x @ arrays["transform"]
             elif step.kind == "abtt":
-                directions = self.arrays[f"{i}.directions"]
-                x = x - (x @ directions) @ directions.T
+                x = x - (x @ arrays["directions"]) @ arrays["directions"].T
             elif step.kind == "linear":
-                x = x @ self.arrays[f"{i}.weight"] + self.arrays[f"{i}.bias"]
+                x = x @ arrays["weight"] + arrays["bias"]
             elif step.kind == "normalize":
                 x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
         return x.astype(np.float32)
