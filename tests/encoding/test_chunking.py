@@ -65,3 +65,20 @@ def test_parse_long_text():
     ):
         with pytest.raises(BertlensError, match=message):
             parse_long_text(bad)
+
+
+def test_late_chunks_sit_in_the_window_where_they_are_most_central():
+    late = parse_long_text("late:4:max")
+    assert late.name == "late:4:max" and late.piece_aggregate == "max"
+    assert late.pieces(20, 8) == [[(0, 8)], [(4, 12)], [(8, 16)], [(12, 20)]]  # windows overlapping by half
+    # every chunk lies wholly inside its window
+    chunks = late.chunks(20, 8)
+    assert [(a, b) for _, a, b in chunks] == [(0, 4), (4, 8), (8, 12), (12, 16), (16, 20)]
+    windows = [piece[0] for piece in late.pieces(20, 8)]
+    assert all(windows[w][0] <= a and b <= windows[w][1] for w, a, b in chunks)
+    # windows [0, 8) [4, 12) [8, 16) (centres 4, 8, 12); chunk centres 1, 3, 5, 7, 9, 11, 13, 15 -> nearest centre
+    assert [w for w, _, _ in parse_long_text("late:2").chunks(16, 8)] == [0, 0, 0, 1, 1, 2, 2, 2]
+    # windows [0, 8) and the end-aligned [2, 10); the chunk is capped at half a window
+    assert parse_long_text("late:64").chunks(10, 8) == [(0, 0, 4), (1, 4, 8), (1, 8, 10)]
+    with pytest.raises(BertlensError, match="neither a chunk size"):
+        parse_long_text("late:big")

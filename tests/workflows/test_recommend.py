@@ -168,6 +168,7 @@ def test_alternatives_are_checked_before_measuring(tmp_path, tiny_bert_dir):
     assert "onnx fp32" in timing.evidence and timing.decision.startswith("too slow")  # nothing meets 1 ns
 
 
+@pytest.mark.extended  # about 40 s (a sweep, a contrastive fine-tune, two corpus encodings): `make test-extended`
 def test_recommend_on_a_retrieval_collection_with_training_judgements(tiny_bert_dir, tmp_path):
     from bertlens.tasks.loaders import load_user_task
     from tests.tasks.test_retrieval import write_beir
