@@ -8,6 +8,7 @@ import csv
 import json
 
 import numpy as np
+import pytest
 
 import bertlens.workflows.fine_tune_step as fine_tune_step
 import bertlens.workflows.latency_step as latency_step
@@ -170,7 +171,6 @@ def test_alternatives_are_checked_before_measuring(tmp_path, tiny_bert_dir):
 
 @pytest.mark.extended  # about 40 s (a sweep, a contrastive fine-tune, two corpus encodings): `make test-extended`
 def test_recommend_on_a_retrieval_collection_with_training_judgements(tiny_bert_dir, tmp_path):
-    from bertlens.tasks.loaders import load_user_task
     from tests.tasks.test_retrieval import write_beir
 
     docs = [(f"d{i}", "", f"document {i} about topic {i % 5} " + "filler words " * (60 if i % 3 == 0 else 2))
