@@ -70,3 +70,12 @@ def test_maxsim_search_ranks_documents_by_their_best_piece():
     per_doc = torch.stack([full[:, owner == d].max(dim=1).values for d in range(120)], dim=1)  # [Q, N]
     expected_scores, expected_rows = per_doc.topk(30, dim=1)
     assert torch.equal(rows, expected_rows) and torch.allclose(scores, expected_scores)
+
+
+def test_ties_inside_the_top_k_are_ordered_by_document_row():
+    values = torch.tensor([1.0, 3.0, 2.0, 3.0, 0.5, 3.0, 2.0])  # three documents score 3, two score 2
+    documents = values[:, None]  # [7, 1]: a document's score is its value
+    scores, rows = top_k(torch.ones(1, 1), documents, k=5, doc_block=3)
+    assert rows.tolist() == [[1, 3, 5, 2, 6]] and scores.tolist() == [[3.0, 3.0, 3.0, 2.0, 2.0]]
+    _, rows = top_k(torch.ones(1, 1), documents, k=4, doc_block=4)  # the tie at 2 crosses the cut
+    assert rows.tolist() == [[1, 3, 5, 2]]

@@ -121,10 +121,10 @@ class PostProcessor:
                 k = step.k or x.shape[1]
                 if k > x.shape[1]:
                     raise BertlensError(f"whiten:{k} keeps more components than the {x.shape[1]} dimensions")
+                spectrum, eigenvectors = np.linalg.eigh(x.T @ x / n)  # ascending; one decomposition serves both
                 if (
                     step.k is None and n > k
                 ):  # all components that have variance (constant dimensions cannot be whitened)
-                    spectrum = np.linalg.eigvalsh(x.T @ x / n)
                     rank = int((spectrum > RANK_TOLERANCE * spectrum.max()).sum())
                     if rank == 0:
                         raise BertlensError("whiten: the fitting vectors are all the same; there is nothing to whiten")
@@ -140,14 +140,16 @@ class PostProcessor:
                         f"whitening with {k} components needs more than {k} fitting texts, got {n}: "
                         f"fit on more texts or keep fewer components (whiten:K with K < {n})"
                     )
-                values, vectors_ = _top_directions(x, k)
+                order = np.argsort(spectrum)[::-1][:k]
+                values, vectors_ = spectrum[order], eigenvectors[:, order]
                 if values[-1] <= RANK_TOLERANCE * values[0]:
                     raise BertlensError(
                         f"whiten:{k}: the fitting vectors span fewer than {k} directions; keep fewer components"
                     )
                 transform = vectors_ / np.sqrt(values)  # [D, k]
                 arrays[f"{i}.transform"] = transform
-                x = x @ transform
+                if i < len(steps) - 1:  # later steps read the whitened vectors
+                    x = x @ transform
             elif step.kind == "abtt":
                 d = step.k or max(1, x.shape[1] // 100)
                 if d >= min(n, x.shape[1]):
