@@ -62,6 +62,33 @@ def make_files(tmp: Path, model: Path) -> None:
         (tmp / name).write_text(text)
     concat = {"schema_version": 1, "model": str(model), "layers": [-2, -1], "mixer": "concat"}
     (tmp / "recipe-concat.json").write_text(json.dumps(concat))
+    _retrieval_files(tmp)
+
+
+def _beir(root: Path, qrels: list[str], corpus_extra: str = "", queries_extra: str = "") -> None:
+    (root / "qrels").mkdir(parents=True, exist_ok=True)
+    docs = "".join(json.dumps({"_id": f"d{i}", "title": "", "text": f"document {i}"}) + "\n" for i in range(10))
+    (root / "corpus.jsonl").write_text(docs + corpus_extra)
+    queries = "".join(json.dumps({"_id": f"q{i}", "text": f"query {i}"}) + "\n" for i in range(6))
+    (root / "queries.jsonl").write_text(queries + queries_extra)
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(line + "\n" for line in qrels))
+
+
+def _retrieval_files(tmp: Path) -> None:
+    """BEIR directories of 10 documents with one fault each, and a table with a bad split column."""
+    good = [f"q{i}\td{i}\t1" for i in range(6)]
+    _beir(tmp / "beir-unknown-doc", [*good, "q1\td42\t1"])
+    _beir(tmp / "beir-unknown-query", [*good, "q9\td1\t1"])
+    _beir(tmp / "beir-duplicate-id", good, corpus_extra=json.dumps({"_id": "d3", "title": "", "text": "x"}) + "\n")
+    _beir(tmp / "beir-unjudged", good, queries_extra=json.dumps({"_id": "q7", "text": "lonely"}) + "\n")
+    _beir(tmp / "beir-empty-doc", good, corpus_extra=json.dumps({"_id": "d10", "title": "", "text": " "}) + "\n")
+    _beir(tmp / "beir-grade", [*good, "q1\td2\thigh"])
+    (tmp / "beir-no-qrels").mkdir(exist_ok=True)
+    (tmp / "beir-no-qrels" / "corpus.jsonl").write_text('{"_id": "d1", "title": "", "text": "x"}\n')
+    (tmp / "beir-no-qrels" / "queries.jsonl").write_text('{"_id": "q1", "text": "x"}\n')
+    (tmp / "split.csv").write_text(
+        "text,label,part\n" + "".join(f"text {i},{i % 2},{('train', 'test', 'holdout')[i % 3]}\n" for i in range(30))
+    )
 
 
 EMBED = ["embed", "{tmp}/ok.txt", "--model", "{model}", "--out", "{tmp}/o.npy", "--quiet"]
@@ -69,6 +96,34 @@ SWEEP = ["sweep", "--model", "{model}", "--out", "{tmp}/sweep", "--cache-dir", "
 USER = ["--text-col", "text", "--label-col", "label"]
 PAIRS = ["--text-col", "a", "--text-col2", "b", "--label-col", "score"]
 TASK = ["--task", "sst2", "--data-dir", "{data}", "--model", "{model}", "--quiet"]
+
+RETRIEVAL_CASES: list[tuple[str, list[str], str]] = [
+    ("qrels naming an unknown document", [*SWEEP, "--data", "{tmp}/beir-unknown-doc"], "a document id that corpus"),
+    ("qrels naming an unknown query", [*SWEEP, "--data", "{tmp}/beir-unknown-query"], "a query id that queries"),
+    ("duplicate document _id", [*SWEEP, "--data", "{tmp}/beir-duplicate-id"], "duplicate _id values, e.g. 'd3'"),
+    ("a query with no judgement", [*SWEEP, "--data", "{tmp}/beir-unjudged"], "no relevant document in any qrels"),
+    ("an empty document", [*SWEEP, "--data", "{tmp}/beir-empty-doc"], "have an empty title and text"),
+    ("a relevance grade that is not an integer", [*SWEEP, "--data", "{tmp}/beir-grade"], "not an integer grade"),
+    ("a BEIR directory without qrels/test.tsv", [*SWEEP, "--data", "{tmp}/beir-no-qrels"], "qrels/test.tsv does not"),
+    (
+        "a retrieval table with one text column",
+        [*SWEEP, "--data", "{tmp}/ok.csv", "--task-type", "retrieval", "--text-col", "text"],
+        "needs --text-col (the query) and --text-col2",
+    ),
+    ("--prompts without NAME=", [*SWEEP, "--task", "cisi", "--prompts", "query: |passage: "], "NAME=QUERY_PROMPT"),
+    (
+        "--prompts on a classification task",
+        [*SWEEP, "--data", "{tmp}/ok.csv", *USER, "--prompts", "e5=q|d"],
+        "--prompts applies",
+    ),
+    (
+        "a split column value that is not a split",
+        [*SWEEP, "--data", "{tmp}/split.csv", *USER, "--split-col", "part"],
+        "other than train",
+    ),
+    ("--dev without --test", [*SWEEP, "--data", "{tmp}/ok.csv", *USER, "--dev", "{tmp}/ok.csv"], "--dev needs --test"),
+    ("--split-col on a catalog task", [*SWEEP, "--task", "sst2", "--split-col", "part"], "applies to --data tables"),
+]
 
 CASES: list[tuple[str, list[str], str]] = [
     # embed: input files
@@ -567,6 +622,52 @@ CASES: list[tuple[str, list[str], str]] = [
         "longdoc on a similarity task",
         ["longdoc", "--task", "stsb", "--data-dir", "{data}", "--model", "{model}", "--out", "{tmp}/ld", "--quiet"],
         "is similarity",
+    ),
+]
+CASES += RETRIEVAL_CASES  # issue #26: retrieval data, prompts and the user's own splits
+CASES += [  # issue #28: what a newcomer found (numbers accepted silently or failing late, --out checked late, keys)
+    (
+        "pretrain --max-length 0 (trained at 512 and exited 0)",
+        ["pretrain", "--from", "{model}", "--texts", "{tmp}/ok.txt", "--max-length", "0", "--out", "{tmp}/pt"],
+        "--max-length must be at least 2",
+    ),
+    ("embed --max-length -5", [*EMBED, "--max-length", "-5"], "--max-length must be at least 2"),
+    (
+        "recommend --budget-minutes nan",
+        ["recommend", "--data", "{tmp}/ok.csv", *USER, "--budget-minutes", "nan", "--out", "{tmp}/rec"],
+        "--budget-minutes must be a finite number",
+    ),
+    ("serve --max-wait-ms nan", ["serve", "--model", "{model}", "--max-wait-ms", "nan"], "must be a finite number"),
+    (
+        "export --gate-mean 1.5 (failed after the export)",
+        ["export", "--format", "onnx", "--model", "{model}", "--gate-mean", "1.5", "--out", "{tmp}/ex"],
+        "--gate-mean is a cosine",
+    ),
+    (
+        "pretrain --out an existing file",
+        ["pretrain", "--from", "{model}", "--texts", "{tmp}/ok.txt", "--out", "{tmp}/ok.txt"],
+        "is a file; give a directory",
+    ),
+    (
+        "export --out an existing file",
+        ["export", "--format", "onnx", "--model", "{model}", "--out", "{tmp}/ok.txt"],
+        "is a file",
+    ),
+    (
+        "export --out under /proc",
+        ["export", "--format", "onnx", "--model", "{model}", "--out", "/proc/e05"],
+        "cannot write in /proc",
+    ),
+    (
+        "embed --out under /proc",
+        ["embed", "{tmp}/ok.txt", "--model", "{model}", "--out", "/proc/v.npy"],
+        "cannot write in /proc",
+    ),
+    ("serve --api-key with an unset variable", ["serve", "--model", "{model}", "--api-key", ""], "is empty"),
+    (
+        "serve on every address without a key",
+        ["serve", "--model", "{model}", "--host", "0.0.0.0"],
+        "give --api-key, or pass --allow-no-key",
     ),
 ]
 

@@ -46,3 +46,16 @@ def test_serve_with_two_workers_answers_with_the_recipes_vectors(tiny_bert_dir):
     np.testing.assert_allclose(got, Embedder(Recipe(model=str(tiny_bert_dir), pooler="mean")).encode(texts), atol=1e-5)
     assert info["workers"] == 2
     assert "2 worker(s) x" in stderr
+
+
+def test_a_port_in_use_is_one_line_and_exit_1_before_the_model_loads(tiny_bert_dir, capsys):
+    from bertlens.cli.main import main
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = main(["serve", "--model", str(tiny_bert_dir), "--port", str(port)])
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and len(err.splitlines()) == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in err and "choose another --port" in err

@@ -130,14 +130,15 @@ def test_concurrent_clients_are_batched_and_each_gets_its_own_rows(served, embed
     with ThreadPoolExecutor(12) as pool:
         results = list(pool.map(one, range(24)))
     np.testing.assert_allclose(np.concatenate(results), expected, atol=1e-5)
-    metrics = httpx.get(served + "/metrics").text
+    key = {"Authorization": "Bearer secret"}
+    metrics = httpx.get(served + "/metrics", headers=key).text
     counts = {
         line.split()[0]: float(line.split()[1])
         for line in metrics.splitlines()
         if line.startswith("bertlens_batch_texts_")
     }
     assert counts["bertlens_batch_texts_sum"] / counts["bertlens_batch_texts_count"] > 2  # requests shared batches
-    info = httpx.get(served + "/info").json()
+    info = httpx.get(served + "/info", headers=key).json()
     assert (
         info["dim"] == 32
         and info["recipe"]["pooler"] == "max"
@@ -301,3 +302,29 @@ def test_input_type_puts_the_recipes_prompt_before_each_text(tiny_bert_dir):
     np.testing.assert_allclose(np.array([r["embedding"] for r in plain["data"]]), embedder.encode(TEXTS), atol=1e-6)
     assert query["usage"]["prompt_tokens"] > plain["usage"]["prompt_tokens"]  # the prompt is read, so it counts
     assert wrong.status_code == 422 and "'input_type' must be one of" in wrong.json()["error"]["message"]
+
+
+def test_info_and_metrics_are_behind_the_key_and_health_is_not(served):
+    for path in ("/info", "/metrics"):
+        refused = httpx.get(served + path)
+        assert refused.status_code == 401 and "API key" in refused.json()["error"]["message"]
+        assert httpx.get(served + path, headers={"Authorization": "Bearer secret"}).status_code == 200
+    assert httpx.get(served + "/health").status_code == 200
+
+
+def test_an_internal_error_tells_the_client_nothing_of_the_server(embedder, caplog):
+    class Broken:
+        def __getattr__(self, name):
+            return getattr(embedder, name)
+
+        def token_counter(self):
+            def count(texts):
+                raise RuntimeError("secret path /srv/models/x")
+
+            return count
+
+    with Server(create_app(Broken())) as url:
+        reply = httpx.post(url + "/v1/embeddings", json={"input": "a"})
+    assert reply.status_code == 500
+    assert "secret path" not in reply.text and "server's log" in reply.json()["error"]["message"]
+    assert any("secret path" in str(r.exc_info[1]) for r in caplog.records if r.exc_info)  # logged on the server

@@ -28,6 +28,7 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("--format", required=True, help=f"{' or '.join(FORMATS)}")
     parser.add_argument("--out", type=Path, required=True, help="directory to write")
+    parser.set_defaults(out_is_dir=True)
     add_texts_options(parser, "texts to check parity on (default: 512 STS-B training sentences from --data-dir)")
     parser.add_argument("--samples", type=int, default=512, help="how many texts to check parity on (default 512)")
     parser.add_argument(
@@ -82,6 +83,7 @@ def run(args: argparse.Namespace) -> None:
         raise BertlensError(f"unknown --format '{args.format}': use {' or '.join(FORMATS)}")
     if args.format != "onnx" and (args.quantize or args.calibration or args.eval_task):
         raise BertlensError("--quantize, --calibration and --eval-task apply to --format onnx only")
+    gate = Gate(args.gate_mean, args.gate_min, args.gate_task_drop)  # checked before any work
     calibration = None
     if args.calibration is not None:
         calibration = list(dict.fromkeys(file_texts(args.calibration, args.column)))
@@ -105,7 +107,6 @@ def run(args: argparse.Namespace) -> None:
     eval_task = load_catalog_task(get_task(args.eval_task), data_dir(args.data_dir)) if args.eval_task else None
     if eval_task is not None and eval_task.uses_cv:
         raise BertlensError(f"--eval-task '{args.eval_task}' has no test split; use stsb, sst2 or trec")
-    gate = Gate(args.gate_mean, args.gate_min, args.gate_task_drop)
     with progress_bar("export", unit="steps", enabled=not args.quiet) as update:
         outcome = run_export_onnx(
             recipe,

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import os
 import sys
 import warnings
 
 from bertlens.cli.commands import COMMANDS
 from bertlens.errors import BertlensError
+from bertlens.io.atomic import check_out_dir
 from bertlens.version import __version__
 
 NEGATIVE_VALUE_OPTIONS = ("--layers",)  # take values such as '-4:' that argparse would read as flags
@@ -52,6 +54,19 @@ def join_negative_values(argv: list[str]) -> list[str]:
     return out
 
 
+def check_arguments(args: argparse.Namespace) -> None:
+    """What every command's numbers and output must be, before any work: finite numbers (argparse reads 'nan' and
+    'inf' as floats), a --max-length a model can use, an --out directory that can be written."""
+    for name, value in vars(args).items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise BertlensError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
+    max_length = getattr(args, "max_length", None)
+    if max_length is not None and max_length < 2:
+        raise BertlensError(f"--max-length must be at least 2 tokens, got {max_length}")
+    if getattr(args, "out_is_dir", False) and getattr(args, "out", None) is not None:
+        check_out_dir(args.out)
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     argv = join_negative_values(sys.argv[1:] if argv is None else list(argv))
@@ -60,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     # a library warning (e.g. whitening dropping constant directions) reaches users as one line, not a code excerpt
     warnings.formatwarning = lambda message, category, *rest, **kw: f"bertlens {args.command}: warning: {message}\n"
     try:
+        check_arguments(args)
         args.run(args)
     except BertlensError as exc:
         print(f"bertlens {args.command}: error: {exc}", file=sys.stderr)

@@ -82,6 +82,7 @@ def add_run_options(parser: argparse.ArgumentParser, out: Path | None, out_help:
     """--seed --out --quiet (--out is required when it has no default)."""
     parser.add_argument("--seed", type=int, default=0, help="seed for sampling, splits, initialisation and data order")
     parser.add_argument("--out", type=Path, default=out, required=out is None, help=out_help)
+    parser.set_defaults(out_is_dir=True)  # checked before any work (cli/main.py: check_arguments)
     parser.add_argument("--quiet", action="store_true", help="no progress output")
 
 

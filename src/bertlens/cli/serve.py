@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import say
@@ -12,6 +13,7 @@ from bertlens.errors import BertlensError
 from bertlens.serving.config import BACKENDS, LONG_TEXT_POLICIES, ServeLimits, ServeOptions
 
 DEFAULTS = ServeLimits()
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 def add_parser(subparsers) -> None:
@@ -24,6 +26,11 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--api-key", help="require 'Authorization: Bearer KEY' (also read from $BERTLENS_API_KEY)")
+    parser.add_argument(
+        "--allow-no-key",
+        action="store_true",
+        help="serve on an address other than this machine's without --api-key (refused otherwise)",
+    )
     parser.add_argument("--name", default="bertlens", help="the model name reported in responses")
     parser.add_argument(
         "--backend", choices=BACKENDS, default="torch", help="onnx: --model is a `bertlens export` directory"
@@ -71,14 +78,36 @@ def _options(args: argparse.Namespace) -> ServeOptions:
         args.long_text_policy,
         args.max_client_requests,
     )
-    api_key = args.api_key or os.environ.get("BERTLENS_API_KEY")
+    api_key = args.api_key if args.api_key is not None else os.environ.get("BERTLENS_API_KEY")
+    if api_key is not None and not api_key.strip():
+        where = "--api-key" if args.api_key is not None else "$BERTLENS_API_KEY"
+        raise BertlensError(
+            f"{where} is empty (an unset shell variable?); give a key, or leave it out to serve without one"
+        )
+    if args.host not in LOCAL_HOSTS and api_key is None and not args.allow_no_key:
+        raise BertlensError(
+            f"serving on {args.host} without --api-key lets anyone who can reach it use it; give --api-key, "
+            "or pass --allow-no-key"
+        )
     return ServeOptions(limits, args.workers, api_key, args.name)
+
+
+def _check_port(host: str, port: int) -> None:
+    """The address is free to listen on: said in one line before the model loads, not by uvicorn after."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise BertlensError(f"cannot listen on {host}:{port} ({exc.strerror}); choose another --port") from None
 
 
 def run(args: argparse.Namespace) -> None:
     from bertlens.serving.app import create_app, load_encoder, run_server, threads_per_worker
 
     options = _options(args)
+    _check_port(args.host, args.port)
     # Requests are a few texts each: the tokenizer's thread pool only adds threads that fight the model for the
     # cores. Under load it held the event loop 1.5 ms per request, 0.09 ms without it (docs/results.md).
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -92,8 +121,8 @@ def run(args: argparse.Namespace) -> None:
         workers=args.workers,
         trust_remote_code=args.trust_remote_code,
     )
-    if args.host not in ("127.0.0.1", "localhost", "::1") and options.api_key is None:
-        say(f"warning: serving on {args.host} without --api-key: anyone who can reach it can use it")
+    if args.host not in LOCAL_HOSTS and options.api_key is None:
+        say(f"warning: serving on {args.host} without --api-key (--allow-no-key): anyone who can reach it can use it")
     app = create_app(embedder, options)
     threads = threads_per_worker(args.workers)
     say(

@@ -22,7 +22,7 @@ import numpy as np
 
 from bertlens.embedding.protocol import TextEncoder
 from bertlens.errors import BertlensError, did_you_mean
-from bertlens.io.atomic import atomic_path, write_json, write_npz, write_text
+from bertlens.io.atomic import atomic_path, check_out_dir, write_json, write_npz, write_text
 from bertlens.io.cache import file_sha256
 from bertlens.io.tables import EMPTY_POLICIES, TableSpec, check_file, first_lines, is_blank, iter_records
 from bertlens.progress import Progress, silent
@@ -81,6 +81,7 @@ def check_output(out: Path) -> None:
         raise BertlensError(f"output directory {out.parent} does not exist; create it first")
     if not os.access(out.parent, os.W_OK | os.X_OK):
         raise BertlensError(f"output directory {out.parent} is not writable; choose another --out")
+    check_out_dir(out.parent)  # os.access says yes to root everywhere; a real write says whether it works (/proc)
     if out.exists() and not os.access(out, os.W_OK):
         raise BertlensError(f"output {out} exists and is not writable; remove it or choose another --out")
 

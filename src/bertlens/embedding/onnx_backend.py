@@ -59,9 +59,15 @@ def session(path: Path, threads: int | None = None):
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads or int(os.environ.get("OMP_NUM_THREADS", "0") or 0)
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return ort.InferenceSession(
-        str(path), options, providers=["CPUExecutionProvider"], disabled_optimizers=list(SLOW_FUSIONS)
-    )
+    try:
+        return ort.InferenceSession(
+            str(path), options, providers=["CPUExecutionProvider"], disabled_optimizers=list(SLOW_FUSIONS)
+        )
+    except Exception as exc:  # noqa: BLE001 - onnxruntime's InvalidProtobuf, Fail, ...: one line for the user
+        reason = " ".join(str(exc).split())[:200]
+        raise BertlensError(
+            f"{path} is not a model ONNX Runtime can load ({type(exc).__name__}: {reason}); export it again"
+        ) from None
 
 
 class OnnxEmbedder(TextEncoder):

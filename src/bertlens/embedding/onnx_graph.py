@@ -9,6 +9,7 @@ dynamic. sentence-transformers' ONNX export stops after the transformer; this on
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -131,7 +132,12 @@ def export_graph(encoder: Encoder, recipe: Recipe, postprocessor: PostProcessor 
     )
     args = (sample["input_ids"], sample["attention_mask"])
     batch, length = torch.export.Dim("batch"), torch.export.Dim("sequence")
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        # torch's exporter warns about its own internals (deprecated treespec checks, axis names): nothing a user
+        # of bertlens can act on, so they are not passed on as "bertlens export: warning:" lines
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        warnings.filterwarnings("ignore", category=FutureWarning)
+        warnings.filterwarnings("ignore", message=".*axis name.*")
         torch.onnx.export(
             graph,
             args,

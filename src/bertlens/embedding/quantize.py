@@ -12,6 +12,8 @@ fidelity gate. Which module is which comes from the exporter's name scopes (`mod
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -89,6 +91,23 @@ def quantize(
     in `calibration_cache`, so choosing which modules stay fp32 calibrates only once).
     """
 
+    with _quiet_root_logger():
+        return _quantize(source, target, exclude, calibration, calibration_cache)
+
+
+@contextlib.contextmanager
+def _quiet_root_logger():
+    """ONNX Runtime's quantizer logs a WARNING:root line per unsupported node (39 for the default model): noise."""
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
+
+
+def _quantize(source, target, exclude, calibration, calibration_cache) -> Path:
     if calibration is None:
         quantize_dynamic(
             str(source),

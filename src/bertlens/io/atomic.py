@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +29,26 @@ def atomic_path(path: Path, suffix: str = "") -> Iterator[Path]:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def check_out_dir(path: Path) -> None:
+    """An output directory that can be created and written, checked before any work (nothing is created here)."""
+    from bertlens.errors import BertlensError
+
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise BertlensError(f"--out {path} is a file; give a directory (it is created when missing)")
+    ancestor = next(p for p in (path, *path.parents) if p.exists())
+    if not ancestor.is_dir():
+        raise BertlensError(f"--out {path}: {ancestor} is a file, so the directory cannot be created there")
+    try:
+        probe, name = tempfile.mkstemp(prefix=".bertlens-write-check", dir=ancestor)
+    except OSError as exc:
+        raise BertlensError(
+            f"--out {path}: cannot write in {ancestor} ({exc.strerror}); choose another --out"
+        ) from None
+    os.close(probe)
+    os.unlink(name)
 
 
 def write_text(path: Path, text: str) -> None:

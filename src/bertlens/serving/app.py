@@ -5,7 +5,8 @@ POST /v1/embeddings  OpenAI's request and response (input: a string or a list of
                      official `openai` client works unchanged
 POST /embed          TEI-style: {"inputs": ..., "normalize": true, "truncate": false} -> [[...], ...]
 Both take "input_type": "query" | "document": the recipe's query_prompt or document_prompt goes before each text.
-GET  /health         liveness;  GET /info: recipe, model fingerprint, limits, backend;  GET /metrics: Prometheus
+GET  /health         liveness (no key);  GET /info: recipe, model fingerprint, limits, backend;  GET /metrics:
+                     Prometheus (both behind the key when one is set)
 Every refusal is a JSON error with the right status: 400 bad JSON, 401 key, 413 too large, 415 not JSON,
 422 invalid input, 429 a client over its in-flight limit (when one is set), 503 queue full. Requests are
 validated before they are queued (serving/service.py); the model runs on worker threads, off the event loop.
@@ -18,6 +19,7 @@ validated before they are queued (serving/service.py); the model runs on worker 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Awaitable, Callable
 
@@ -41,6 +43,8 @@ from bertlens.serving.requests import (
 )
 from bertlens.serving.service import EmbeddingService
 from bertlens.version import __version__
+
+LOG = logging.getLogger("bertlens.serve")
 
 
 def threads_per_worker(workers: int) -> int:
@@ -155,17 +159,26 @@ def create_app(embedder: TextEncoder, options: ServeOptions = ServeOptions()) ->
         return {"status": "ok"}
 
     @app.get("/info")
-    async def info():
+    async def info(request: Request):  # the recipe, model path and fingerprint: behind the key like the rest
+        try:
+            check_key(request, service.options.api_key)
+        except ApiError as exc:
+            return _error(exc.status, exc.message, exc.kind)
         return service.info()
 
     @app.get("/metrics")
-    async def metrics():
+    async def metrics(request: Request):
+        try:
+            check_key(request, service.options.api_key)
+        except ApiError as exc:
+            return _error(exc.status, exc.message, exc.kind)
         return Response(service.metrics.render(), media_type=CONTENT_TYPE)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception):  # the server answers, whatever happened
         service.metrics.count_request(request.url.path, 500)
-        return _error(500, f"internal error: {type(exc).__name__}: {exc}", "server_error")
+        LOG.error("internal error on %s", request.url.path, exc_info=exc)  # the details stay in the server's log
+        return _error(500, "internal error; the server's log has the details", "server_error")
 
     app.state.service = service
     app.state.batcher = service.batcher

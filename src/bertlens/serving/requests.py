@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hmac
 
 import numpy as np
 import orjson
@@ -57,7 +58,9 @@ def prompted(payload: dict, texts: list[str], recipe: Recipe) -> list[str]:
 
 
 def check_key(request: Request, api_key: str | None) -> None:
-    if api_key is not None and request.headers.get("authorization") != f"Bearer {api_key}":
+    """A constant-time comparison, so response times do not tell how much of a guessed key was right."""
+    given = request.headers.get("authorization", "").encode()
+    if api_key is not None and not hmac.compare_digest(given, f"Bearer {api_key}".encode()):
         raise ApiError(401, "missing or wrong API key (send 'Authorization: Bearer KEY')", "authentication_error")
 
 
