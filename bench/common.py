@@ -50,6 +50,17 @@ def run_measured(argv: list[str]) -> tuple[float, float]:
     return seconds, peak / 1024
 
 
+def print_against_embed(measured: dict[str, tuple[float, float]], timings: dict[str, float]) -> None:
+    """The table of commands run by run_measured, each as a ratio to 'bertlens embed (baseline)', and the
+    sweep's own stage timings."""
+    base = measured["bertlens embed (baseline)"][0]
+    print("| run | wall s | ratio to embed | peak RSS MB |")
+    print("|---|---|---|---|")
+    for name, (seconds, peak) in measured.items():
+        print(f"| {name} | {seconds:.1f} | {seconds / base:.2f}x | {peak:,.0f} |")
+    print("sweep stages (s):", {k: round(v, 1) for k, v in timings.items()})
+
+
 def lscpu_summary() -> str:
     """CPU model and the flags that decide the fast path (native bf16 or not)."""
     try:

@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from common import DATA, lscpu_summary, run_measured
+from common import DATA, lscpu_summary, print_against_embed, run_measured
 from many_classes_data import corpus_sentences
 
 
@@ -61,12 +61,7 @@ def main() -> None:
         }
         measured = {name: run_measured(argv) for name, argv in runs.items()}
         result = json.loads((work / "sweep" / "results.json").read_text())
-    base = measured["bertlens embed (baseline)"][0]
-    print("| run | wall s | ratio to embed | peak RSS MB |")
-    print("|---|---|---|---|")
-    for name, (seconds, peak) in measured.items():
-        print(f"| {name} | {seconds:.1f} | {seconds / base:.2f}x | {peak:,.0f} |")
-    print("sweep stages (s):", {k: round(v, 1) for k, v in result["timings"].items()})
+    print_against_embed(measured, result["timings"])
     rows = {r["candidate"]: r for r in result["rows"] if r["metric"] == "ndcg@10"}
     best = rows[result["recommended"]]
     print(

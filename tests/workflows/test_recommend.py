@@ -147,7 +147,6 @@ def test_the_cost_trial_times_real_training_steps(tiny_bert_dir, tmp_path):
 
 
 def test_alternatives_are_checked_before_measuring(tmp_path, tiny_bert_dir):
-    import pytest
 
     from bertlens.errors import BertlensError
 
@@ -169,7 +168,6 @@ def test_alternatives_are_checked_before_measuring(tmp_path, tiny_bert_dir):
     assert "onnx fp32" in timing.evidence and timing.decision.startswith("too slow")  # nothing meets 1 ns
 
 
-@pytest.mark.extended  # about 40 s (a sweep, a contrastive fine-tune, two corpus encodings): `make test-extended`
 def test_recommend_on_a_retrieval_collection_with_training_judgements(tiny_bert_dir, tmp_path):
     from tests.tasks.test_retrieval import write_beir
 
@@ -183,9 +181,13 @@ def test_recommend_on_a_retrieval_collection_with_training_judgements(tiny_bert_
         "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{g}\n" for q, d, g in train)
     )
     task = load_user_task(root, kind="retrieval", text_cols=(), label_col=None)
-    result = run_recommend(task, str(tiny_bert_dir), tmp_path / "out", budget_minutes=10)
+    from bertlens.probing.candidates import PromptSet
+
+    prompts = (PromptSet("e5", "query: ", "passage: "),)
+    result = run_recommend(task, str(tiny_bert_dir), tmp_path / "out", budget_minutes=10, prompt_sets=prompts)
     steps = [d.step for d in result.decisions]
     assert steps == ["representation", "long documents", "frozen or fine-tuned", "latency"]
+    assert "prompt sets @e5" in result.decisions[0].evidence
     assert "nDCG@10" in result.decisions[0].evidence
     assert "over the model's limit" in result.decisions[1].evidence
     tuned = result.decisions[2]

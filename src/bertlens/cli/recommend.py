@@ -36,12 +36,19 @@ def add_parser(subparsers) -> None:
         help="faster things to serve, timed next to the recipe in the latency step: `export` directories (ONNX, "
         "int8) and `distill` output directories or recipe files",
     )
+    parser.add_argument(
+        "--prompts",
+        action="append",
+        metavar="NAME=QUERY_PROMPT|DOCUMENT_PROMPT",
+        help="retrieval data: prompt sets the representation step scores too (as `sweep --prompts`)",
+    )
     parser.add_argument("--cache-dir", type=Path, help="feature-bank cache (default: inside --out)")
     add_run_options(parser, None, "output directory (finished steps are reused when rerun)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> None:
+    from bertlens.probing.candidates import parse_prompt_set
     from bertlens.reports.recommend import write_outputs
     from bertlens.workflows.latency_step import load_alternative
     from bertlens.workflows.recommend import run_recommend
@@ -53,7 +60,10 @@ def run(args: argparse.Namespace) -> None:
         if value is not None and value <= 0:
             raise BertlensError(f"--{flag.replace('_', '-')} must be positive")
     alternatives = tuple(load_alternative(path) for path in args.alternatives)  # checked before any measuring
+    prompt_sets = tuple(parse_prompt_set(p) for p in args.prompts or ())
     task = load_task(args)
+    if prompt_sets and task.kind != "retrieval":
+        raise BertlensError(f"--prompts applies to retrieval data; {task.name} is a {task.kind} task")
     with progress_bar("recommend", unit="steps", enabled=not args.quiet) as update:
         result = run_recommend(
             task,
@@ -66,6 +76,7 @@ def run(args: argparse.Namespace) -> None:
             data=data_dir(args.data_dir),
             cache_dir=args.cache_dir,
             seed=args.seed,
+            prompt_sets=prompt_sets,
             progress=update,
         )
     paths = write_outputs(result, args.out)

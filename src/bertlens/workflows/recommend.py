@@ -47,7 +47,7 @@ class Recommendation:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _retrieval_decisions(task, model, encoder, steps, cache_dir, seed, budget, cached, progress):
+def _retrieval_decisions(task, model, encoder, steps, cache_dir, seed, budget, cached, progress, prompt_sets=()):
     """Document lengths, representation and long-document reading (one retrieval sweep), frozen vs fine-tuned;
     returns the decisions and the recipe they make."""
     documents = sample_rows(list(task.collection.documents), 5000, seed)
@@ -60,7 +60,7 @@ def _retrieval_decisions(task, model, encoder, steps, cache_dir, seed, budget, c
 
     def representation() -> Decision:
         chosen, long_documents, recipe, _ = step_retrieval_representation(
-            task, model, cache_dir or steps / "cache", seed, over, progress
+            task, model, cache_dir or steps / "cache", seed, over, progress, prompt_sets
         )
         recipe.save(recipe_path)
         write_json(reading_path, asdict(long_documents))
@@ -89,6 +89,7 @@ def run_recommend(
     data: Path | None = None,
     cache_dir: Path | None = None,
     seed: int = 0,
+    prompt_sets: tuple = (),
     progress: Progress = silent,
 ) -> Recommendation:
     """Run the five steps within the budget; each finished step is cached in OUT/steps/.
@@ -101,7 +102,8 @@ def run_recommend(
         raise BertlensError("--budget-minutes must be positive")
     budget = Budget(budget_minutes * 60)
     encoder = Encoder(model)
-    key = content_key([task.name, task.kind, model, encoder.ref.fingerprint, seed], task.all_texts())
+    prompts = [[p.name, p.query, p.document] for p in prompt_sets]  # a finished step is reused for the same ones
+    key = content_key([task.name, task.kind, model, encoder.ref.fingerprint, seed] + prompts, task.all_texts())
     steps = out / "steps"
     decisions = []
     notes = []
@@ -115,7 +117,9 @@ def run_recommend(
         return cached_result(steps / f"{name}.json", content_key([key, name]), timed, asdict, Decision.from_dict)
 
     if task.kind == "retrieval":
-        decisions, recipe = _retrieval_decisions(task, model, encoder, steps, cache_dir, seed, budget, cached, progress)
+        decisions, recipe = _retrieval_decisions(
+            task, model, encoder, steps, cache_dir, seed, budget, cached, progress, prompt_sets
+        )
         decisions.append(
             cached(
                 "latency",

@@ -19,6 +19,7 @@ from bertlens.experiments.contrastive import Examples, run_contrastive
 from bertlens.experiments.sweep import SweepConfig, SweepResult, run_sweep
 from bertlens.metrics.bootstrap import paired_difference
 from bertlens.metrics.ranking import RANKING_METRICS, ranking_metrics, top_k
+from bertlens.probing.candidates import PromptSet
 from bertlens.progress import Progress, silent
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import TaskData
@@ -32,12 +33,18 @@ TRAIN = TrainConfig(epochs=1, batch_size=32, lr=3e-5, min_steps=20, patience=1)
 
 
 def step_retrieval_representation(
-    task: TaskData, model: str, cache_dir: Path, seed: int, over_limit: float, progress: Progress = silent
+    task: TaskData,
+    model: str,
+    cache_dir: Path,
+    seed: int,
+    over_limit: float,
+    progress: Progress = silent,
+    prompt_sets: tuple[PromptSet, ...] = (),
 ) -> tuple[Decision, Decision, Recipe, SweepResult]:
     """The retrieval sweep (long-document readings too when many documents are cut): the representation decision,
     the long-document decision, the recipe."""
     long_documents = over_limit >= LONG_SHARE
-    config = SweepConfig(resamples=500, seed=seed, long_documents=long_documents)
+    config = SweepConfig(resamples=500, seed=seed, long_documents=long_documents, prompt_sets=prompt_sets)
     result = run_sweep(task, model, cache_dir=cache_dir, config=config, progress=progress)
     protocol = result.main
     names = [c.name for c in protocol.candidates]
