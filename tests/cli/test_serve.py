@@ -59,3 +59,62 @@ def test_a_port_in_use_is_one_line_and_exit_1_before_the_model_loads(tiny_bert_d
     err = capsys.readouterr().err.strip()
     assert code == 1 and len(err.splitlines()) == 1
     assert f"cannot listen on 127.0.0.1:{port}" in err and "choose another --port" in err
+
+
+def test_sigterm_drains_every_request_in_flight_then_exits_0(default_model_dir):
+    """Requests sent before SIGTERM are all answered (200, or 503 if they reached the server after it); the
+    ones in flight at the signal are served; the server then exits 0."""
+    import signal
+    from concurrent.futures import ThreadPoolExecutor
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    command = [sys.executable, "-m", "bertlens", "serve", "--model", str(default_model_dir), "--precision", "fp32"]
+    process = subprocess.Popen(
+        [*command, "--port", str(port), "--max-batch-tokens", "300"],  # about two texts a batch: seconds of work
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    texts = [[f"request {i} text {j} " + "word " * 120 for j in range(4)] for i in range(24)]
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                if httpx.get(url + "/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        with httpx.Client(timeout=120, limits=httpx.Limits(max_connections=32)) as client:
+
+            def send(batch):
+                reply = client.post(url + "/v1/embeddings", json={"input": batch, "encoding_format": "float"})
+                return reply, time.time()
+
+            with ThreadPoolExecutor(len(texts)) as pool:
+                pending = [pool.submit(send, batch) for batch in texts]
+                time.sleep(1.0)  # every request has reached the server: queued or encoding
+                signalled = time.time()
+                process.send_signal(signal.SIGTERM)
+                answered = [future.result() for future in pending]  # a lost request raises a transport error here
+        code = process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        _, stderr = process.communicate(timeout=60)
+    assert code == 0, stderr
+    expected = Embedder(Recipe(model=str(default_model_dir))).encode([t for batch in texts for t in batch])
+    finished_after_the_signal = 0
+    for k, (reply, when) in enumerate(answered):
+        if reply.status_code == 503:  # reached the server after the signal: refused in so many words, not dropped
+            assert "shutting down" in reply.json()["error"]["message"]
+            continue
+        assert reply.status_code == 200
+        got = np.array([d["embedding"] for d in reply.json()["data"]])
+        np.testing.assert_allclose(got, expected[4 * k : 4 * k + 4], atol=1e-4)
+        finished_after_the_signal += when > signalled
+    assert finished_after_the_signal > 0, "nothing was in flight at the signal: the test proves nothing"
+    assert "Traceback" not in stderr

@@ -328,3 +328,16 @@ def test_an_internal_error_tells_the_client_nothing_of_the_server(embedder, capl
     assert reply.status_code == 500
     assert "secret path" not in reply.text and "server's log" in reply.json()["error"]["message"]
     assert any("secret path" in str(r.exc_info[1]) for r in caplog.records if r.exc_info)  # logged on the server
+
+
+def test_a_draining_server_says_so_and_refuses_new_work(embedder):
+    app = create_app(embedder)
+    with Server(app) as url:
+        app.state.service.draining = True
+        health = httpx.get(url + "/health")
+        refused = httpx.post(url + "/v1/embeddings", json={"input": "a"})
+        app.state.service.draining = False
+        served = httpx.post(url + "/v1/embeddings", json={"input": "a"})
+    assert health.status_code == 503 and health.json() == {"status": "draining"}
+    assert refused.status_code == 503 and "shutting down" in refused.json()["error"]["message"]
+    assert refused.headers["Retry-After"] == "1" and served.status_code == 200

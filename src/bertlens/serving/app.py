@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 
 import numpy as np
@@ -155,8 +156,8 @@ def create_app(embedder: TextEncoder, options: ServeOptions = ServeOptions()) ->
     app.add_api_route("/embed", _guarded(service, "/embed", _tei_route(service)), methods=["POST"])
 
     @app.get("/health")
-    async def health():
-        return {"status": "ok"}
+    async def health():  # 503 while draining, so a load balancer stops sending work here
+        return JSONResponse({"status": "draining"}, 503) if service.draining else {"status": "ok"}
 
     @app.get("/info")
     async def info(request: Request):  # the recipe, model path and fingerprint: behind the key like the rest
@@ -185,8 +186,35 @@ def create_app(embedder: TextEncoder, options: ServeOptions = ServeOptions()) ->
     return app
 
 
+DRAIN_SECONDS = 30.0  # the longest a SIGTERM waits for requests in flight before the server exits anyway
+
+
 def run_server(app: FastAPI, host: str, port: int) -> None:
-    """uvicorn on uvloop + httptools where installed; a graceful shutdown of up to 30 s."""
+    """uvicorn on uvloop + httptools where installed. SIGTERM or Ctrl-C drains first: new requests get 503 and
+    /health says "draining" while the requests in flight finish (up to DRAIN_SECONDS), then the server exits 0;
+    a second signal exits at once."""
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=30)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=DRAIN_SECONDS)
+    draining_server(config, app.state.service).run()
+
+
+def draining_server(config, service: EmbeddingService):
+    """A uvicorn.Server whose first exit signal drains `service` before the usual graceful shutdown."""
+    import uvicorn
+
+    class Draining(uvicorn.Server):
+        drain_start: float | None = None
+
+        def handle_exit(self, sig, frame) -> None:
+            if self.drain_start is None:
+                service.draining, self.drain_start = True, time.monotonic()
+            else:
+                super().handle_exit(sig, frame)  # a second signal: stop now
+
+        async def on_tick(self, counter: int) -> bool:
+            if self.drain_start is not None and not self.should_exit:
+                self.should_exit = service.quiet() or time.monotonic() - self.drain_start > DRAIN_SECONDS
+            return await super().on_tick(counter)
+
+    return Draining(config)

@@ -39,6 +39,11 @@ class EmbeddingService:
         )
         self.in_flight: dict[str, int] = {}  # requests per client address, for max_client_requests
         self.started = time.time()
+        self.draining = False  # shutting down: new requests get 503, those in flight finish
+
+    def quiet(self) -> bool:
+        """No request in flight: a draining server may exit without losing one."""
+        return not self.in_flight
 
     @property
     def refuses_long(self) -> str | None:
@@ -66,7 +71,9 @@ class EmbeddingService:
 
     @contextlib.contextmanager
     def admitted(self, client: str) -> Iterator[None]:
-        """One request of `client` in flight; over max_client_requests, a 429 instead."""
+        """One request of `client` in flight; over max_client_requests, a 429 instead; while draining, a 503."""
+        if self.draining:
+            raise ApiError(503, "the server is shutting down; retry on another instance", "server_busy")
         cap = self.limits.max_client_requests
         if cap and self.in_flight.get(client, 0) >= cap:
             raise ApiError(
