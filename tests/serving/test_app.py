@@ -341,3 +341,19 @@ def test_a_draining_server_says_so_and_refuses_new_work(embedder):
     assert health.status_code == 503 and health.json() == {"status": "draining"}
     assert refused.status_code == 503 and "shutting down" in refused.json()["error"]["message"]
     assert refused.headers["Retry-After"] == "1" and served.status_code == 200
+
+
+def test_int8_and_ubinary_encodings_return_what_they_say(served, embedder):
+    key = {"Authorization": "Bearer secret"}
+    got = {}
+    for encoding in ("int8", "ubinary"):
+        reply = httpx.post(served + "/v1/embeddings", json={"input": TEXTS, "encoding_format": encoding}, headers=key)
+        got[encoding] = np.array([d["embedding"] for d in reply.json()["data"]])
+    vectors = embedder.encode(TEXTS)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    np.testing.assert_array_equal(got["int8"], np.rint(unit * 127))  # the unit vector x 127, rounded
+    assert np.abs(got["int8"]).max() <= 127
+    cosine = (got["int8"] * unit).sum(1) / np.linalg.norm(got["int8"], axis=1)
+    assert cosine.min() > 0.999  # int8 keeps the direction
+    assert got["ubinary"].shape == (len(TEXTS), vectors.shape[1] // 8)
+    np.testing.assert_array_equal(np.unpackbits(got["ubinary"].astype(np.uint8), axis=1), vectors > 0)

@@ -1,7 +1,7 @@
 """`bertlens serve` as a library: `load_encoder` + `create_app` give a Python caller exactly what the CLI runs.
 
 POST /v1/embeddings  OpenAI's request and response (input: a string or a list of strings; encoding_format
-                     float or base64; dimensions only as the full width; usage with token counts), so the
+                     float, base64, int8 or ubinary; dimensions only as the full width; usage with token counts), so the
                      official `openai` client works unchanged
 POST /embed          TEI-style: {"inputs": ..., "normalize": true, "truncate": false} -> [[...], ...]
 Both take "input_type": "query" | "document": the recipe's query_prompt or document_prompt goes before each text.
@@ -34,9 +34,10 @@ from bertlens.representation.recipe import Recipe
 from bertlens.serving.config import BACKENDS, ServeOptions
 from bertlens.serving.metrics import CONTENT_TYPE
 from bertlens.serving.requests import (
+    ENCODINGS,
     ApiError,
     check_key,
-    encode_base64,
+    encoded,
     json_response,
     prompted,
     read_json,
@@ -91,14 +92,11 @@ def _openai_route(service: EmbeddingService) -> Callable[[Request], Awaitable[Re
         payload = await read_json(request, service.limits)
         texts = prompted(payload, request_texts(payload, "input", service.limits), service.embedder.recipe)
         encoding = payload.get("encoding_format", "float")
-        if encoding not in ("float", "base64"):
-            raise ApiError(422, "'encoding_format' must be 'float' or 'base64'")
+        if encoding not in ENCODINGS:
+            raise ApiError(422, f"'encoding_format' must be one of {', '.join(repr(e) for e in ENCODINGS)}")
         service.check_dimensions(payload.get("dimensions"))
         vectors, tokens = await service.embed(texts, service.refuses_long)
-        data = [
-            {"object": "embedding", "index": i, "embedding": encode_base64(v) if encoding == "base64" else v}
-            for i, v in enumerate(vectors)
-        ]
+        data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(encoded(vectors, encoding))]
         usage = {"prompt_tokens": tokens, "total_tokens": tokens}
         return json_response({"object": "list", "data": data, "model": service.options.name, "usage": usage})
 

@@ -89,6 +89,24 @@ def encode_base64(vector: np.ndarray) -> str:
     return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
 
 
+ENCODINGS = ("float", "base64", "int8", "ubinary")
+
+
+def encoded(vectors: np.ndarray, encoding: str) -> list:
+    """Each vector [n, D] as the request asked: float32 numbers, base64 of little-endian float32, int8 (the unit
+    vector times 127, rounded: per text, so it does not depend on what else was in the batch; cosines of int8
+    vectors track the float ones) or ubinary (the signs packed 8 to a byte, most significant bit first, as
+    numpy's packbits and sentence-transformers' "ubinary": for Hamming-distance search)."""
+    if encoding == "base64":
+        return [encode_base64(v) for v in vectors]
+    if encoding == "int8":
+        unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)  # [n, D]
+        return list(np.clip(np.rint(unit * 127), -127, 127).astype(np.int8))
+    if encoding == "ubinary":
+        return list(np.packbits(vectors > 0, axis=1))  # [n, ceil(D / 8)] uint8
+    return list(vectors)
+
+
 def json_response(content) -> Response:
     """Serialised once, by orjson, straight from float32 arrays: each number is the shortest text that reads back
     as the same float32, and FastAPI's per-element encoder (most of a float response's cost) is skipped."""
