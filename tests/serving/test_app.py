@@ -357,3 +357,29 @@ def test_int8_and_ubinary_encodings_return_what_they_say(served, embedder):
     assert cosine.min() > 0.999  # int8 keeps the direction
     assert got["ubinary"].shape == (len(TEXTS), vectors.shape[1] // 8)
     np.testing.assert_array_equal(np.unpackbits(got["ubinary"].astype(np.uint8), axis=1), vectors > 0)
+
+
+def test_embed_all_returns_every_tokens_vector_as_hugging_face_computes_it(served, tiny_bert_dir):
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    reply = httpx.post(served + "/embed_all", json={"inputs": TEXTS}, headers={"Authorization": "Bearer secret"})
+    assert reply.status_code == 200
+    tokenizer, model = AutoTokenizer.from_pretrained(str(tiny_bert_dir)), AutoModel.from_pretrained(str(tiny_bert_dir))
+    for text, got in zip(TEXTS, reply.json()):
+        ids = tokenizer(text, return_tensors="pt")
+        with torch.inference_mode():
+            expected = model(**ids).last_hidden_state[0].numpy()  # [T, H], [CLS] and [SEP] included
+        np.testing.assert_allclose(np.array(got), expected, atol=1e-4)
+    long = httpx.post(served + "/embed_all", json={"inputs": "word " * 150}, headers={"Authorization": "Bearer secret"})
+    assert long.status_code == 413 and "truncate" in long.json()["error"]["message"]
+
+
+def test_token_vectors_follow_the_recipes_layer_mix(tiny_bert_dir):
+    recipe = Recipe(model=str(tiny_bert_dir), layers=(1, 2), mixer="mean")
+    embedder = Embedder(recipe)
+    tokens = embedder.token_vectors(["a short text", "x"])
+    states = embedder.encoder.forward(embedder.encoder.tokenize(["a short text"]), np.array([0]))
+    expected = states.hidden[1:3, 0].mean(0).numpy()  # [T, H]: the mean of layers 1 and 2
+    np.testing.assert_allclose(tokens[0], expected[: len(tokens[0])], atol=1e-5)
+    assert tokens[1].shape == (3, 32)  # [CLS] x [SEP]

@@ -14,6 +14,7 @@ from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
 from bertlens.progress import Progress, silent
 from bertlens.representation.apply import Representation, check_recipe_fits
+from bertlens.representation.mixers import mix_layers
 from bertlens.representation.postprocess import PostProcessor
 from bertlens.representation.recipe import Recipe
 
@@ -74,6 +75,22 @@ class Embedder(TextEncoder):
 
     def token_counter(self) -> TokenCounter:
         return token_counter_of(self.encoder.tokenizer)
+
+    def token_vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Every token's vector [T_i, D] per text (special tokens included, padding not): the recipe's layers mixed
+        as it mixes them, before pooling. Post-processing is fitted on pooled vectors, so it is not applied."""
+        tokenized = self.encoder.tokenize(texts)
+        out: list[np.ndarray | None] = [None] * len(texts)
+        with torch.inference_mode():
+            for states in self.encoder.stream(tokenized):
+                recipe = self.recipe
+                mixed = mix_layers(
+                    states.hidden, recipe.mixer, recipe.layers, self.representation.scalar_mix
+                )  # [B, T, D]
+                for row, index in enumerate(states.doc_index.tolist()):
+                    keep = states.attention_mask[row].bool()  # [T]
+                    out[index] = mixed[row][keep].float().numpy()  # [T_i, D]
+        return out
 
     def embed(self, texts: Sequence[str], progress: Progress = silent) -> Embeddings:
         """Embed texts; `progress("embedding", done, len(texts))` after each batch. A long-text strategy reads

@@ -5,6 +5,7 @@ POST /v1/embeddings  OpenAI's request and response (input: a string or a list of
                      official `openai` client works unchanged
 POST /embed          TEI-style: {"inputs": ..., "normalize": true, "truncate": false} -> [[...], ...]
 Both take "input_type": "query" | "document": the recipe's query_prompt or document_prompt goes before each text.
+POST /embed_all      TEI-style token output: every token's vector per input (the recipe's layers, before pooling)
 GET  /health         liveness (no key);  GET /info: recipe, model fingerprint, limits, backend;  GET /metrics:
                      Prometheus (both behind the key when one is set)
 Every refusal is a JSON error with the right status: 400 bad JSON, 401 key, 413 too large, 415 not JSON,
@@ -18,6 +19,7 @@ validated before they are queued (serving/service.py); the model runs on worker 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -119,6 +121,27 @@ def _tei_route(service: EmbeddingService) -> Callable[[Request], Awaitable[Respo
     return work
 
 
+def _tokens_route(service: EmbeddingService) -> Callable[[Request], Awaitable[Response]]:
+    """TEI's /embed_all: every token's vector per input, from one encoder copy of its own (PyTorch backend)."""
+    tokens_encoder = service.embedder.for_thread() if hasattr(service.embedder, "token_vectors") else None
+    lock = asyncio.Lock()
+
+    async def work(request: Request) -> Response:
+        if tokens_encoder is None:
+            raise ApiError(501, "token vectors need the PyTorch backend (this server runs an ONNX export)")
+        payload = await read_json(request, service.limits)
+        texts = prompted(payload, request_texts(payload, "inputs", service.limits), service.embedder.recipe)
+        truncate = payload.get("truncate", False)
+        if not isinstance(truncate, bool):
+            raise ApiError(422, "'truncate' must be true or false")
+        service.token_counts(texts, service.refuses_long or (None if truncate else "send truncate: true"))
+        async with lock:  # one request at a time on this copy; the batcher's workers keep their own
+            vectors = await asyncio.to_thread(tokens_encoder.token_vectors, texts)
+        return json_response([np.ascontiguousarray(v, dtype=np.float32) for v in vectors])
+
+    return work
+
+
 def _guarded(service: EmbeddingService, endpoint: str, work) -> Callable[[Request], Awaitable[Response]]:
     """A route that checks the key, counts itself in /metrics, holds the client's in-flight slot while it runs, and
     turns an ApiError into its JSON error (429 and 503 with Retry-After)."""
@@ -152,6 +175,7 @@ def create_app(embedder: TextEncoder, options: ServeOptions = ServeOptions()) ->
     app = FastAPI(title="bertlens", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
     app.add_api_route("/v1/embeddings", _guarded(service, "/v1/embeddings", _openai_route(service)), methods=["POST"])
     app.add_api_route("/embed", _guarded(service, "/embed", _tei_route(service)), methods=["POST"])
+    app.add_api_route("/embed_all", _guarded(service, "/embed_all", _tokens_route(service)), methods=["POST"])
 
     @app.get("/health")
     async def health():  # 503 while draining, so a load balancer stops sending work here
