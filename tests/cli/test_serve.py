@@ -10,6 +10,7 @@ import time
 
 import httpx
 import numpy as np
+import pytest
 
 from bertlens.embedding.embedder import Embedder
 from bertlens.representation.recipe import Recipe
@@ -61,6 +62,7 @@ def test_a_port_in_use_is_one_line_and_exit_1_before_the_model_loads(tiny_bert_d
     assert f"cannot listen on 127.0.0.1:{port}" in err and "choose another --port" in err
 
 
+@pytest.mark.extended  # a real server under load for about 20 s: `make test-extended`
 def test_sigterm_drains_every_request_in_flight_then_exits_0(default_model_dir):
     """Requests sent before SIGTERM are all answered (200, or 503 if they reached the server after it); the
     ones in flight at the signal are served; the server then exits 0."""
