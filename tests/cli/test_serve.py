@@ -16,27 +16,34 @@ from bertlens.embedding.embedder import Embedder
 from bertlens.representation.recipe import Recipe
 
 
-def test_serve_with_two_workers_answers_with_the_recipes_vectors(tiny_bert_dir):
+def start_server(*flags: str) -> tuple[subprocess.Popen, str]:
+    """`bertlens serve FLAGS` in its own process on a free loopback port, once /health answers: (process, url)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    command = [sys.executable, "-m", "bertlens", "serve", "--model", str(tiny_bert_dir), "--pooler", "mean"]
     process = subprocess.Popen(
-        [*command, "--port", str(port), "--workers", "2", "--precision", "fp32"],
+        [sys.executable, "-m", "bertlens", "serve", *flags, "--port", str(port)],
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
     url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            if httpx.get(url + "/health").status_code == 200:
+                break
+        except httpx.TransportError:
+            time.sleep(0.2)
+    return process, url
+
+
+def test_serve_with_two_workers_answers_with_the_recipes_vectors(tiny_bert_dir):
+    process, url = start_server(
+        "--model", str(tiny_bert_dir), "--pooler", "mean", "--workers", "2", "--precision", "fp32"
+    )
     try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                if httpx.get(url + "/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.2)
         texts = [f"text {i} " + "word " * i for i in range(12)]
         reply = httpx.post(url + "/v1/embeddings", json={"input": texts, "encoding_format": "float"}, timeout=60)
         info = httpx.get(url + "/info").json()
@@ -69,27 +76,10 @@ def test_sigterm_drains_every_request_in_flight_then_exits_0(default_model_dir):
     import signal
     from concurrent.futures import ThreadPoolExecutor
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    command = [sys.executable, "-m", "bertlens", "serve", "--model", str(default_model_dir), "--precision", "fp32"]
-    process = subprocess.Popen(
-        [*command, "--port", str(port), "--max-batch-tokens", "300"],  # about two texts a batch: seconds of work
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
     texts = [[f"request {i} text {j} " + "word " * 120 for j in range(4)] for i in range(24)]
+    # about two texts a batch: seconds of work in all
+    process, url = start_server("--model", str(default_model_dir), "--precision", "fp32", "--max-batch-tokens", "300")
     try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                if httpx.get(url + "/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.2)
         with httpx.Client(timeout=120, limits=httpx.Limits(max_connections=32)) as client:
 
             def send(batch):
