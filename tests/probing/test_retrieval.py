@@ -64,3 +64,20 @@ def test_constant_vectors_leave_a_candidate_undefined(tiny_bert_dir, tmp_path):
     scores = score_candidates(bank, candidates, np.arange(4), np.array([4, 5]), [{0: 1}, {3: 2}]).per_query
     assert np.isnan(scores["ndcg@10"][0]).all()  # [CLS] of the embedding layer is one vector for every text
     assert np.isfinite(scores["ndcg@10"][1]).all()
+
+
+def test_long_document_readings_share_one_encoding_per_way_of_cutting(tiny_bert_dir, monkeypatch):
+    import bertlens.probing.retrieval as retrieval
+
+    calls = []
+    encode = retrieval.encode_pieces
+    monkeypatch.setattr(retrieval, "encode_pieces", lambda *a, **k: calls.append(a[3]) or encode(*a, **k))
+    encoder = Encoder(str(tiny_bert_dir), max_length=32)
+    documents = tuple(" ".join(f"word{(i * 7 + k) % 40}" for k in range(90)) for i in range(6))
+    queries = np.random.default_rng(0).normal(size=(3, 32)).astype(np.float32)
+    read, scores, how = retrieval.score_readings(
+        encoder, Candidate("mean", "L2", "single", (2,)), documents, queries, [{0: 1}, {1: 1}, {2: 1}]
+    )
+    assert len(read) == len(retrieval.READINGS) == 7 and np.isfinite(scores["ndcg@10"]).all()
+    assert len(calls) == 4  # head_tail, windows, 64-token chunks, late chunks: mean and maxsim share the pieces
+    assert how.count("maxsim (no recipe)") == 3

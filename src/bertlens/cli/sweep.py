@@ -40,7 +40,8 @@ def add_parser(subparsers) -> None:
         "--long-documents",
         action="store_true",
         help="retrieval: also read the documents of the best candidate as head_tail, windows, independent 64-token "
-        "chunks and late chunks, each aggregated by mean or scored by its best piece (one encoding pass each)",
+        "chunks and late chunks, each aggregated by mean or scored by its best piece (one encoding pass per way of "
+        "cutting: four)",
     )
     parser.add_argument(
         "--prompts",

@@ -59,7 +59,7 @@ class SweepConfig:
     # retrieval: fitted on the corpus, 'whiten' unless given
     protocols: tuple[str, ...] | None = None  # None: every protocol the task supports (similarity: cosine, probe)
     prompt_sets: tuple[PromptSet, ...] = ()  # retrieval: also score every candidate with each prompt set
-    long_documents: bool = False  # retrieval: also score ways of reading long documents (one encoding pass each)
+    long_documents: bool = False  # retrieval: also score ways of reading long documents (a pass per way of cutting)
 
 
 @dataclass(frozen=True)
@@ -546,7 +546,7 @@ def _retrieval(task: TaskData, encoder: Encoder, base: Recipe, cache_dir, config
             len(split.test),
             {},
             description,
-            scored_by=scores.scored_by if config.long_documents else (),
+            scored_by=scores.scored_by,
         )
     return protocols, scores.processors, timings
 

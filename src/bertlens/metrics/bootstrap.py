@@ -108,8 +108,8 @@ def bootstrap(
         )  # [C, G]
         sizes = np.bincount(group, minlength=counts.shape[1]).astype(np.float64)  # [G]
         samples = (counts @ correct.T).T / (counts @ sizes)[None]  # [C, B]
-        return _intervals(accuracy(outputs, gold), samples)
-    return _intervals(*_value_and_samples(outputs, gold, metric, resamples, seed))
+        return intervals_from_samples(accuracy(outputs, gold), samples)
+    return intervals_from_samples(*_value_and_samples(outputs, gold, metric, resamples, seed))
 
 
 def point_estimates(outputs: np.ndarray, gold: np.ndarray, metric: str) -> np.ndarray:
@@ -144,16 +144,12 @@ def bootstrap_with_extra(
     rows [E, n] judged apart (e.g. a cross-validated choice among the candidates)."""
     value, samples = _value_and_samples(np.vstack([outputs, extra]), gold, metric, resamples, seed)
     c = len(outputs)
-    return _intervals(value[:c], samples[:c]), _intervals(value[c:], samples[c:])
+    return intervals_from_samples(value[:c], samples[:c]), intervals_from_samples(value[c:], samples[c:])
 
 
 def intervals_from_samples(value: np.ndarray, samples: np.ndarray) -> Intervals:
-    """Intervals and ties from scores already computed on shared resamples or subsamples [C, B]."""
-    return _intervals(value, samples)
-
-
-def _intervals(value: np.ndarray, samples: np.ndarray) -> Intervals:
-    """Percentile intervals from resampled scores samples [C, B]; ties via paired differences with the best."""
+    """Percentile intervals from scores on shared resamples (or subsamples) [C, B]; ties via paired differences
+    with the best."""
     finite = np.where(np.isfinite(value), value, -np.inf)
     best = int(np.argmax(finite))
     diff = samples[best][None] - samples  # [C, B]

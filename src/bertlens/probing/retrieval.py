@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bertlens.embedding.long_text import encode_pieces
+from bertlens.embedding.long_text import Pieces, encode_pieces
 from bertlens.encoding.chunking import LongText, parse_long_text
 from bertlens.encoding.encoder import Encoder
 from bertlens.encoding.pieces import piece_size
@@ -67,6 +67,16 @@ def _normalised(x: np.ndarray) -> torch.Tensor:
     return torch.nn.functional.normalize(t, dim=1)
 
 
+def _fit_post(steps: str, documents: np.ndarray) -> PostProcessor | None:
+    """Post-processing fitted on the corpus vectors [N, D] (a seeded sample of at most POST_FIT_DOCUMENTS), or
+    None when it cannot be fitted on them."""
+    rows = np.sort(np.random.default_rng(0).permutation(len(documents))[:POST_FIT_DOCUMENTS])
+    try:
+        return PostProcessor.fit(parse_steps(steps), documents[rows])
+    except BertlensError:
+        return None
+
+
 def score_candidates(
     bank: Bank,
     candidates: list[Candidate],
@@ -79,7 +89,6 @@ def score_candidates(
     `documents` to its grade. Returns each metric per candidate and query."""
     per_query = {m: np.full((len(candidates), len(queries)), np.nan) for m in RANKING_METRICS}
     processors: dict[str, PostProcessor] = {}
-    fit_rows = np.sort(np.random.default_rng(0).permutation(len(documents))[:POST_FIT_DOCUMENTS])
     read: tuple = (None, None, None)  # the last (candidate without post, its documents, its queries): twins share it
     for i, candidate in enumerate(candidates):
         progress("retrieval: searching the corpus", i, len(candidates))
@@ -90,9 +99,8 @@ def score_candidates(
         if _constant(doc_vectors):
             continue
         if candidate.post:
-            try:
-                processor = PostProcessor.fit(parse_steps(candidate.post), doc_vectors[fit_rows])
-            except BertlensError:
+            processor = _fit_post(candidate.post, doc_vectors)
+            if processor is None:
                 continue  # cannot be fitted on these vectors (e.g. rank-deficient): the candidate is undefined
             processors[candidate.name] = processor
             doc_vectors = processor.transform(doc_vectors, dtype=np.float32)
@@ -227,19 +235,28 @@ def score_readings(
     """`candidate` with every DocumentReading: (its candidates, metric -> [R, Q], how each was scored). The
     queries keep the candidate's own vectors [Q, D] (queries are short); post-processing is refitted on each
     reading's document vectors."""
-    base = Recipe(model="reading", include_special=include_special)
+    base = Recipe(model=encoder.ref.name, include_special=include_special)
     representation = Representation(candidate.recipe(base).replace(postprocess=None, long_text=None))
     texts = [(candidate.prompts.document if candidate.prompts else "") + d for d in documents]
     candidates, scored_by = [], []
     per_query = {m: np.full((len(READINGS), len(query_vectors)), np.nan) for m in RANKING_METRICS}
+    encoded: dict[tuple, Pieces] = {}  # a mean and a maxsim reading of the same pieces share one encoding pass
     for r, reading in enumerate(READINGS):
         progress(f"retrieval: long documents ({reading.label})", r, len(READINGS))
-        pieces = encode_pieces(_reader(encoder, reading), representation, texts, reading.long_text)
+        candidates.append(replace(candidate, long_text=reading.label))
+        scored_by.append(reading.scored_by)
+        key = (replace(reading.long_text, aggregate="mean"), reading.chunk)
+        if key not in encoded:
+            encoded[key] = encode_pieces(_reader(encoder, reading), representation, texts, reading.long_text)
+        pieces = encoded[key]
         vectors = pieces.vectors if reading.maxsim else pieces.aggregate(len(texts), reading.long_text.piece_aggregate)
         queries = query_vectors
         if candidate.post:
-            processor = PostProcessor.fit(parse_steps(candidate.post), vectors)
-            vectors, queries = processor.transform(vectors), processor.transform(queries)
+            processor = _fit_post(candidate.post, vectors)
+            if processor is None:
+                continue  # the reading is undefined for this candidate, as in score_candidates
+            vectors = processor.transform(vectors, dtype=np.float32)
+            queries = processor.transform(queries, dtype=np.float32)
         if reading.maxsim:
             owner = torch.from_numpy(pieces.doc_index.astype(np.int64))
             _, ranked = top_k_maxsim(_normalised(queries), _normalised(vectors), owner, len(texts))
@@ -247,6 +264,4 @@ def score_readings(
             _, ranked = top_k(_normalised(queries), _normalised(vectors))
         for name, values in ranking_metrics(ranked.numpy(), judgements).items():
             per_query[name][r] = values
-        candidates.append(replace(candidate, long_text=reading.label))
-        scored_by.append(reading.scored_by)
     return candidates, per_query, scored_by
