@@ -22,7 +22,11 @@ def add_parser(subparsers) -> None:
         "adaptation, the representation (a sweep), frozen vs fine-tuned, and the serving precision; each decision "
         "with its evidence, rule and confidence. Writes report.md/.html, results.json and recipe.json.",
     )
-    add_task_options(parser)
+    add_task_options(
+        parser,
+        texts="texts alone, no labels: the representation is chosen by label-free measures (and fine-tuning is "
+        "skipped)",
+    )
     parser.add_argument("--model", default="default", help="'default', a local model directory or a hub id")
     parser.add_argument("--budget-minutes", type=float, default=15.0, help="time for all measurements (default 15)")
     parser.add_argument("--latency-budget-ms", type=float, help="per-text latency the served model must meet")
@@ -61,7 +65,7 @@ def run(args: argparse.Namespace) -> None:
             raise BertlensError(f"--{flag.replace('_', '-')} must be positive")
     alternatives = tuple(load_alternative(path) for path in args.alternatives)  # checked before any measuring
     prompt_sets = tuple(parse_prompt_set(p) for p in args.prompts or ())
-    task = load_task(args)
+    task = _texts_task(args) if args.texts is not None else load_task(args)
     if prompt_sets and task.kind != "retrieval":
         raise BertlensError(f"--prompts applies to retrieval data; {task.name} is a {task.kind} task")
     with progress_bar("recommend", unit="steps", enabled=not args.quiet) as update:
@@ -86,3 +90,18 @@ def run(args: argparse.Namespace) -> None:
         [[d.step, d.decision, d.confidence] for d in result.decisions],
     )
     say(f"report: {paths['report']} and {paths['html']}; recipe: {paths['recipe']}")
+
+
+def _texts_task(args: argparse.Namespace):
+    """--texts FILE: the distinct non-blank texts, as a task without labels."""
+    from bertlens.cli.sources import file_texts
+    from bertlens.tasks.loaders import texts_task
+
+    if args.label_col or args.text_col2:
+        raise BertlensError("--texts takes texts alone; --label-col and --text-col2 belong to --data (a labelled file)")
+    task = texts_task(args.texts.stem, file_texts(args.texts, args.column))
+    if len(task.splits["all"]) < 8:
+        raise BertlensError(
+            f"{args.texts}: {len(task.splits['all'])} distinct texts; label-free scores need at least 8"
+        )
+    return task

@@ -17,8 +17,11 @@ if TYPE_CHECKING:  # annotations only: the module loads without heavy imports (`
 TEXT_FILES = ".txt (one a line), .csv/.tsv/.parquet or .jsonl (with --column)"
 
 
-def add_task_options(parser: argparse.ArgumentParser) -> None:
+def add_task_options(parser: argparse.ArgumentParser, texts: str | None = None) -> None:
+    """--task / --data and their column flags; with `texts`, --texts FILE (no labels) as a third source, so described."""
     source = parser.add_mutually_exclusive_group(required=True)
+    if texts:
+        add_texts_options(parser, texts, target=source)
     source.add_argument(
         "--task",
         help=f"a catalog task: {', '.join(CATALOG)}; or hf:NAME[:CONFIG] for a Hugging Face "

@@ -20,7 +20,11 @@ def add_parser(subparsers) -> None:
         help=COMMANDS["sweep"],
         description="Encode once, score every layer x pooler and layer mix, recommend a recipe.",
     )
-    add_task_options(parser)
+    add_task_options(
+        parser,
+        texts="texts alone, no labels: every candidate scored from label-free measures (effective rank, matrix "
+        "entropy, anisotropy, alignment under dropout and word dropout, uniformity) and the best recommended",
+    )
     add_encoder_options(parser)
     parser.add_argument("--layers", help="single layers to score (default all), e.g. '-4:' or '0,3,6'")
     parser.add_argument("--poolers", default=",".join(DEFAULT_POOLERS), help="comma list of poolers")
@@ -56,7 +60,9 @@ def add_parser(subparsers) -> None:
         help="comma list of protocols to run (default: all the task supports). Similarity: cosine (no training; "
         "what a recommendation is made by) and probe (a ridge probe on pair features, costly under cross-validation); "
         "classification: probe (what a recommendation is made by) and clustering (V-measure of k-means with k = the "
-        "number of labels, as MTEB; opt in with --protocols probe,clustering)",
+        "number of labels, as MTEB; opt in with --protocols probe,clustering). Both, and similarity: label_free (the "
+        "scores --texts uses, and how far they can be trusted on this task: their correlation with the labelled score, "
+        "the label-free pick's regret, and how often a choice from 25-500 labels lands on the best)",
     )
     parser.add_argument(
         "--bank-dtype",
@@ -86,6 +92,8 @@ def run(args: argparse.Namespace) -> None:
     prompt_sets = tuple(parse_prompt_set(p) for p in args.prompts or ())
     if len({p.name for p in prompt_sets}) < len(prompt_sets):
         raise BertlensError("--prompts: give every prompt set its own NAME")
+    if args.texts is not None:
+        return _run_texts(args, poolers)
     task = load_task(args)
     if (prompt_sets or args.long_documents) and task.kind != "retrieval":
         flag = "--prompts" if prompt_sets else "--long-documents"
@@ -140,7 +148,9 @@ def run(args: argparse.Namespace) -> None:
     if result.disagreement:
         STDERR.print(f"[yellow]note:[/] {result.disagreement}")
     STDERR.print(f"recommended [bold]{result.recommended.name}[/] ({recommended_score(result)}): {result.basis}")
-    main = result.protocols["cosine" if "cosine" in result.protocols else "probe"]
+    if result.trust is not None:
+        print_trust(result.trust)
+    main = result.main
     if main.selection is not None:
         s = main.selection
         say(
@@ -151,4 +161,86 @@ def run(args: argparse.Namespace) -> None:
     say(
         f"wrote {paths['report']}, {paths['results']} and {paths['recipe']} "
         f"(reproduce: bertlens embed FILE --recipe {paths['recipe']})"
+    )
+
+
+def print_trust(trust) -> None:
+    """How far the label-free pick holds on this labelled task, and how many labels settle the choice."""
+    from bertlens.reports.sweep import trust_lines
+
+    for line in trust_lines(trust):
+        say(line)
+
+
+def _run_texts(args: argparse.Namespace, poolers: tuple[str, ...]) -> None:
+    """sweep --texts FILE: no labels; the label-free protocol chooses."""
+    import numpy as np
+
+    from bertlens.cli.sources import file_texts
+    from bertlens.encoding.encoder import Encoder
+    from bertlens.experiments.sweep import SweepConfig, run_texts_sweep
+    from bertlens.io.cache import default_cache_dir
+    from bertlens.reports.sweep import leaderboard, write_outputs
+
+    labelled = [f for f in ("label_col", "text_col2", "split_col", "test", "dev", "protocols") if getattr(args, f)]
+    if labelled or args.label_first or args.long_documents or args.prompts or args.postprocess_steps:
+        flag = (labelled[0] if labelled else "label_first").replace("_", "-")
+        raise BertlensError(f"--texts takes texts alone; --{flag} belongs to --data (a labelled file)")
+    from bertlens.io.tables import iter_texts, parse_column
+
+    lines = sum(1 for _ in iter_texts(args.texts, parse_column(args.column) if args.column else None))
+    given = file_texts(args.texts, args.column)
+    texts = list(dict.fromkeys(given))
+    if lines > len(texts):
+        say(
+            f"{lines - len(given)} blank and {len(given) - len(texts)} repeated lines skipped: {len(texts)} distinct texts"
+        )
+    if len(texts) < 8:
+        raise BertlensError(f"{args.texts}: {len(texts)} distinct texts; label-free scores need at least 8")
+    if args.max_examples is not None:
+        if args.max_examples < 8:
+            raise BertlensError("--max-examples must be at least 8 for --texts")
+        keep = np.sort(np.random.default_rng(args.seed).permutation(len(texts))[: args.max_examples])
+        texts = [texts[i] for i in keep]
+    base = Recipe(
+        model=args.model or "default",
+        max_length=args.max_length,
+        precision=args.precision or "fp32",
+        include_special=not args.exclude_special,
+        long_text=args.long_text,
+    )
+    encoder = Encoder(
+        base.model,
+        max_length=base.max_length,
+        precision=base.precision,
+        attentions="cls" if "attention" in poolers else "none",
+        trust_remote_code=args.trust_remote_code,
+    )
+    layers = parse_layers(args.layers, encoder.num_layers) if args.layers else None
+    config = SweepConfig(poolers=poolers, layers=layers, seed=args.seed, bank_dtype=args.bank_dtype)
+    name = args.texts.stem
+    with progress_bar(f"sweep {name} (texts alone)", enabled=not args.quiet) as update:
+        result = run_texts_sweep(
+            texts,
+            name,
+            encoder,
+            base.replace(max_length=encoder.max_length),
+            default_cache_dir(args.cache_dir),
+            config,
+            update,
+        )
+    paths = write_outputs(result, args.out)
+    protocol = result.main
+    print_table(
+        f"{name}: label-free (combined rank score, {protocol.split}, 95% range)",
+        ("#", "candidate", "score [95% range]", ""),
+        leaderboard(protocol),
+    )
+    STDERR.print(f"recommended [bold]{result.recommended.name}[/] from {len(texts)} texts, no labels: {result.basis}")
+    say(
+        "how far this can be trusted: docs/results.md, 'Choosing without labels' (measured on the catalog tasks); "
+        "with a few labels, `bertlens sweep --data FILE ... --protocols probe,label_free` says how many settle it"
+    )
+    say(
+        f"wrote {paths['report']}, {paths['results']} and {paths['recipe']} (bertlens embed FILE --recipe {paths['recipe']})"
     )

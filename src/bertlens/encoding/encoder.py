@@ -161,6 +161,19 @@ class Encoder:
             return torch.autocast(self.device.type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
+    @contextlib.contextmanager
+    def dropout_active(self, seed: int):
+        """Inference with the model's dropout on (seeded): a stochastic view of each text, as SimCSE's positives
+        (Gao et al. 2021). The model is back in eval mode afterwards."""
+        state = torch.random.get_rng_state()
+        torch.manual_seed(seed)
+        self.model.train()
+        try:
+            yield self
+        finally:
+            self.model.eval()
+            torch.random.set_rng_state(state)
+
     def forward(self, tokenized: Tokenized, rows: np.ndarray, *, differentiable: bool = False) -> LayerStates:
         """Run one padded batch of the given rows through the model.
 

@@ -14,6 +14,7 @@ import torch
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError, did_you_mean
 from bertlens.features.bank import DEFAULT_POOLERS, Bank, build_bank
+from bertlens.features.views import BankOptions, build_views, sample_rows
 from bertlens.io.cache import default_cache_dir
 from bertlens.io.memory import release_freed_memory
 from bertlens.metrics.bootstrap import (
@@ -28,7 +29,12 @@ from bertlens.metrics.geometry import row_cosine
 from bertlens.metrics.ranking import RANKING_METRICS
 from bertlens.probing.candidates import LIMITATIONS, Candidate, PromptSet, candidate_features, enumerate_candidates
 from bertlens.probing.clustering import SUBSAMPLE_SIZE, SUBSAMPLES, v_measures
+from bertlens.probing.few_labels import classification_chooser, similarity_chooser
 from bertlens.probing.fold_ridge import ALPHA_GRID, ridge_over_folds
+from bertlens.probing.label_free import SUBSAMPLE_SIZE as LF_SUBSAMPLE_SIZE
+from bertlens.probing.label_free import SUBSAMPLES as LF_SUBSAMPLES
+from bertlens.probing.label_free import LabelFreeScores, score_label_free, view_count
+from bertlens.probing.label_trust import Trust, label_free_trust, settle
 from bertlens.probing.retrieval import LATE_CHUNK, RetrievalSweep, sweep_retrieval
 from bertlens.probing.scalar_mix_fit import fit_classification_mix, fit_similarity_mix
 from bertlens.probing.screened_probe import LOGISTIC, MAX_CONTENDERS, screened_probe
@@ -37,11 +43,15 @@ from bertlens.progress import Progress, silent
 from bertlens.representation.pairs import pair_features, pair_width
 from bertlens.representation.postprocess import PostProcessor, parse_steps
 from bertlens.representation.recipe import Recipe
-from bertlens.tasks.loaders import TaskData
+from bertlens.tasks.loaders import TEXTS_KIND, TaskData, texts_task
 from bertlens.tasks.retrieval import query_split
 from bertlens.tasks.splits import DEV_FRACTION, Fold, make_folds
 
-RECIPE_PROBES = (LOGISTIC, "cosine")  # what a recommendation may rest on (not a ridge screen, not a maxsim reading)
+RECIPE_PROBES = (
+    LOGISTIC,
+    "cosine",
+    "label_free",
+)  # what a recommendation may rest on (not a ridge screen, not a maxsim reading)
 MIX_EXAMPLES = 1000  # training rows (a seeded sample) used to learn a classification ScalarMix
 
 
@@ -78,6 +88,8 @@ class ProtocolResult:
     scored_by: tuple[str, ...] = ()  # per candidate, the probe behind its figures when they differ (screened probe)
     seconds: dict[str, float] = field(default_factory=dict)  # wall time of the protocol's stages
     split_name: str = ""  # where the scores come from, when neither a test split nor out-of-fold (clustering)
+    outputs: np.ndarray | None = field(default=None, repr=False)  # [C, n] per-example outputs the intervals came from
+    gold: np.ndarray | None = field(default=None, repr=False)  # [n] their targets (None: per-example scores)
 
     @property
     def split(self) -> str:
@@ -86,7 +98,10 @@ class ProtocolResult:
 
 
 def main_protocol(kind: str) -> str:
-    """Similarity and retrieval are judged by cosine (how their vectors are used), the others by the linear probe."""
+    """Similarity and retrieval are judged by cosine (how their vectors are used), texts without labels by the
+    label-free score, the others by the linear probe."""
+    if kind == TEXTS_KIND:
+        return "label_free"
     return "cosine" if kind in ("similarity", "retrieval") else "probe"
 
 
@@ -110,6 +125,8 @@ class SweepResult:
     timings: dict[str, float]
     notes: tuple[str, ...] = field(default_factory=tuple)
     postprocessor: PostProcessor | None = None  # fitted for the recommended candidate, when it has one
+    label_free: LabelFreeScores | None = None  # every label-free component, when the label_free protocol ran
+    trust: Trust | None = None  # a labelled task: how far the label-free pick can be trusted on it
 
     @property
     def main(self) -> ProtocolResult:
@@ -387,10 +404,10 @@ def _nested_selection(
 
 
 PROTOCOLS = {
-    "similarity": ("cosine", "probe"),
-    "classification": ("probe", "clustering"),
+    "similarity": ("cosine", "probe", "label_free"),
+    "classification": ("probe", "clustering", "label_free"),
     "pair_classification": ("probe",),
-    "retrieval": ("cosine",),
+    "retrieval": ("cosine", "label_free"),
 }
 
 
@@ -468,7 +485,7 @@ def _score_protocol(plan, task: TaskData, bank: Bank, folds: list[Fold], test_go
         )
     else:
         intervals = bootstrap(outputs, test_gold, task.metric, resamples=config.resamples, seed=config.seed)
-    return ProtocolResult(
+    result = ProtocolResult(
         name,
         task.metric,
         tuple(cands),
@@ -483,6 +500,7 @@ def _score_protocol(plan, task: TaskData, bank: Bank, folds: list[Fold], test_go
         scored_by,
         timings,
     )
+    return replace(result, outputs=outputs, gold=test_gold)
 
 
 def _retrieval(task: TaskData, encoder: Encoder, base: Recipe, cache_dir, config: SweepConfig, progress: Progress):
@@ -547,8 +565,36 @@ def _retrieval(task: TaskData, encoder: Encoder, base: Recipe, cache_dir, config
             {},
             description,
             scored_by=scores.scored_by,
+            outputs=values[:, n_dev:],
         )
-    return protocols, scores.processors, timings
+    free = trust = None
+    if config.protocols and "label_free" in config.protocols:
+        start = time.perf_counter()
+        texts = list(scores.plain_texts)
+        protocols["label_free"], free = _label_free(
+            scores.plain_bank, encoder, texts, base, cache_dir, config, progress
+        )
+        trust = _retrieval_trust(free, protocols["cosine"], scores, n_dev, config)
+        timings["label_free_seconds"] = time.perf_counter() - start
+    return protocols, scores.processors, timings, free, trust
+
+
+def _retrieval_trust(free: LabelFreeScores, main: ProtocolResult, scores, n_dev: int, config: SweepConfig) -> Trust:
+    """The label-free pick judged by the test queries; the choice from a few judged queries drawn from the choosing
+    (dev) queries: the candidate with the best mean nDCG@10 over them."""
+    names = [c.name for c in main.candidates]
+    width = scores.plain_bank.width
+    last = f"mean/L{scores.plain_bank.num_layers}"
+    trust = label_free_trust(free, names, main.test, main.outputs, None, main.metric, last, width, config.seed)
+    dev = scores.per_query[RANKING_METRICS[0]][:, :n_dev]  # [C, Q_dev]
+    eligible = [i for i, c in enumerate(main.candidates) if scores.scored_by[i] == "cosine"]
+
+    def choose(rows: np.ndarray) -> int:
+        with np.errstate(invalid="ignore"):
+            mean = np.nan_to_num(dev[eligible][:, rows].mean(axis=1), nan=-1.0)
+        return eligible[int(np.argmax(mean))]
+
+    return replace(trust, settling=settle(choose, np.arange(n_dev), main.test, config.seed))
 
 
 def _clustering(bank: Bank, ex, folds: list[Fold], task: TaskData, config: SweepConfig, progress) -> ProtocolResult:
@@ -581,6 +627,56 @@ def _clustering(bank: Bank, ex, folds: list[Fold], task: TaskData, config: Sweep
         "labels only score, never choose: the recommendation stays with the probe",
         split_name=f"{'test' if not task.uses_cv else 'all'} subsamples",
     )
+
+
+def _label_free(
+    bank: Bank, encoder: Encoder, texts: list[str], base: Recipe, cache_dir, config: SweepConfig, progress: Progress
+) -> tuple[ProtocolResult, LabelFreeScores]:
+    """Every candidate but ScalarMix (learned from labels) scored from the texts alone: the bank, plus three view
+    passes over a sample of the texts (probing/label_free.py)."""
+    candidates = [
+        c for c in enumerate_candidates(bank.num_layers, config.poolers, config.layers) if c.mixer != "scalar_mix"
+    ]
+    rows = sample_rows(len(texts), view_count(len(texts)), config.seed)
+    options = BankOptions(config.poolers, base.include_special, config.bank_dtype, base.long_text_strategy)
+    views = build_views(encoder, texts, rows, default_cache_dir(cache_dir), options, config.seed, progress)
+    scores = score_label_free(bank, candidates, np.arange(len(texts)), views, config.seed, progress=progress)
+    form = " + ".join(f"{w:g} x {name}" for name, w in scores.form.items())
+    description = (
+        f"no labels read: effective rank, matrix entropy, anisotropy and uniformity of the vectors, alignment under "
+        f"two dropout views and under word dropout ({len(rows)} texts encoded three more times); the combined score "
+        f"is the weighted mean of each component's rank percentile across candidates ({form}), on {LF_SUBSAMPLES} "
+        f"seeded subsamples of the texts (ties: paired over subsamples); ScalarMix is not scored (learned from labels)"
+    )
+    protocol = ProtocolResult(
+        "label_free",
+        "combined",
+        tuple(candidates),
+        scores.value("combined"),
+        scores.intervals(),
+        min(len(texts), LF_SUBSAMPLE_SIZE),
+        {},
+        description,
+        split_name="text subsamples",
+    )
+    return protocol, scores
+
+
+def _trust(scores: LabelFreeScores, main: ProtocolResult, task: TaskData, bank: Bank, ex, folds, config) -> Trust:
+    """The label-free pick judged by the task's labels, and the labelled choice from a few labels (settle)."""
+    names = [c.name for c in main.candidates]
+    last = f"mean/L{bank.num_layers}" if f"mean/L{bank.num_layers}" in names else names[0]
+    trust = label_free_trust(
+        scores, names, main.test, main.outputs, main.gold, main.metric, last, bank.width, config.seed
+    )
+    eligible = [i for i, c in enumerate(main.candidates) if c.mixer != "scalar_mix" and not c.post]
+    chosen = [main.candidates[i] for i in eligible]
+    pool = _all_rows(folds) if task.uses_cv else folds[0].train
+    if task.kind == "similarity":
+        choose = similarity_chooser(bank, chosen, ex.a, ex.b, ex.targets)
+    else:
+        choose = classification_chooser(bank, chosen, ex.a, ex.targets, int(ex.targets.max()) + 1, config.seed)
+    return replace(trust, settling=settle(lambda rows: eligible[choose(rows)], pool, main.test, config.seed))
 
 
 def _disagreement(protocols: dict[str, ProtocolResult]) -> str | None:
@@ -663,10 +759,12 @@ def run_sweep(
     base = base.replace(model=model, max_length=encoder.max_length)
     torch.manual_seed(config.seed)
     if task.kind == "retrieval":
-        protocols, fitted, timings = _retrieval(task, encoder, base, cache_dir, config, progress)
-        return _result(
+        _chosen_plans([], config.protocols, task.kind)  # names checked: retrieval runs its own protocols
+        protocols, fitted, timings, free, trust = _retrieval(task, encoder, base, cache_dir, config, progress)
+        result = _result(
             task, encoder, base, config, encoder.hidden_size, protocols, timings, fitted, "the choosing queries"
         )
+        return replace(result, label_free=free, trust=trust)
     texts = task.all_texts()
     start = time.perf_counter()
     bank = build_bank(
@@ -700,7 +798,55 @@ def run_sweep(
         start = time.perf_counter()
         protocols["clustering"] = _clustering(bank, ex, folds, task, config, progress)
         timings["clustering_seconds"] = time.perf_counter() - start
-    return _result(task, encoder, base, config, bank.width, protocols, timings, fitted, f"{len(folds)} folds")
+    scores = trust = None
+    if wanted and "label_free" in wanted:
+        start = time.perf_counter()
+        protocols["label_free"], scores = _label_free(bank, encoder, texts, base, cache_dir, config, progress)
+        main = protocols[main_protocol(task.kind)]
+        trust = _trust(scores, main, task, bank, ex, folds, config)
+        timings["label_free_seconds"] = time.perf_counter() - start
+    result = _result(task, encoder, base, config, bank.width, protocols, timings, fitted, f"{len(folds)} folds")
+    return replace(result, label_free=scores, trust=trust)
+
+
+def run_texts_sweep(
+    texts: list[str],
+    name: str,
+    encoder: Encoder | str = "default",
+    base: Recipe = Recipe(),
+    cache_dir: Path | None = None,
+    config: SweepConfig = SweepConfig(),
+    progress: Progress = silent,
+) -> SweepResult:
+    """No labels: score every candidate from the texts alone and recommend the label-free pick.
+
+    One encoding pass builds the bank (shared with a later labelled sweep of the same texts), three
+    more over a sample of the texts build the augmented views."""
+    texts = list(dict.fromkeys(t for t in texts))
+    if len(texts) < 8:
+        raise BertlensError(f"{name}: {len(texts)} distinct texts; label-free scores need at least 8 (more is better)")
+    encoder = _sweep_encoder(encoder, base, config)
+    model = base.model if base.model != "default" else encoder.ref.name
+    base = base.replace(model=model, max_length=encoder.max_length)
+    torch.manual_seed(config.seed)
+    start = time.perf_counter()
+    bank = build_bank(
+        encoder,
+        texts,
+        default_cache_dir(cache_dir),
+        poolers=config.poolers,
+        include_special=base.include_special,
+        dtype=config.bank_dtype,
+        long_text=base.long_text_strategy,
+        progress=progress,
+    )
+    timings = {"bank_seconds": time.perf_counter() - start}
+    start = time.perf_counter()
+    protocol, scores = _label_free(bank, encoder, texts, base, cache_dir, config, progress)
+    timings["label_free_seconds"] = time.perf_counter() - start
+    task = texts_task(name, texts)
+    result = _result(task, encoder, base, config, bank.width, {"label_free": protocol}, timings, {}, "")
+    return replace(result, label_free=scores)
 
 
 def _result(task, encoder, base, config, width: int, protocols, timings, fitted, validated_by: str) -> SweepResult:
@@ -712,6 +858,8 @@ def _result(task, encoder, base, config, width: int, protocols, timings, fitted,
     split_word = f"mean inner-dev score over {validated_by}" if task.uses_cv else "dev score"
     if task.kind == "retrieval":
         split_word = f"{main.metric} on {validated_by}"
+    if task.kind == TEXTS_KIND:
+        split_word = "the mean combined label-free score over the subsamples"
     basis = (
         f"protocol '{main.protocol}' ({main.description}); chosen by {split_word} "
         f"{main.validation[chosen]:.4f}, ties broken by fewer dimensions then single layers"

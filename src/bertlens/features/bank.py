@@ -132,8 +132,12 @@ def build_bank(
     dtype: str = "float16",
     long_text: LongText | None = None,
     progress: Progress = silent,
+    variant: str | None = None,
 ) -> Bank:
     """Encode once and store every layer x pooler; reuse the stored bank when its key matches and it verifies.
+
+    `variant` names a bank that differs from the plain one in how it was encoded (e.g. a seeded dropout view,
+    encoded under `Encoder.dropout_active`): it is part of the cache key, so the two never mix.
 
     With `long_text`, each text is cut into pieces (encoding/pieces.py) and its pieces' pooled
     vectors are aggregated per text (windows: the strategy's aggregate; one-piece strategies:
@@ -152,6 +156,7 @@ def build_bank(
         list(poolers),
         dtype,
     ] + ([long_text.name] if long_text else [])
+    settings += [variant] if variant else []
     final = cache_dir / "banks" / content_key(settings, texts, length=24)
     meta = open_entry(final, "feature bank")
     if meta is not None:
@@ -201,6 +206,7 @@ def build_bank(
         "truncated": truncated,
         "attention_layer": -1,
         "long_text": long_text.name if long_text else None,
+        "variant": variant,
     }
     publish(tmp, final, meta)
     return _open(final, open_entry(final, "feature bank") or meta)

@@ -8,7 +8,7 @@ vectors alone, which carry no judgement, so scoring on the same corpus does not 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +39,8 @@ class RetrievalScores:
     bank_seconds: float = 0.0  # encoding (one pass per prompt set)
     scored_by: tuple[str, ...] = ()  # per candidate: 'cosine', or a reading no recipe expresses (long documents)
     long_document_seconds: float = 0.0
+    plain_bank: Bank | None = field(default=None, repr=False)  # the bank without prompts (corpus + queries)
+    plain_texts: tuple[str, ...] = field(default=(), repr=False)  # its texts, in bank order
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,8 @@ def sweep_retrieval(
         doc_texts = [(prompts.document if prompts else "") + d for d in documents]
         query_texts = [(prompts.query if prompts else "") + q for q in queries]
         texts = list(dict.fromkeys([*doc_texts, *query_texts]))
+        if prompts is None:
+            plain_texts = texts  # the label-free protocol reads this bank's texts
         start = time.perf_counter()
         bank = build_bank(
             encoder,
@@ -179,8 +183,16 @@ def sweep_retrieval(
         candidates += read
         scored_by += how
         stacked = {metric: np.concatenate([stacked[metric], values[metric]]) for metric in stacked}
+    plain_bank, _ = query_rows[None]
     return RetrievalScores(
-        stacked, processors, tuple(candidates), seconds, tuple(scored_by), time.perf_counter() - start
+        stacked,
+        processors,
+        tuple(candidates),
+        seconds,
+        tuple(scored_by),
+        time.perf_counter() - start,
+        plain_bank,
+        tuple(plain_texts),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -9,6 +10,7 @@ import numpy as np
 from bertlens.experiments.sweep import ProtocolResult, SweepResult
 from bertlens.io.atomic import write_json
 from bertlens.probing.candidates import POSTPROCESS_FILE
+from bertlens.probing.label_trust import Trust
 from bertlens.reports.common import provenance
 from bertlens.reports.html import write_report
 from bertlens.reports.plots import annotated_grid, pyplot, save_figure
@@ -86,12 +88,48 @@ def to_json(result: SweepResult) -> dict:
             for name, p in result.protocols.items()
         },
         "rows": result_rows(result),
+        **({"label_free": label_free_json(result)} if result.label_free is not None else {}),
     }
+
+
+def label_free_json(result: SweepResult) -> dict:
+    """Every component per candidate, the combined score's form and, on a labelled task, the trust figures."""
+    scores = result.label_free
+    out = {
+        "form": scores.form,
+        "components": {
+            c.name: {name: _num(scores.value(name)[i]) for name in (*scores.components, "combined")}
+            for i, c in enumerate(scores.candidates)
+        },
+    }
+    if result.trust is not None:
+        out["trust"] = asdict(result.trust)
+    return out
+
+
+def trust_lines(trust: Trust) -> list[str]:
+    """The label-free pick judged by this task's labels, in sentences."""
+    best, last = trust.regrets[0], trust.regrets[1]
+    lines = [
+        f"label-free pick {trust.pick}: {best.value:+.4f} [{best.low:+.4f}, {best.high:+.4f}] vs the best "
+        f"({best.reference}; {'within' if trust.pick_within_best else 'outside'} its interval), "
+        f"{last.value:+.4f} [{last.low:+.4f}, {last.high:+.4f}] vs the last-layer default ({last.reference}; "
+        f"{'not below it' if trust.pick_not_below_last else 'below it'})",
+        "label-free scores vs the labelled score across "
+        f"{trust.candidates} candidates (Spearman [95% CI]): "
+        + ", ".join(f"{a.score} {a.rho:+.2f} [{a.low:+.2f}, {a.high:+.2f}]" for a in trust.agreements),
+    ]
+    if trust.settling:
+        lines.append(
+            "labels that settle the choice (share of draws whose choice is tied with the full-label best): "
+            + ", ".join(f"{s.labels}: {s.within_best:.0%}" for s in trust.settling)
+        )
+    return lines
 
 
 def recommended_score(result: SweepResult) -> str:
     """The recommended candidate's test score and interval under the protocol it was chosen by."""
-    protocol = result.protocols["cosine" if "cosine" in result.protocols else "probe"]
+    protocol = result.main
     i = next(k for k, c in enumerate(protocol.candidates) if c.name == result.recommended.name)
     t = protocol.test
     return f"{protocol.split} {protocol.metric} {t.value[i]:.4f} [{t.low[i]:.4f}, {t.high[i]:.4f}]" + (
@@ -106,7 +144,16 @@ TIED = (
 )
 
 
+SETTLING = (
+    "The choice from few labels uses a ridge classifier cross-validated on the drawn labels (classification) or the "
+    "pair cosine's Spearman on the drawn pairs (similarity); draws come from the training rows (every row under "
+    "cross-validation), several seeded repeats per count."
+)
+
+
 def scored_on(protocol: ProtocolResult) -> str:
+    if protocol.split_name:
+        return f"on {protocol.split_name} ({protocol.n_test} texts each)"
     if protocol.folds > 1:
         return f"out-of-fold over {protocol.n_test} examples ({protocol.folds}-fold cross-validation)"
     return f"on {protocol.n_test} test examples"
@@ -168,7 +215,7 @@ def markdown(result: SweepResult, images: dict[str, str]) -> str:
         f"**Recommended:** `{result.recommended.name}` ({recommended_score(result)}), {result.basis}.",
         "",
     ]
-    main = result.protocols["cosine" if "cosine" in result.protocols else "probe"]
+    main = result.main
     if main.selection is not None:
         s = main.selection
         lines += [
@@ -194,6 +241,9 @@ def markdown(result: SweepResult, images: dict[str, str]) -> str:
         ]
         lines += [f"| {r} | `{c}` | {v} | {t} |" for r, c, v, t in leaderboard(protocol, top=15)]
         lines += ["", f"![{name} heatmap]({images[name]})", ""]
+    if result.trust is not None:
+        lines += ["## Can the label-free pick be trusted here?", ""] + [f"- {x}" for x in trust_lines(result.trust)]
+        lines += ["", SETTLING, ""]
     lines += ["## Timings", ""] + [f"- {k}: {v:.1f}" for k, v in result.timings.items()]
     lines += ["", "## Limits", ""] + [f"- {n}" for n in result.notes]
     return "\n".join(lines) + "\n"

@@ -32,6 +32,9 @@ class Split:
         return Split(pick(self.texts_a), None if self.texts_b is None else pick(self.texts_b), self.targets[rows])
 
 
+TEXTS_KIND = "texts"  # texts alone, no labels: only label-free measures apply
+
+
 @dataclass(frozen=True)
 class TaskData:
     """A loaded task. `splits` has 'train'/'dev'/'test' or just 'all' (cross-validated)."""
@@ -64,6 +67,13 @@ class TaskData:
             if split.texts_b is not None:
                 seen.update(dict.fromkeys(split.texts_b))
         return list(seen)
+
+
+def texts_task(name: str, texts: list[str]) -> TaskData:
+    """Distinct texts alone (first-seen order) as a task of kind 'texts': what `sweep --texts` and `recommend --texts`
+    work on."""
+    distinct = tuple(dict.fromkeys(texts))
+    return TaskData(name, TEXTS_KIND, {"all": Split(distinct, None, np.zeros(len(distinct)))})
 
 
 def _label_prefixed(path: Path, encoding: str) -> list[tuple[int, tuple[str, ...]]]:

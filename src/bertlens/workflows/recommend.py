@@ -27,10 +27,11 @@ from bertlens.io.atomic import write_json
 from bertlens.io.cache import cached_result, content_key
 from bertlens.progress import Progress, silent
 from bertlens.representation.recipe import Recipe
-from bertlens.tasks.loaders import TaskData
+from bertlens.tasks.loaders import TEXTS_KIND, TaskData
 from bertlens.workflows.decision import Budget, Decision, sample_rows
 from bertlens.workflows.domain_step import reference_corpus, step_domain
 from bertlens.workflows.fine_tune_step import fine_tune_or_rule
+from bertlens.workflows.label_free_step import no_labels_fine_tune, step_label_free
 from bertlens.workflows.latency_step import Alternative, step_latency
 from bertlens.workflows.length_step import step_lengths
 from bertlens.workflows.representation_step import step_representation, sweep_sample
@@ -131,7 +132,13 @@ def run_recommend(
     decisions.append(
         cached(
             "lengths",
-            lambda: step_lengths(task, encoder, seed, measure=budget.left() > 0.7 * budget.seconds, progress=progress),
+            lambda: step_lengths(
+                task,
+                encoder,
+                seed,
+                measure=task.kind != TEXTS_KIND and budget.left() > 0.7 * budget.seconds,
+                progress=progress,
+            ),
         )
     )
     progress("domain", 1, 5)
@@ -140,8 +147,13 @@ def run_recommend(
     recipe_path = steps / "recipe.json"
 
     def representation() -> Decision:
-        sweep_task, plan = sweep_sample(task, model, budget.left(), seed)
-        decision, recipe = step_representation(sweep_task, model, cache_dir or steps / "cache", seed, progress, plan)
+        if task.kind == TEXTS_KIND:
+            decision, recipe = step_label_free(task, model, cache_dir or steps / "cache", seed, progress)
+        else:
+            sweep_task, plan = sweep_sample(task, model, budget.left(), seed)
+            decision, recipe = step_representation(
+                sweep_task, model, cache_dir or steps / "cache", seed, progress, plan
+            )
         recipe.save(recipe_path)
         return decision
 
@@ -152,7 +164,12 @@ def run_recommend(
             "The representation was swept on truncated texts; the long-text strategy applies on top of the chosen "
             "recipe (pooling and layers chosen on the first window)."
         )
-    decisions.append(cached("fine_tune", lambda: fine_tune_or_rule(task, model, recipe, steps, seed, budget, progress)))
+    if task.kind == TEXTS_KIND:
+        decisions.append(no_labels_fine_tune())
+    else:
+        decisions.append(
+            cached("fine_tune", lambda: fine_tune_or_rule(task, model, recipe, steps, seed, budget, progress))
+        )
     progress("latency", 4, 5)
     served = recipe.replace(**decisions[0].recipe_changes) if decisions[0].recipe_changes else recipe
     decisions.append(

@@ -1,0 +1,166 @@
+"""Label-free scores of every sweep candidate, from the texts alone: which layer and pooler to use without labels.
+
+From the one feature bank (clean vectors) and three small view banks of a sample of the texts (two
+dropout views, SimCSE's positives, Gao et al. 2021; one word-dropout view), each candidate gets:
+effective rank and matrix entropy (metrics/label_free.py), anisotropy and uniformity over random
+pairs, and alignment under each augmentation (metrics/geometry.py; Wang & Isola 2020).
+
+The scores are computed on SUBSAMPLES seeded subsamples of the texts, the same for every
+candidate, so their spread is paired across candidates (as the clustering protocol). The combined
+score is a weighted mean of per-subsample rank percentiles across candidates (each component
+turned so higher is better): ranks make components of different units comparable and are
+invariant to any monotone rescaling. Its form (COMBINED) was chosen on the catalog tasks' dev
+scores and is written down in docs/results.md with what it achieves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import rankdata
+
+from bertlens.features.bank import Bank
+from bertlens.features.views import Views
+from bertlens.metrics.bootstrap import Intervals, intervals_from_samples
+from bertlens.metrics.geometry import random_pairs, row_cosine
+from bertlens.metrics.label_free import effective_rank, matrix_entropy, spectrum
+from bertlens.probing.candidates import Candidate, candidate_features
+from bertlens.progress import Progress, silent
+
+SUBSAMPLES = 5
+SUBSAMPLE_SIZE = 2000  # texts per subsample for the spectrum, anisotropy and uniformity
+POOL_SIZE = 4000  # texts the subsamples are drawn from (a seeded sample when there are more)
+PAIRS = 5000  # random pairs per subsample for anisotropy and uniformity
+VIEW_TEXTS = 1000  # texts encoded again as views (at most; see view_count)
+
+HIGHER_IS_BETTER = {
+    "effective_rank": True,
+    "matrix_entropy": True,
+    "anisotropy": False,
+    "uniformity": False,
+    "alignment_dropout": False,
+    "alignment_words": False,
+}
+COMPONENTS = tuple(HIGHER_IS_BETTER)
+COMBINED = {"effective_rank": 1.0, "alignment_words": 1.0}  # chosen on the catalog tasks (docs/results.md)
+
+
+def view_count(texts: int) -> int:
+    """How many texts get augmented views: a sixth of them (three view passes then cost half an encode pass),
+    at least 64 (or all), at most VIEW_TEXTS."""
+    return min(texts, VIEW_TEXTS, max(64, texts // 6))
+
+
+@dataclass(frozen=True)
+class LabelFreeScores:
+    candidates: tuple[Candidate, ...]
+    components: dict[str, np.ndarray]  # name -> [C, B] raw value per subsample (NaN: undefined)
+    combined: np.ndarray  # [C, B] weighted mean of direction-adjusted rank percentiles
+    form: dict[str, float]  # the combined score's weights
+
+    def value(self, name: str) -> np.ndarray:
+        """[C] mean over subsamples of a component (raw units) or of 'combined'."""
+        samples = self.combined if name == "combined" else self.components[name]
+        with np.errstate(invalid="ignore"):
+            return samples.mean(axis=1)
+
+    def intervals(self) -> Intervals:
+        """The combined score's spread over the subsamples, ties with the best paired over them."""
+        return intervals_from_samples(self.value("combined"), self.combined)
+
+    def pick(self, hidden_size: int) -> int:
+        """The candidate with the best combined score; ties: fewer dimensions, then a single layer (as the sweep)."""
+        value = self.value("combined")
+        defined = [i for i in range(len(value)) if np.isfinite(value[i])]
+        if not defined:
+            raise ValueError("no candidate has a defined label-free score (constant vectors?)")
+        return min(
+            defined,
+            key=lambda i: (
+                -round(value[i], 6),
+                self.candidates[i].width(hidden_size),
+                self.candidates[i].mixer != "single",
+            ),
+        )
+
+
+def oriented(name: str, values: np.ndarray) -> np.ndarray:
+    """A component turned so that higher is better."""
+    return values if HIGHER_IS_BETTER[name] else -values
+
+
+def combine(components: dict[str, np.ndarray], form: dict[str, float]) -> np.ndarray:
+    """[C, B]: per subsample, the weighted mean over `form` of each component's rank percentile across candidates
+    (1 = best); a candidate undefined in any used component is undefined."""
+    total = sum(form.values())
+    combined = np.zeros_like(next(iter(components.values())))
+    undefined = np.zeros(combined.shape, dtype=bool)
+    for name, weight in form.items():
+        values = oriented(name, components[name])  # [C, B]
+        undefined |= ~np.isfinite(values)
+        ranks = rankdata(np.where(np.isfinite(values), values, -np.inf), axis=0)  # [C, B], average ranks for ties
+        combined += weight * (ranks - 1) / max(len(values) - 1, 1)
+    return np.where(undefined, np.nan, combined / total)
+
+
+def _draws(rows: np.ndarray, views: int, seed: int) -> tuple[np.ndarray, list[np.ndarray], list, list[np.ndarray]]:
+    """The row pool, subsamples (positions into the pool), random pairs and view resamples for each subsample."""
+    rng = np.random.default_rng(seed)
+    pool = np.sort(rng.choice(rows, min(len(rows), POOL_SIZE), replace=False))
+    size = min(SUBSAMPLE_SIZE, max(len(pool) // 2, 2))
+    subsamples = [np.sort(rng.choice(len(pool), size, replace=False)) for _ in range(SUBSAMPLES)]
+    pairs = [random_pairs(size, PAIRS, rng) for _ in range(SUBSAMPLES)]
+    resamples = [rng.integers(0, views, views) for _ in range(SUBSAMPLES)]
+    return pool, subsamples, pairs, resamples
+
+
+def _alignment(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Per row, ||u/|u| - v/|v|||^2 = 2 - 2 cos: [n] (Wang & Isola's alignment before the mean)."""
+    return 2.0 - 2.0 * row_cosine(u, v)
+
+
+def _pair_measures(unit: np.ndarray, i: np.ndarray, j: np.ndarray) -> tuple[float, float]:
+    """(anisotropy, uniformity) over pairs (i, j) of unit vectors [n, D]: the mean cosine (Ethayarajh 2019) and
+    log E exp(-2 ||u_i - u_j||^2) (Wang & Isola 2020, t = 2), from one product per pair."""
+    cosine = np.einsum("nd,nd->n", unit[i], unit[j])  # [pairs]
+    return float(cosine.mean()), float(np.log(np.exp(-2.0 * (2.0 - 2.0 * cosine)).mean()))
+
+
+def _constant(x: np.ndarray) -> bool:
+    return bool(np.abs(x - x[:1]).max() <= 1e-6 * (np.abs(x).max() + 1e-12))
+
+
+def score_label_free(
+    bank: Bank,
+    candidates: list[Candidate],
+    rows: np.ndarray,
+    views: Views,
+    seed: int = 0,
+    form: dict[str, float] = COMBINED,
+    progress: Progress = silent,
+) -> LabelFreeScores:
+    """Every component for every candidate on SUBSAMPLES subsamples of bank `rows` (texts only: no label is read)."""
+    pool, subsamples, pairs, resamples = _draws(rows, len(views.rows), seed)
+    components = {name: np.full((len(candidates), SUBSAMPLES), np.nan) for name in COMPONENTS}
+    for c, candidate in enumerate(candidates):
+        progress("label-free scores", c, len(candidates))
+        x = candidate_features(bank, candidate, pool)  # [P, D]
+        unit = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)  # [P, D]
+        clean = candidate_features(bank, candidate, views.rows)  # [V, D]
+        if _constant(x) or _constant(clean):
+            continue  # e.g. [CLS] of the embedding layer: every text gets the same vector
+        first, second = (candidate_features(view, candidate) for view in views.dropout)  # [V, D] each
+        by_dropout = _alignment(first, second)  # [V]
+        by_words = _alignment(clean, candidate_features(views.words, candidate))  # [V]
+        for b, (sample, (i, j), resample) in enumerate(zip(subsamples, pairs, resamples)):
+            xb = x[sample]  # [S, D]
+            eigen = spectrum(xb)  # [min(S, D)]
+            components["effective_rank"][c, b] = effective_rank(eigen)
+            components["matrix_entropy"][c, b] = matrix_entropy(eigen)
+            pairs_of = unit[sample]  # [S, D]
+            components["anisotropy"][c, b], components["uniformity"][c, b] = _pair_measures(pairs_of, i, j)
+            components["alignment_dropout"][c, b] = by_dropout[resample].mean()
+            components["alignment_words"][c, b] = by_words[resample].mean()
+    progress("label-free scores", len(candidates), len(candidates))
+    return LabelFreeScores(tuple(candidates), components, combine(components, form), dict(form))
