@@ -79,6 +79,7 @@ def test_label_free_protocol_on_labelled_data_prints_and_writes_trust(tmp_path, 
     trust = json.loads((tmp_path / "s" / "results.json").read_text())["label_free"]["trust"]
     assert trust["regrets"][1]["against"] == "last layer" and trust["settling"][0]["labels"] == 25
     assert "Can the label-free pick be trusted here?" in (tmp_path / "s" / "report.md").read_text()
+    assert (tmp_path / "s" / "label-free-trust.png").stat().st_size > 10_000
 
 
 def test_retrieval_takes_the_label_free_protocol_and_rejects_a_probe(tmp_path, tiny_bert_dir, capsys):

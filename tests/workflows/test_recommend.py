@@ -57,6 +57,8 @@ def test_recommend_on_200_labelled_rows(tiny_bert_dir, tmp_path, monkeypatch):
     assert steps == ["text length", "domain", "representation", "frozen or fine-tuned", "latency"]
     assert all(d.evidence and d.rule and d.confidence for d in result.decisions)
     assert "planned from a trial" in result.decisions[2].evidence  # the sweep's sample is sized to the budget
+    few = result.decisions[2].evidence  # 200 labels: is the choice settled? (draws of 25-100 from them)
+    assert "labels: choices from fewer labels" in few and ("label more" in few or "settled" in few)
     domain = result.decisions[1]
     assert "could not" in domain.confidence or "cannot be measured" in domain.confidence  # no masked-LM head
     tuned = result.decisions[3]
@@ -194,3 +196,19 @@ def test_recommend_on_a_retrieval_collection_with_training_judgements(tiny_bert_
     assert tuned.confidence == "measured" and "fine-tuned on 18 train pairs" in tuned.evidence
     paths = write_outputs(result, tmp_path / "out")
     Embedder(Recipe.load(paths["recipe"])).encode(["a recipe users can embed with"])
+
+
+def test_recommend_on_texts_without_labels(tiny_bert_dir, tmp_path):
+    from bertlens.tasks.loaders import texts_task
+
+    lines = (DATA / "sst2" / "train.txt").read_text().splitlines()[:120]
+    task = texts_task("reviews", [ln.split(" ", 1)[1] for ln in lines])
+    result = run_recommend(task, str(tiny_bert_dir), tmp_path / "out", budget_minutes=5)
+    steps = {d.step: d for d in result.decisions}
+    assert list(steps) == ["text length", "domain", "representation", "frozen or fine-tuned", "latency"]
+    chosen = steps["representation"]
+    assert "chosen without labels" in chosen.decision and "label-free" in chosen.confidence
+    assert "effective_rank" in chosen.evidence and "not applicable" in steps["frozen or fine-tuned"].decision
+    name = chosen.decision.split()[1]
+    assert name == f"{result.recipe.pooler}/" + name.split("/")[1]  # the recipe carries the chosen pooler
+    Embedder(Recipe.load(write_outputs(result, tmp_path / "out")["recipe"])).encode(["embeds"])

@@ -243,10 +243,38 @@ def markdown(result: SweepResult, images: dict[str, str]) -> str:
         lines += ["", f"![{name} heatmap]({images[name]})", ""]
     if result.trust is not None:
         lines += ["## Can the label-free pick be trusted here?", ""] + [f"- {x}" for x in trust_lines(result.trust)]
-        lines += ["", SETTLING, ""]
+        lines += ["", SETTLING, "", f"![label-free vs labelled]({images['trust']})", ""]
     lines += ["## Timings", ""] + [f"- {k}: {v:.1f}" for k, v in result.timings.items()]
     lines += ["", "## Limits", ""] + [f"- {n}" for n in result.notes]
     return "\n".join(lines) + "\n"
+
+
+def trust_plot(result: SweepResult, path: Path) -> Path:
+    """Each candidate's combined label-free score against its labelled score, the pick, the best and the last
+    layer marked: how well the texts alone ordered the candidates on this task."""
+    plt = pyplot()
+    main, scores = result.main, result.label_free
+    index = {c.name: i for i, c in enumerate(main.candidates)}
+    common = [k for k, c in enumerate(scores.candidates) if c.name in index]
+    free = scores.value("combined")[common]
+    labelled = np.array([main.test.value[index[scores.candidates[k].name]] for k in common])
+    fig, ax = plt.subplots(figsize=(5.6, 4.2))
+    ax.scatter(free, labelled, s=14, color="0.55")
+    marks = (
+        (result.trust.pick, "label-free pick", "tab:blue"),
+        (main.candidates[main.test.best].name, "labelled best", "tab:green"),
+        (result.trust.regrets[1].reference, "last layer", "tab:red"),
+    )
+    for name, label, colour in marks:
+        k = next((j for j, i in enumerate(common) if scores.candidates[i].name == name), None)
+        if k is not None:
+            ax.scatter(free[k], labelled[k], s=60, facecolors="none", edgecolors=colour, linewidths=1.6, label=label)
+    ax.set_xlabel("combined label-free score (no labels)")
+    ax.set_ylabel(f"{main.metric} ({main.split})")
+    ax.set_title(f"{result.task}: label-free vs labelled, {result.model}", fontsize=9)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return save_figure(fig, path)
 
 
 def write_outputs(result: SweepResult, out: Path) -> dict[str, Path]:
@@ -258,6 +286,8 @@ def write_outputs(result: SweepResult, out: Path) -> dict[str, Path]:
             protocol, out / f"heatmap-{name}.png", f"{result.task}: {name} ({protocol.metric}), {result.model}"
         )
         images[name] = file.name
+    if result.trust is not None:
+        images["trust"] = trust_plot(result, out / "label-free-trust.png").name
     write_json(out / "results.json", to_json(result))
     if result.postprocessor is not None:
         result.postprocessor.save(out / POSTPROCESS_FILE)  # the recipe names it relative to itself

@@ -54,7 +54,7 @@ def step_label_free(task: TaskData, model: str, cache_dir: Path, seed: int, prog
 
 def no_labels_fine_tune() -> Decision:
     return Decision(
-        "fine-tuning",
+        "frozen or fine-tuned",
         "not applicable: the texts have no labels",
         "fine-tuning and linear probes need labels; the label-free recipe is used frozen",
         "without labels only unsupervised adaptation applies (`bertlens contrastive --texts` for SimCSE, `bertlens "

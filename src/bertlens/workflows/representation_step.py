@@ -52,9 +52,36 @@ def sweep_sample(task: TaskData, model: str, seconds_left: float, seed: int) -> 
     return sample_task(task, count, seed), plan
 
 
+FEW_LABELS = 500  # below this many labelled examples, say whether the choice is settled (label-free protocol)
+
+
+def few_labels_advice(trust, labels: int) -> str:
+    """What the draws of fewer labels say about this many: settled, or label more."""
+    if trust is None or not trust.settling:
+        return ""
+    largest = trust.settling[-1]
+    draws = "; ".join(f"{s.labels} labels: {s.within_best:.0%} of draws" for s in trust.settling)
+    verdict = (
+        "the choice looks settled"
+        if largest.within_best >= 0.8
+        else f"label more: a choice from {largest.labels} labels missed the best's interval in "
+        f"{1 - largest.within_best:.0%} of draws"
+    )
+    return (
+        f"; with {labels} labels: choices from fewer labels drawn from yours land within the best's interval in "
+        f"{draws} ({verdict}); label-free pick {trust.pick} "
+        + ("within" if trust.pick_within_best else "outside")
+        + " the best's interval"
+    )
+
+
 def step_representation(task: TaskData, model: str, cache_dir: Path, seed: int, progress: Progress, plan: str = ""):
     postprocess = "whiten" if task.kind == "similarity" else None
-    config = SweepConfig(resamples=500, seed=seed, postprocess=postprocess)
+    labels = len(task.splits.get("train") or task.splits["all"])
+    few = task.kind in ("classification", "similarity") and labels < FEW_LABELS
+    main = "cosine" if task.kind == "similarity" else "probe"
+    protocols = (main, "label_free") if few else None
+    config = SweepConfig(resamples=500, seed=seed, postprocess=postprocess, protocols=protocols)
     result = run_sweep(task, model, cache_dir=cache_dir, config=config, progress=progress)
     protocol = result.main  # the protocol the recommendation was made by
     names = [c.name for c in protocol.candidates]
@@ -65,6 +92,7 @@ def step_representation(task: TaskData, model: str, cache_dir: Path, seed: int, 
         f"[{protocol.test.low[i]:.4f}, {protocol.test.high[i]:.4f}] on {protocol.split} (n={protocol.n_test}); "
         f"tied with the best: {', '.join(tied[:6]) or 'none'}{' ...' if len(tied) > 6 else ''}"
         + (f"; {plan}" if plan else "")
+        + (few_labels_advice(result.trust, labels) if few else "")
     )
     if postprocess:
         whitened = [n for n in names if "whiten" in n]
