@@ -383,3 +383,28 @@ def test_token_vectors_follow_the_recipes_layer_mix(tiny_bert_dir):
     expected = states.hidden[1:3, 0].mean(0).numpy()  # [T, H]: the mean of layers 1 and 2
     np.testing.assert_allclose(tokens[0], expected[: len(tokens[0])], atol=1e-5)
     assert tokens[1].shape == (3, 32)  # [CLS] x [SEP]
+
+
+def test_sts_b_scored_through_http_equals_the_in_process_score(served, embedder):
+    """End to end: a slice of STS-B embedded by the openai client through the server gives the Spearman of the
+    recipe in process (the served vectors are the recipe's, in order, whatever the batching)."""
+    from openai import OpenAI
+
+    from bertlens.metrics.bootstrap import spearman
+    from bertlens.metrics.geometry import row_cosine
+    from bertlens.tasks.catalog import get_task
+    from bertlens.tasks.loaders import load_catalog_task
+    from tests.conftest import DATA
+
+    test = load_catalog_task(get_task("stsb"), DATA, max_examples=40).splits["test"]
+    client = OpenAI(base_url=served + "/v1", api_key="secret")
+
+    def served_vectors(texts):
+        parts = [client.embeddings.create(input=list(texts[i : i + 8]), model="tiny") for i in range(0, len(texts), 8)]
+        return np.array([d.embedding for part in parts for d in part.data])
+
+    over_http = spearman(row_cosine(served_vectors(test.texts_a), served_vectors(test.texts_b)), test.targets)
+    in_process = spearman(
+        row_cosine(embedder.encode(list(test.texts_a)), embedder.encode(list(test.texts_b))), test.targets
+    )
+    assert np.isfinite(in_process) and abs(float(over_http) - float(in_process)) < 1e-6
