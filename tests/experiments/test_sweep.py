@@ -51,6 +51,7 @@ def test_similarity_sweep_has_both_protocols_and_recipe_reproduces_vectors(tiny_
     task = load_catalog_task(get_task("stsb"), DATA, max_examples=120)
     result = run_sweep(task, tiny_encoder, Recipe(model=tiny_encoder.ref.name), tmp_path, CONFIG)
     assert set(result.protocols) == {"cosine", "probe"}
+    assert [w for w, _ in result.recipe.dimension_loss] == [16]  # measured below the full width (32), for serving
     cosine = result.protocols["cosine"]
     assert "mean/scalar_mix" in cosine.mix_weights
     # the recommended recipe, and the learned ScalarMix recipe, embed exactly as the sweep scored them

@@ -72,3 +72,14 @@ def test_recipe_json_is_type_checked_field_by_field(field, value, expected):
 
     with pytest.raises(BertlensError, match=re.escape(expected)):
         Recipe.from_dict({"schema_version": SCHEMA_VERSION, field: value}, where="r.json")
+
+
+def test_dimension_loss_round_trips_and_is_checked(tmp_path):
+    recipe = Recipe(dimension_loss=((64, 0.01), (16, 0.2)))
+    assert recipe.dimension_loss == ((16, 0.2), (64, 0.01)) and recipe.loss_at(64) == 0.01 and recipe.loss_at(8) is None
+    again = Recipe.load(recipe.save(tmp_path / "r.json"))
+    assert again == recipe and '"64": 0.01' in (tmp_path / "r.json").read_text()
+    with pytest.raises(BertlensError, match="dimension_loss"):
+        Recipe.from_json('{"schema_version": 1, "dimension_loss": {"x": 1}}')
+    with pytest.raises(BertlensError, match="dimension_loss"):
+        Recipe(dimension_loss=((0, 0.1),))

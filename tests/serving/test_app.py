@@ -103,7 +103,8 @@ def test_tei_embed_normalizes_and_refuses_long_input_without_truncate(served, em
         (b'{"input": [["a"]]}', {}, 422, "must be a string"),
         (b'{"input": [101, 102]}', {}, 422, "token arrays"),
         (b'{"model": "tiny"}', {}, 422, "missing 'input'"),
-        (b'{"input": "a", "dimensions": 8}', {}, 422, "Matryoshka"),
+        (b'{"input": "a", "dimensions": 8}', {}, 422, "never measured"),
+        (b'{"input": "a", "dimensions": 0}', {}, 422, "integer from 1"),
         (b'{"input": "a", "encoding_format": "hex"}', {}, 422, "encoding_format"),
         (b'{"input": ["a", "b", "c", "d", "e", "f", "g", "h", "i"]}', {}, 413, "at most 8"),
         (b'{"input": "' + b"a" * 1200 + b'"}', {}, 413, "characters"),
@@ -408,3 +409,29 @@ def test_sts_b_scored_through_http_equals_the_in_process_score(served, embedder)
         row_cosine(embedder.encode(list(test.texts_a)), embedder.encode(list(test.texts_b))), test.targets
     )
     assert np.isfinite(in_process) and abs(float(over_http) - float(in_process)) < 1e-6
+
+
+def test_dimensions_are_answered_only_where_the_recipe_measured_a_small_loss(tiny_bert_dir):
+    from bertlens.probing.truncation import truncate
+
+    recipe = Recipe(model=str(tiny_bert_dir), dimension_loss=((16, 0.002), (8, 0.05)))
+    embedder = Embedder(recipe)
+    with Server(create_app(embedder, ServeOptions(name="tiny"))) as url:
+
+        def ask(width):
+            return httpx.post(url + "/v1/embeddings", json={"input": TEXTS, "dimensions": width}, timeout=30)
+
+        short = ask(16)
+        assert short.status_code == 200
+        got = np.array([d["embedding"] for d in short.json()["data"]])
+        np.testing.assert_allclose(got, truncate(embedder.encode(TEXTS), 16), atol=1e-6)
+        assert np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)  # renormalised
+        over = ask(8)
+        assert over.status_code == 422 and "loses 0.0500" in over.json()["error"]["message"]
+        assert "widths within the limit: 16" in over.json()["error"]["message"]
+        never = ask(12)
+        assert never.status_code == 422 and "never measured" in never.json()["error"]["message"]
+        assert ask(32).status_code == 200  # the full width is always answered
+    with Server(create_app(embedder, ServeOptions(name="tiny", any_dimensions=True))) as url:
+        reply = httpx.post(url + "/v1/embeddings", json={"input": TEXTS, "dimensions": 12}, timeout=30)
+        assert reply.status_code == 200 and len(reply.json()["data"][0]["embedding"]) == 12

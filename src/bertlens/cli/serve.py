@@ -61,6 +61,18 @@ def add_parser(subparsers) -> None:
         help="texts over the model's limit: truncate (counted in /metrics) or refuse (413); a recipe with "
         "--long-text windows embeds them whole",
     )
+    parser.add_argument(
+        "--max-dimension-loss",
+        type=float,
+        default=0.01,
+        help="answer a request's shorter 'dimensions' only where the recipe's measured loss at that width (written "
+        "by `bertlens sweep`) is at most this (default 0.01: one point of Spearman); others get 422 naming the loss",
+    )
+    parser.add_argument(
+        "--any-dimensions",
+        action="store_true",
+        help="answer any 'dimensions', measured or not (cut and renormalised, as TEI does)",
+    )
     add_recipe_options(parser)
     parser.set_defaults(run=run)
 
@@ -89,7 +101,7 @@ def _options(args: argparse.Namespace) -> ServeOptions:
             f"serving on {args.host} without --api-key lets anyone who can reach it use it; give --api-key, "
             "or pass --allow-no-key"
         )
-    return ServeOptions(limits, args.workers, api_key, args.name)
+    return ServeOptions(limits, args.workers, api_key, args.name, args.max_dimension_loss, args.any_dimensions)
 
 
 def _check_port(host: str, port: int) -> None:

@@ -39,6 +39,7 @@ from bertlens.probing.retrieval import LATE_CHUNK, RetrievalSweep, sweep_retriev
 from bertlens.probing.scalar_mix_fit import fit_classification_mix, fit_similarity_mix
 from bertlens.probing.screened_probe import LOGISTIC, MAX_CONTENDERS, screened_probe
 from bertlens.probing.selection import C_GRID
+from bertlens.probing.truncation import similarity_loss
 from bertlens.progress import Progress, silent
 from bertlens.representation.pairs import pair_features, pair_width
 from bertlens.representation.postprocess import PostProcessor, parse_steps
@@ -806,7 +807,20 @@ def run_sweep(
         trust = _trust(scores, main, task, bank, ex, folds, config)
         timings["label_free_seconds"] = time.perf_counter() - start
     result = _result(task, encoder, base, config, bank.width, protocols, timings, fitted, f"{len(folds)} folds")
+    if task.kind == "similarity":
+        result = replace(result, recipe=result.recipe.replace(dimension_loss=_dimension_loss(result, bank, ex, folds)))
     return replace(result, label_free=scores, trust=trust)
+
+
+def _dimension_loss(result: SweepResult, bank: Bank, ex, folds: list[Fold]):
+    """The recommended recipe's cosine Spearman lost at each shorter width, on the rows it was scored on."""
+    chosen, main = result.recommended, result.main
+    rows = np.concatenate([f.test for f in folds])
+    weights = main.mix_weights.get(chosen.name)
+    mix = np.asarray(weights) if weights is not None else None
+    transform = result.postprocessor.transform if result.postprocessor is not None else (lambda x: x)
+    first, second = (transform(candidate_features(bank, chosen, side[rows], mix)) for side in (ex.a, ex.b))
+    return similarity_loss(first, second, ex.targets[rows]) or None
 
 
 def run_texts_sweep(

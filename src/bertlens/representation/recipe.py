@@ -50,6 +50,8 @@ class Recipe:
     long_text: str | None = None  # None: truncate at max_length; else head, tail, head_tail[:H], windows[:STRIDE][:AGG]
     query_prompt: str | None = None  # put before a query's text (asymmetric models: E5's "query: ", BGE's instruction)
     document_prompt: str | None = None  # put before a document's text (E5's "passage: ")
+    dimension_loss: tuple[tuple[int, float], ...] | None = None  # (width, measured score loss when the vectors are
+    # cut to their first `width` dimensions and renormalised), written by the sweep; what the server's `dimensions` needs
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers", tuple(int(x) for x in self.layers))
@@ -73,6 +75,11 @@ class Recipe:
             raise BertlensError("mix_weights must be finite numbers")
         if self.long_text is not None:
             _ = self.long_text_strategy  # parsed (and checked) here, not at encode time
+        if self.dimension_loss is not None:
+            pairs = tuple((int(w), float(loss)) for w, loss in self.dimension_loss)
+            if any(w < 1 or not math.isfinite(loss) for w, loss in pairs):
+                raise BertlensError("dimension_loss: widths must be positive and losses finite numbers")
+            object.__setattr__(self, "dimension_loss", tuple(sorted(pairs)))
         if self.max_length is not None and not 2 <= self.max_length <= 100_000:
             raise BertlensError(f"max_length {self.max_length} must be between 2 and the model's limit")
 
@@ -109,7 +116,12 @@ class Recipe:
         data = dataclasses.asdict(self)
         data["layers"] = list(self.layers)
         data["mix_weights"] = None if self.mix_weights is None else list(self.mix_weights)
+        data["dimension_loss"] = None if self.dimension_loss is None else {str(w): v for w, v in self.dimension_loss}
         return {"schema_version": SCHEMA_VERSION, **data}
+
+    def loss_at(self, width: int) -> float | None:
+        """The measured loss at this width, or None when it was never measured."""
+        return dict(self.dimension_loss or ()).get(width)
 
     @classmethod
     def from_dict(cls, data: dict, where: str = "recipe") -> Recipe:
@@ -125,6 +137,8 @@ class Recipe:
             raise BertlensError(f"{where}: unknown field '{unknown[0]}': {did_you_mean(unknown[0], sorted(known))}")
         for name, value in data.items():
             _check_type(name, value, where)
+        if data.get("dimension_loss") is not None:
+            data["dimension_loss"] = tuple((int(w), v) for w, v in data["dimension_loss"].items())
         return cls(**data)
 
     def to_json(self) -> str:
@@ -190,6 +204,13 @@ _FIELD_TYPES = {
     "long_text": (lambda v: v is None or isinstance(v, str), 'a strategy name such as "windows:mean" or null'),
     "query_prompt": (lambda v: v is None or isinstance(v, str), 'a string such as "query: " or null'),
     "document_prompt": (lambda v: v is None or isinstance(v, str), 'a string such as "passage: " or null'),
+    "dimension_loss": (
+        lambda v: (
+            v is None
+            or (isinstance(v, dict) and all(k.isdigit() and int(k) > 0 and _is_number(x) for k, x in v.items()))
+        ),
+        'an object of width -> measured loss, e.g. {"128": 0.004}, or null',
+    ),
 }
 
 

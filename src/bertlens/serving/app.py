@@ -1,7 +1,8 @@
 """`bertlens serve` as a library: `load_encoder` + `create_app` give a Python caller exactly what the CLI runs.
 
 POST /v1/embeddings  OpenAI's request and response (input: a string or a list of strings; encoding_format
-                     float, base64, int8 or ubinary; dimensions only as the full width; usage with token counts), so the
+                     float, base64, int8 or ubinary; dimensions: a shorter width only where the recipe's measured loss at it is
+                     within --max-dimension-loss, unless --any-dimensions; usage with token counts), so the
                      official `openai` client works unchanged
 POST /embed          TEI-style: {"inputs": ..., "normalize": true, "truncate": false} -> [[...], ...]
 Both take "input_type": "query" | "document": the recipe's query_prompt or document_prompt goes before each text.
@@ -32,6 +33,7 @@ from fastapi.responses import JSONResponse, Response
 
 from bertlens.embedding.protocol import TextEncoder
 from bertlens.errors import BertlensError
+from bertlens.probing.truncation import truncate
 from bertlens.representation.recipe import Recipe
 from bertlens.serving.config import BACKENDS, ServeOptions
 from bertlens.serving.metrics import CONTENT_TYPE
@@ -96,8 +98,10 @@ def _openai_route(service: EmbeddingService) -> Callable[[Request], Awaitable[Re
         encoding = payload.get("encoding_format", "float")
         if encoding not in ENCODINGS:
             raise ApiError(422, f"'encoding_format' must be one of {', '.join(repr(e) for e in ENCODINGS)}")
-        service.check_dimensions(payload.get("dimensions"))
+        width = service.check_dimensions(payload.get("dimensions"))
         vectors, tokens = await service.embed(texts, service.refuses_long)
+        if width is not None:
+            vectors = truncate(vectors, width)  # first `width` dimensions, renormalised
         data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(encoded(vectors, encoding))]
         usage = {"prompt_tokens": tokens, "total_tokens": tokens}
         return json_response({"object": "list", "data": data, "model": service.options.name, "usage": usage})

@@ -47,7 +47,12 @@ class ServeOptions:
     workers: int = 1  # batches encoded at once, each on its own thread and embedder copy (`for_thread()`)
     api_key: str | None = None  # require 'Authorization: Bearer KEY' on the embedding routes
     name: str = "bertlens"  # the model name reported in responses
+    max_dimension_loss: float = 0.01  # `dimensions` below the full width: only where the recipe's measured loss is <=
+    any_dimensions: bool = False  # answer any `dimensions`, measured or not (TEI's behaviour)
 
     def __post_init__(self) -> None:
         if not isinstance(self.workers, int) or self.workers < 1:
             raise BertlensError("--workers must be at least 1")
+        loss = self.max_dimension_loss
+        if isinstance(loss, bool) or not isinstance(loss, int | float) or not math.isfinite(loss) or loss < 0:
+            raise BertlensError(f"--max-dimension-loss must be a finite number >= 0, got {loss!r}")

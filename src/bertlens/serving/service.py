@@ -89,13 +89,33 @@ class EmbeddingService:
             if not self.in_flight[client]:
                 del self.in_flight[client]
 
-    def check_dimensions(self, dimensions) -> None:
-        if dimensions is not None and dimensions != self.embedder.dim:
+    def check_dimensions(self, dimensions) -> int | None:
+        """The width to cut vectors to (None: the full width). A shorter width is answered only where the recipe
+        carries a measured loss for it within the server's limit (the sweep writes it), or when allowed."""
+        full = self.embedder.dim
+        if dimensions is None or dimensions == full:
+            return None
+        if isinstance(dimensions, bool) or not isinstance(dimensions, int) or not 1 <= dimensions < full:
+            raise ApiError(422, f"'dimensions' must be an integer from 1 to {full}, got {dimensions!r}")
+        if self.options.any_dimensions:
+            return dimensions
+        loss = self.embedder.recipe.loss_at(dimensions)
+        measured = [w for w, v in self.embedder.recipe.dimension_loss or () if v <= self.options.max_dimension_loss]
+        offer = f"widths within the limit: {', '.join(map(str, measured)) or 'none'}; or omit it ({full})"
+        if loss is None:
             raise ApiError(
                 422,
-                f"'dimensions' {dimensions} is not supported: this recipe was not trained for shortened vectors "
-                f"(Matryoshka); omit it or pass {self.embedder.dim}",
+                f"'dimensions' {dimensions}: the loss at this width was never measured for this recipe "
+                f"(bertlens sweep measures it); {offer}",
             )
+        if loss > self.options.max_dimension_loss:
+            raise ApiError(
+                422,
+                f"'dimensions' {dimensions}: this recipe loses {loss:.4f} of its score at that width "
+                f"(measured by the sweep), over this server's limit of {self.options.max_dimension_loss}; "
+                f"{offer}",
+            )
+        return dimensions
 
     def info(self) -> dict:
         embedder = self.embedder
