@@ -35,7 +35,9 @@ def test_a_retrieval_sweep_writes_every_metric_and_a_recipe(tmp_path, tiny_bert_
     assert row["ci_low"] <= row["value"] <= row["ci_high"]
     assert any(r["candidate"] == "mean/L2+whiten" for r in results["rows"])  # whitening fitted on the corpus
     assert "seeded half" in results["protocols"]["cosine"]["description"]
-    assert json.loads((tmp_path / "o" / "recipe.json").read_text())["pooler"] in ("mean", "cls")
+    recipe = json.loads((tmp_path / "o" / "recipe.json").read_text())
+    assert recipe["pooler"] in ("mean", "cls")
+    assert list(recipe["dimension_loss"]) == ["16"]  # nDCG@10 lost at half the width, for the server's `dimensions`
 
 
 def test_a_pairs_table_is_a_retrieval_task(tmp_path, tiny_bert_dir, capsys):

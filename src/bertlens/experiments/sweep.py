@@ -39,7 +39,7 @@ from bertlens.probing.retrieval import LATE_CHUNK, RetrievalSweep, sweep_retriev
 from bertlens.probing.scalar_mix_fit import fit_classification_mix, fit_similarity_mix
 from bertlens.probing.screened_probe import LOGISTIC, MAX_CONTENDERS, screened_probe
 from bertlens.probing.selection import C_GRID
-from bertlens.probing.truncation import similarity_loss
+from bertlens.probing.truncation import retrieval_loss, similarity_loss
 from bertlens.progress import Progress, silent
 from bertlens.representation.pairs import pair_features, pair_width
 from bertlens.representation.postprocess import PostProcessor, parse_steps
@@ -577,7 +577,24 @@ def _retrieval(task: TaskData, encoder: Encoder, base: Recipe, cache_dir, config
         )
         trust = _retrieval_trust(free, protocols["cosine"], scores, n_dev, config)
         timings["label_free_seconds"] = time.perf_counter() - start
-    return protocols, scores.processors, timings, free, trust
+    return protocols, scores, timings, free, trust
+
+
+def _retrieval_dimension_loss(result: SweepResult, scores, task: TaskData, config: SweepConfig):
+    """The recommended retriever's nDCG@10 lost at each shorter width, on the test queries (no-prompt candidates;
+    None for a prompted one, whose bank is not kept)."""
+    chosen = result.recommended
+    if chosen.prompts is not None or chosen.long_text is not None or scores.plain_bank is None:
+        return None
+    split = query_split(task.collection, config.seed)
+    row = {text: i for i, text in enumerate(scores.plain_texts)}
+    queries = [row[task.collection.queries[q]] for q in split.test]
+    documents = np.array([row[d] for d in task.collection.documents])
+    transform = result.postprocessor.transform if result.postprocessor is not None else (lambda x: x)
+    plain = replace(chosen, post=None)
+    doc_vectors = transform(candidate_features(scores.plain_bank, plain, documents))
+    query_vectors = transform(candidate_features(scores.plain_bank, plain, np.array(queries)))
+    return retrieval_loss(doc_vectors, query_vectors, list(split.test_judgements)) or None
 
 
 def _retrieval_trust(free: LabelFreeScores, main: ProtocolResult, scores, n_dev: int, config: SweepConfig) -> Trust:
@@ -761,11 +778,20 @@ def run_sweep(
     torch.manual_seed(config.seed)
     if task.kind == "retrieval":
         _chosen_plans([], config.protocols, task.kind)  # names checked: retrieval runs its own protocols
-        protocols, fitted, timings, free, trust = _retrieval(task, encoder, base, cache_dir, config, progress)
+        protocols, scores, timings, free, trust = _retrieval(task, encoder, base, cache_dir, config, progress)
         result = _result(
-            task, encoder, base, config, encoder.hidden_size, protocols, timings, fitted, "the choosing queries"
+            task,
+            encoder,
+            base,
+            config,
+            encoder.hidden_size,
+            protocols,
+            timings,
+            scores.processors,
+            "the choosing queries",
         )
-        return replace(result, label_free=free, trust=trust)
+        loss = _retrieval_dimension_loss(result, scores, task, config)
+        return replace(result, label_free=free, trust=trust, recipe=result.recipe.replace(dimension_loss=loss))
     texts = task.all_texts()
     start = time.perf_counter()
     bank = build_bank(
