@@ -69,6 +69,42 @@ def test_a_port_in_use_is_one_line_and_exit_1_before_the_model_loads(tiny_bert_d
     assert f"cannot listen on 127.0.0.1:{port}" in err and "choose another --port" in err
 
 
+def test_two_recipe_files_are_served_by_their_names(tiny_bert_dir, tmp_path):
+    for name, pooler in (("plain", "mean"), ("first", "cls")):
+        Recipe(model=str(tiny_bert_dir), pooler=pooler, precision="fp32").save(tmp_path / f"{name}.json")
+    process, url = start_server("--recipe", str(tmp_path / "plain.json"), "--recipe", str(tmp_path / "first.json"))
+    try:
+        models = httpx.get(url + "/v1/models").json()
+        reply = httpx.post(url + "/v1/embeddings", json={"input": ["a text"], "model": "first"}, timeout=60)
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=60)
+    assert [m["id"] for m in models["data"]] == ["plain", "first"] and "1 model(s) loaded" in stderr
+    expected = Embedder(Recipe(model=str(tiny_bert_dir), pooler="cls")).encode(["a text"])
+    np.testing.assert_allclose([reply.json()["data"][0]["embedding"]], expected, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (("--pooler", "max"), "--pooler would change every recipe"),
+        (("--backend", "onnx"), "need the PyTorch backend"),
+    ],
+)
+def test_several_recipes_refuse_flags_that_would_change_them_all(tiny_bert_dir, tmp_path, capsys, extra, message):
+    from bertlens.cli.main import main
+
+    Recipe(model=str(tiny_bert_dir)).save(tmp_path / "a.json")
+    (tmp_path / "b").mkdir()
+    Recipe(model=str(tiny_bert_dir)).save(tmp_path / "b" / "a.json")
+    Recipe(model=str(tiny_bert_dir)).save(tmp_path / "c.json")
+    code = main(["serve", "--recipe", str(tmp_path / "a.json"), "--recipe", str(tmp_path / "c.json"), *extra])
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and message in err and len(err.splitlines()) == 1
+    code = main(["serve", "--recipe", str(tmp_path / "a.json"), "--recipe", str(tmp_path / "b" / "a.json")])
+    assert code == 1 and "two --recipe files are named 'a'" in capsys.readouterr().err
+
+
 @pytest.mark.extended  # a real server under load for about 20 s: `make test-extended`
 def test_sigterm_drains_every_request_in_flight_then_exits_0(default_model_dir):
     """Requests sent before SIGTERM are all answered (200, or 503 if they reached the server after it); the

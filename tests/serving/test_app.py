@@ -435,3 +435,38 @@ def test_dimensions_are_answered_only_where_the_recipe_measured_a_small_loss(tin
     with Server(create_app(embedder, ServeOptions(name="tiny", any_dimensions=True))) as url:
         reply = httpx.post(url + "/v1/embeddings", json={"input": TEXTS, "dimensions": 12}, timeout=30)
         assert reply.status_code == 200 and len(reply.json()["data"][0]["embedding"]) == 12
+
+
+def test_several_recipes_on_one_server_are_chosen_by_model_and_share_their_weights(tiny_bert_dir):
+    from bertlens.serving.app import load_recipes
+
+    recipes = {
+        "mean": Recipe(model=str(tiny_bert_dir)),
+        "cls": Recipe(model=str(tiny_bert_dir), pooler="cls", layers=(1,)),
+    }
+    embedders = load_recipes(recipes)
+    assert embedders["mean"].encoder is embedders["cls"].encoder  # one model loaded for both
+    app = create_app(embedders, ServeOptions(api_key="k", limits=ServeLimits(max_client_requests=4)))
+    auth = {"Authorization": "Bearer k"}
+    with Server(app) as url:
+        listed = httpx.get(url + "/v1/models", headers=auth).json()
+        assert [m["id"] for m in listed["data"]] == ["mean", "cls"] and listed["data"][0]["dimensions"] == 32
+        assert httpx.get(url + "/v1/models").status_code == 401
+        for name, embedder in embedders.items():
+            reply = httpx.post(url + "/v1/embeddings", json={"input": TEXTS, "model": name}, headers=auth).json()
+            np.testing.assert_allclose(
+                [d["embedding"] for d in reply["data"]], embedder.encode(TEXTS), atol=1e-6
+            )
+            assert reply["model"] == name
+        tei = httpx.post(url + "/embed", json={"inputs": TEXTS, "model": "cls", "normalize": False}, headers=auth)
+        np.testing.assert_allclose(tei.json(), embedders["cls"].encode(TEXTS), atol=1e-6)
+        missing = httpx.post(url + "/v1/embeddings", json={"input": "a"}, headers=auth)
+        assert missing.status_code == 422 and "this server runs mean, cls" in missing.json()["error"]["message"]
+        unknown = httpx.post(url + "/v1/embeddings", json={"input": "a", "model": "x"}, headers=auth)
+        assert unknown.status_code == 404 and "served: mean, cls" in unknown.json()["error"]["message"]
+        metrics = httpx.get(url + "/metrics", headers=auth).text  # one registry for both recipes
+        assert 'endpoint="/v1/embeddings",status="200"} 2' in metrics.replace(".0", "")
+        info = httpx.get(url + "/info", headers=auth).json()
+        assert [m["name"] for m in info["models"]] == ["mean", "cls"]
+    services = app.state.services
+    assert services["mean"].admission is services["cls"].admission  # one client cap, one drain

@@ -30,10 +30,15 @@ def add_encoder_options(parser: argparse.ArgumentParser, model_default: str | No
     return group
 
 
-def add_recipe_options(parser: argparse.ArgumentParser) -> None:
-    """The encoder options plus every Recipe field (--recipe FILE, then flags on top of it)."""
+def add_recipe_options(parser: argparse.ArgumentParser, several: str | None = None) -> None:
+    """The encoder options plus every Recipe field (--recipe FILE, then flags on top of it); with `several` (what
+    repeating it does), --recipe may be given more than once and arrives as a list."""
     group = add_encoder_options(parser)
-    group.add_argument("--recipe", help="a recipe JSON (e.g. recommended by `bertlens sweep`); flags override it")
+    help_text = "a recipe JSON (e.g. recommended by `bertlens sweep`); flags override it"
+    if several:
+        group.add_argument("--recipe", action="append", help=f"{help_text}; {several}")
+    else:
+        group.add_argument("--recipe", help=help_text)
     group.add_argument("--layers", help="'-1', '-4,-3,-2,-1', '-4:' (slice), '1:7' or 'all'; 0 is the embedding output")
     group.add_argument("--mixer", help=f"how layers combine: {', '.join(MIXERS)}")
     group.add_argument("--pooler", help=f"how tokens combine: {', '.join(POOLER_NAMES)}")

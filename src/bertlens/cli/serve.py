@@ -73,7 +73,11 @@ def add_parser(subparsers) -> None:
         action="store_true",
         help="answer any 'dimensions', measured or not (cut and renormalised, as TEI does)",
     )
-    add_recipe_options(parser)
+    add_recipe_options(
+        parser,
+        several="repeat it to serve several recipes, each named by its file's stem and chosen by a request's "
+        "'model' (GET /v1/models lists them); recipes of the same model share its weights",
+    )
     parser.set_defaults(run=run)
 
 
@@ -123,6 +127,10 @@ def run(args: argparse.Namespace) -> None:
     # Requests are a few texts each: the tokenizer's thread pool only adds threads that fight the model for the
     # cores. Under load it held the event loop 1.5 ms per request, 0.09 ms without it (docs/results.md).
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if args.recipe and len(args.recipe) > 1:
+        _run_several(args, options)
+        return
+    args.recipe = args.recipe[0] if args.recipe else None
     if args.backend == "torch" and args.precision is None and args.recipe is None:
         args.precision = "auto"
     recipe = recipe_from_args(args) if args.backend == "torch" else None
@@ -141,5 +149,51 @@ def run(args: argparse.Namespace) -> None:
         f"serving {embedder.recipe.model} ({embedder.dim} dims, {embedder.recipe.precision}) on http://{args.host}:"
         f"{args.port} with {args.workers} worker(s) x {threads} thread(s) (POST /v1/embeddings, POST /embed, "
         "GET /health /info /metrics)"
+    )
+    run_server(app, args.host, args.port)
+
+
+RECIPE_FLAGS = (
+    "model",
+    "layers",
+    "mixer",
+    "pooler",
+    "max_length",
+    "precision",
+    "normalize",
+    "postprocess",
+    "long_text",
+    "query_prompt",
+    "document_prompt",
+    "exclude_special",
+)
+
+
+def _run_several(args: argparse.Namespace, options) -> None:
+    """Several --recipe files on one server: each its own name (the file's stem), workers and batcher."""
+    from pathlib import Path
+
+    from bertlens.representation.recipe import Recipe
+    from bertlens.serving.app import create_app, load_recipes, run_server
+
+    if args.backend != "torch":
+        raise BertlensError("several --recipe files need the PyTorch backend (an ONNX export is one recipe)")
+    flags = [f for f in RECIPE_FLAGS if getattr(args, f) not in (None, False)]
+    if flags:
+        raise BertlensError(
+            f"--{flags[0].replace('_', '-')} would change every recipe; with several --recipe files put each "
+            "setting in its file"
+        )
+    names = [Path(path).stem for path in args.recipe]
+    if len(set(names)) < len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise BertlensError(f"two --recipe files are named '{twice}': a recipe is served by its file's stem")
+    recipes = {name: Recipe.load(path) for name, path in zip(names, args.recipe)}
+    embedders = load_recipes(recipes, workers=args.workers, trust_remote_code=args.trust_remote_code)
+    app = create_app(embedders, options)
+    shared = len({id(e.encoder) for e in embedders.values()})
+    say(
+        f"serving {', '.join(f'{n} ({e.dim} dims)' for n, e in embedders.items())} on {len(embedders)} recipes, "
+        f"{shared} model(s) loaded, on http://{args.host}:{args.port}; a request's 'model' chooses (GET /v1/models)"
     )
     run_server(app, args.host, args.port)

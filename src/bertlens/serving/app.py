@@ -25,7 +25,8 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 
 import numpy as np
 from fastapi import FastAPI, Request
@@ -36,7 +37,7 @@ from bertlens.errors import BertlensError
 from bertlens.probing.truncation import truncate
 from bertlens.representation.recipe import Recipe
 from bertlens.serving.config import BACKENDS, ServeOptions
-from bertlens.serving.metrics import CONTENT_TYPE
+from bertlens.serving.metrics import CONTENT_TYPE, ServerMetrics
 from bertlens.serving.requests import (
     ENCODINGS,
     ApiError,
@@ -47,7 +48,7 @@ from bertlens.serving.requests import (
     read_json,
     request_texts,
 )
-from bertlens.serving.service import EmbeddingService
+from bertlens.serving.service import Admission, EmbeddingService
 from bertlens.version import __version__
 
 LOG = logging.getLogger("bertlens.serve")
@@ -87,13 +88,54 @@ def load_encoder(
     return Embedder(recipe or Recipe(precision="auto"), trust_remote_code=trust_remote_code)
 
 
+def load_recipes(
+    recipes: Mapping[str, Recipe], *, workers: int = 1, trust_remote_code: bool = False
+) -> dict[str, TextEncoder]:
+    """One PyTorch encoder per recipe; recipes that run the same model the same way (model, max length, precision,
+    attention maps) share one Encoder, so its weights are loaded once."""
+    import torch
+
+    from bertlens.embedding.embedder import Embedder
+
+    torch.set_num_threads(threads_per_worker(workers))
+    shared: dict[tuple, object] = {}
+    out: dict[str, TextEncoder] = {}
+    for name, recipe in recipes.items():
+        key = (recipe.model, recipe.max_length, recipe.precision, recipe.needs_attentions)
+        out[name] = Embedder(recipe, encoder=shared.get(key), trust_remote_code=trust_remote_code)
+        shared.setdefault(key, out[name].encoder)
+    return out
+
+
 def _error(status: int, message: str, kind: str = "invalid_request_error", headers=None) -> JSONResponse:
     return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status, headers=headers)
 
 
-def _openai_route(service: EmbeddingService) -> Callable[[Request], Awaitable[Response]]:
+Chooser = Callable[[dict], EmbeddingService]  # a request's payload -> the recipe's service that answers it
+
+
+def _chooser(services: dict[str, EmbeddingService]) -> Chooser:
+    """One recipe: every request (its `model` echoed back, never checked). Several: the request's `model` names one."""
+    only = next(iter(services.values())) if len(services) == 1 else None
+    served = ", ".join(services)
+
+    def pick(payload: dict) -> EmbeddingService:
+        if only is not None:
+            return only
+        model = payload.get("model")
+        if model is None:
+            raise ApiError(422, f"'model' is required: this server runs {served}")
+        if not isinstance(model, str) or model not in services:
+            raise ApiError(404, f"model {model!r} is not served here; served: {served}", "model_not_found")
+        return services[model]
+
+    return pick
+
+
+def _openai_route(pick: Chooser, limits) -> Callable[[Request], Awaitable[Response]]:
     async def work(request: Request) -> Response:
-        payload = await read_json(request, service.limits)
+        payload = await read_json(request, limits)
+        service = pick(payload)
         texts = prompted(payload, request_texts(payload, "input", service.limits), service.embedder.recipe)
         encoding = payload.get("encoding_format", "float")
         if encoding not in ENCODINGS:
@@ -109,9 +151,10 @@ def _openai_route(service: EmbeddingService) -> Callable[[Request], Awaitable[Re
     return work
 
 
-def _tei_route(service: EmbeddingService) -> Callable[[Request], Awaitable[Response]]:
+def _tei_route(pick: Chooser, limits) -> Callable[[Request], Awaitable[Response]]:
     async def work(request: Request) -> Response:
-        payload = await read_json(request, service.limits)
+        payload = await read_json(request, limits)
+        service = pick(payload)
         texts = prompted(payload, request_texts(payload, "inputs", service.limits), service.embedder.recipe)
         normalize, truncate = payload.get("normalize", True), payload.get("truncate", False)
         if not isinstance(normalize, bool) or not isinstance(truncate, bool):
@@ -125,15 +168,19 @@ def _tei_route(service: EmbeddingService) -> Callable[[Request], Awaitable[Respo
     return work
 
 
-def _tokens_route(service: EmbeddingService) -> Callable[[Request], Awaitable[Response]]:
-    """TEI's /embed_all: every token's vector per input, from one encoder copy of its own (PyTorch backend)."""
-    tokens_encoder = service.embedder.for_thread() if hasattr(service.embedder, "token_vectors") else None
+def _tokens_route(services: dict[str, EmbeddingService], pick: Chooser, limits):
+    """TEI's /embed_all: every token's vector per input, from one encoder copy of its own per recipe (PyTorch)."""
+    copies = {
+        id(s): s.embedder.for_thread() if hasattr(s.embedder, "token_vectors") else None for s in services.values()
+    }
     lock = asyncio.Lock()
 
     async def work(request: Request) -> Response:
+        payload = await read_json(request, limits)
+        service = pick(payload)
+        tokens_encoder = copies[id(service)]
         if tokens_encoder is None:
             raise ApiError(501, "token vectors need the PyTorch backend (this server runs an ONNX export)")
-        payload = await read_json(request, service.limits)
         texts = prompted(payload, request_texts(payload, "inputs", service.limits), service.embedder.recipe)
         truncate = payload.get("truncate", False)
         if not isinstance(truncate, bool):
@@ -166,20 +213,57 @@ def _guarded(service: EmbeddingService, endpoint: str, work) -> Callable[[Reques
     return route
 
 
-def create_app(embedder: TextEncoder, options: ServeOptions = ServeOptions()) -> FastAPI:
-    """An ASGI app serving `embedder` with its own workers, batcher and metrics registry."""
-    service = EmbeddingService(embedder, options)
+def create_app(embedder: TextEncoder | Mapping[str, TextEncoder], options: ServeOptions = ServeOptions()) -> FastAPI:
+    """An ASGI app serving `embedder` with its own workers, batcher and metrics registry; or several recipes by name
+    ({name: encoder}), each with its own workers and batcher, chosen by a request's `model`, sharing the key, the
+    per-client cap, the drain and one metrics registry."""
+    if isinstance(embedder, Mapping):
+        if not embedder:
+            raise BertlensError("no recipe to serve")
+        admission, registry = Admission(options.limits.max_client_requests), ServerMetrics()
+        services = {
+            name: EmbeddingService(e, replace(options, name=name), admission=admission, metrics=registry)
+            for name, e in embedder.items()
+        }
+    else:
+        services = {options.name: EmbeddingService(embedder, options)}
+    service = next(iter(services.values()))  # the front: key, admission and metrics are shared by all
+    pick, limits = _chooser(services), options.limits
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
-        await service.batcher.start()
+        for each in services.values():
+            await each.batcher.start()
         yield
-        await service.batcher.stop()  # graceful: queued and in-flight requests finish first
+        for each in services.values():
+            await each.batcher.stop()  # graceful: queued and in-flight requests finish first
 
     app = FastAPI(title="bertlens", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
-    app.add_api_route("/v1/embeddings", _guarded(service, "/v1/embeddings", _openai_route(service)), methods=["POST"])
-    app.add_api_route("/embed", _guarded(service, "/embed", _tei_route(service)), methods=["POST"])
-    app.add_api_route("/embed_all", _guarded(service, "/embed_all", _tokens_route(service)), methods=["POST"])
+    routes = {
+        "/v1/embeddings": _openai_route(pick, limits),
+        "/embed": _tei_route(pick, limits),
+        "/embed_all": _tokens_route(services, pick, limits),
+    }
+    for path, work in routes.items():
+        app.add_api_route(path, _guarded(service, path, work), methods=["POST"])
+
+    @app.get("/v1/models")
+    async def models(request: Request):  # OpenAI's model list: the recipes this server runs
+        try:
+            check_key(request, service.options.api_key)
+        except ApiError as exc:
+            return _error(exc.status, exc.message, exc.kind)
+        data = [
+            {
+                "id": name,
+                "object": "model",
+                "created": int(s.started),
+                "owned_by": "bertlens",
+                "dimensions": s.embedder.dim,
+            }
+            for name, s in services.items()
+        ]
+        return {"object": "list", "data": data}
 
     @app.get("/health")
     async def health():  # 503 while draining, so a load balancer stops sending work here
@@ -191,7 +275,7 @@ def create_app(embedder: TextEncoder, options: ServeOptions = ServeOptions()) ->
             check_key(request, service.options.api_key)
         except ApiError as exc:
             return _error(exc.status, exc.message, exc.kind)
-        return service.info()
+        return service.info() if len(services) == 1 else {"models": [s.info() for s in services.values()]}
 
     @app.get("/metrics")
     async def metrics(request: Request):
@@ -208,6 +292,7 @@ def create_app(embedder: TextEncoder, options: ServeOptions = ServeOptions()) ->
         return _error(500, "internal error; the server's log has the details", "server_error")
 
     app.state.service = service
+    app.state.services = services
     app.state.batcher = service.batcher
     return app
 

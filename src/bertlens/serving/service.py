@@ -24,12 +24,51 @@ from bertlens.version import __version__
 SHORTEN = "shorten or split them (this server refuses long texts)"
 
 
+class Admission:
+    """Who may start a request now, shared by every recipe one server runs: requests in flight per client
+    address (for max_client_requests) and whether the server is draining."""
+
+    def __init__(self, max_client_requests: int = 0):
+        self.cap = max_client_requests
+        self.in_flight: dict[str, int] = {}
+        self.draining = False  # shutting down: new requests get 503, those in flight finish
+
+    @contextlib.contextmanager
+    def admitted(self, client: str) -> Iterator[None]:
+        """One request of `client` in flight; over the cap, a 429 instead; while draining, a 503."""
+        if self.draining:
+            raise ApiError(503, "the server is shutting down; retry on another instance", "server_busy")
+        if self.cap and self.in_flight.get(client, 0) >= self.cap:
+            raise ApiError(
+                429,
+                f"this client already has {self.cap} request(s) in flight; wait for them or retry shortly",
+                "rate_limit_exceeded",
+            )
+        self.in_flight[client] = self.in_flight.get(client, 0) + 1
+        try:
+            yield
+        finally:
+            self.in_flight[client] -= 1
+            if not self.in_flight[client]:
+                del self.in_flight[client]
+
+
 class EmbeddingService:
-    def __init__(self, embedder: TextEncoder, options: ServeOptions = ServeOptions()):
+    def __init__(
+        self,
+        embedder: TextEncoder,
+        options: ServeOptions = ServeOptions(),
+        *,
+        admission: Admission | None = None,
+        metrics: ServerMetrics | None = None,
+    ):
+        """One recipe's encoder, workers and batcher; `admission` and `metrics` are shared when a server runs
+        several recipes (one client cap, one drain, one /metrics registry)."""
         self.embedder, self.options, self.limits = embedder, options, options.limits
         copies = [embedder] + [embedder.for_thread() for _ in range(options.workers - 1)]
         self.count_tokens = embedder.token_counter()  # the event loop's own: the workers' are busy in their threads
-        self.metrics = ServerMetrics()
+        self.metrics = metrics or ServerMetrics()
+        self.admission = admission or Admission(options.limits.max_client_requests)
         self.batcher = DynamicBatcher(
             [copy.encode for copy in copies],
             max_batch_tokens=self.limits.max_batch_tokens,
@@ -37,13 +76,26 @@ class EmbeddingService:
             max_queue=self.limits.max_queue,
             on_batch=self.metrics.record_batch,
         )
-        self.in_flight: dict[str, int] = {}  # requests per client address, for max_client_requests
         self.started = time.time()
-        self.draining = False  # shutting down: new requests get 503, those in flight finish
+
+    @property
+    def draining(self) -> bool:
+        return self.admission.draining
+
+    @draining.setter
+    def draining(self, value: bool) -> None:
+        self.admission.draining = value
+
+    @property
+    def in_flight(self) -> dict[str, int]:
+        return self.admission.in_flight
+
+    def admitted(self, client: str):
+        return self.admission.admitted(client)
 
     def quiet(self) -> bool:
         """No request in flight: a draining server may exit without losing one."""
-        return not self.in_flight
+        return not self.admission.in_flight
 
     @property
     def refuses_long(self) -> str | None:
@@ -68,26 +120,6 @@ class EmbeddingService:
             raise ApiError(503, "the server is at its queue limit; retry shortly", "server_busy") from None
         self.metrics.truncated.inc(over)
         return np.ascontiguousarray(vectors, dtype=np.float32), tokens
-
-    @contextlib.contextmanager
-    def admitted(self, client: str) -> Iterator[None]:
-        """One request of `client` in flight; over max_client_requests, a 429 instead; while draining, a 503."""
-        if self.draining:
-            raise ApiError(503, "the server is shutting down; retry on another instance", "server_busy")
-        cap = self.limits.max_client_requests
-        if cap and self.in_flight.get(client, 0) >= cap:
-            raise ApiError(
-                429,
-                f"this client already has {cap} request(s) in flight; wait for them or retry shortly",
-                "rate_limit_exceeded",
-            )
-        self.in_flight[client] = self.in_flight.get(client, 0) + 1
-        try:
-            yield
-        finally:
-            self.in_flight[client] -= 1
-            if not self.in_flight[client]:
-                del self.in_flight[client]
 
     def check_dimensions(self, dimensions) -> int | None:
         """The width to cut vectors to (None: the full width). A shorter width is answered only where the recipe
