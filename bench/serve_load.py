@@ -22,7 +22,11 @@ as clients on other machines would).
 `--workers`: the `bertlens serve --workers` settings to load, one server each (default 1,2). For
 `bertlens serve` each row also says what share of the wall time its workers spent encoding and how fast
 they encoded meanwhile (from its /metrics): throughput = share x speed, which tells idle time from
-contention. `--onnx DIR`: serve an ONNX export instead (`--backend onnx`), measured against in-process
+contention. Each row also gives the server's own CPU (issue #28): per text, the CPU of its main thread, which runs the
+event loop (parsing, token counts for the limits, batching bookkeeping, serialising), next to the CPU of every
+other thread (the encode workers and the threads the model computes on), from /proc per-thread times; their
+ratio is the overhead of serving over encoding, measured so that two cores suffice. `--onnx DIR`: serve an ONNX
+export instead (`--backend onnx`), measured against in-process
 `OnnxEmbedder` on the same texts.
 """
 
@@ -98,6 +102,27 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of a process so far (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu_seconds(pid: int) -> dict[int, float]:
+    """User + system CPU seconds of each thread of a process so far: {thread id: seconds} (Linux /proc)."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        out[int(task.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
+def own_cost(before: dict[int, float], after: dict[int, float], pid: int) -> tuple[float, float]:
+    """(event-loop CPU s, encode-side CPU s) between two thread snapshots. The main thread (id = pid) runs the
+    event loop: parsing, the token counts for the limits, batching bookkeeping and serialising; every other thread
+    is the encode side (the batcher's worker threads and the BLAS/OpenMP threads the model runs on)."""
+    delta = {tid: after[tid] - before.get(tid, 0.0) for tid in after}
+    loop = delta.pop(pid, 0.0)
+    return loop, sum(delta.values())
 
 
 def encode_seconds(url: str) -> float:
@@ -177,12 +202,14 @@ async def load(
 
     limits = httpx.Limits(max_connections=concurrency)
     encoding_before = encode_seconds(url) if metrics else 0.0
+    threads_before = thread_cpu_seconds(pid) if pid else {}
     async with httpx.AsyncClient(timeout=300, limits=limits) as http:
         start, client_cpu, server_cpu = time.perf_counter(), time.process_time(), cpu_seconds(pid) if pid else 0.0
         clients = (raw_client() if raw else client(http) for _ in range(concurrency))
         await asyncio.gather(*clients)
         seconds = time.perf_counter() - start
         client_cpu, server_cpu = time.process_time() - client_cpu, (cpu_seconds(pid) - server_cpu) if pid else 0.0
+    loop_cpu, encode_cpu = own_cost(threads_before, thread_cpu_seconds(pid), pid) if pid else (0.0, 0.0)
     encoding = (encode_seconds(url) - encoding_before) if metrics else 0.0
     texts = sum(len(b) for b in batches)
     ordered = np.concatenate([vectors[i] for i in sorted(vectors)]) if vectors else np.zeros((0, 1))
@@ -196,6 +223,8 @@ async def load(
         "client_cores": client_cpu / seconds,
         "encoding_share": encoding / seconds,  # worker-seconds spent encoding per second (up to --workers)
         "encoding_texts_per_s": texts / encoding if encoding else 0.0,  # per worker, while encoding
+        "loop_cpu_ms_per_text": 1000 * loop_cpu / texts,
+        "encode_cpu_ms_per_text": 1000 * encode_cpu / texts,
     }
 
 
@@ -301,9 +330,10 @@ def main() -> None:
     print(
         "| server | response | load generator | concurrency | texts/s | ratio to in-process | p50 ms | p99 ms | errors | "
         "min cosine to in-process | cores busy: server / load generator | encoding share of the wall time (per "
-        "worker) | texts/s while encoding (per worker) |"
+        "worker) | texts/s while encoding (per worker) | server's own CPU: event loop ms/text, encode side ms/text, "
+        "overhead |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, (command, server_port) in servers.items():
         process = start_server(command, server_port)
         url = f"http://127.0.0.1:{server_port}"
@@ -322,7 +352,9 @@ def main() -> None:
                         f"{result['texts_per_s'] / in_process:.2f}x | {result['p50_ms']:.0f} | {result['p99_ms']:.0f} | "
                         f"{result['errors']} | {float(cos.min()):.6f} | "
                         f"{result['server_cores']:.2f} / {result['client_cores']:.2f} | "
-                        f"{result['encoding_share']:.2f} | {result['encoding_texts_per_s']:,.0f} |",
+                        f"{result['encoding_share']:.2f} | {result['encoding_texts_per_s']:,.0f} | "
+                        f"{result['loop_cpu_ms_per_text']:.3f}, {result['encode_cpu_ms_per_text']:.3f}, "
+                        f"{result['loop_cpu_ms_per_text'] / max(result['encode_cpu_ms_per_text'], 1e-9):.1%} |",
                         flush=True,
                     )
             if name.startswith("bertlens"):

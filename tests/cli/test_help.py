@@ -32,3 +32,17 @@ def test_help_imports_no_heavy_library(command):
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["code"] == 0 and f"usage: bertlens {command}" in result["help"]
     assert result["heavy"] == [], f"`bertlens {command} --help` imported {result['heavy']}"
+
+
+def test_every_encoding_command_takes_a_device_and_an_unseen_gpu_is_one_line(capsys, monkeypatch, tmp_path):
+    import torch
+
+    from bertlens.cli.main import main
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    texts = tmp_path / "t.txt"
+    texts.write_text("a text\n")
+    code = main(["embed", str(texts), "--device", "cuda", "--out", str(tmp_path / "v.npy"), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and "--device cuda: torch sees no CUDA device here" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "v.npy").exists()

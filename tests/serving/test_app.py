@@ -454,9 +454,7 @@ def test_several_recipes_on_one_server_are_chosen_by_model_and_share_their_weigh
         assert httpx.get(url + "/v1/models").status_code == 401
         for name, embedder in embedders.items():
             reply = httpx.post(url + "/v1/embeddings", json={"input": TEXTS, "model": name}, headers=auth).json()
-            np.testing.assert_allclose(
-                [d["embedding"] for d in reply["data"]], embedder.encode(TEXTS), atol=1e-6
-            )
+            np.testing.assert_allclose([d["embedding"] for d in reply["data"]], embedder.encode(TEXTS), atol=1e-6)
             assert reply["model"] == name
         tei = httpx.post(url + "/embed", json={"inputs": TEXTS, "model": "cls", "normalize": False}, headers=auth)
         np.testing.assert_allclose(tei.json(), embedders["cls"].encode(TEXTS), atol=1e-6)

@@ -53,7 +53,9 @@ def run(args: argparse.Namespace) -> None:
     if len(texts) < 2:
         raise BertlensError(f"{args.texts}: need at least 2 non-empty texts, found {len(texts)}")
     reference, name = _reference(args)
-    encoder = Encoder(args.model, max_length=args.max_length or 128, trust_remote_code=args.trust_remote_code)
+    encoder = Encoder(
+        args.model, max_length=args.max_length or 128, trust_remote_code=args.trust_remote_code, device=args.device
+    )
     with progress_bar("domain", unit="steps", enabled=not args.quiet) as update:
         result = measure_domain(encoder, texts, reference, name, samples=args.samples, seed=args.seed, progress=update)
     paths = write_outputs(result, args.out, str(args.texts))

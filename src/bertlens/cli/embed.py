@@ -74,7 +74,7 @@ def _embedder(args: argparse.Namespace):
                 workers=args.ray_workers,
                 trust_remote_code=args.trust_remote_code,
             )
-        return Embedder(recipe_from_args(args), trust_remote_code=args.trust_remote_code)
+        return Embedder(recipe_from_args(args), trust_remote_code=args.trust_remote_code, device=args.device)
     if args.engine == "ray":
         raise BertlensError("--engine ray runs the PyTorch backend; drop --backend onnx")
     recipe_flags = (

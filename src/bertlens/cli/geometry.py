@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> None:
         precision=args.precision or "fp32",
         attentions="cls" if "attention" in poolers else "none",
         trust_remote_code=args.trust_remote_code,
+        device=args.device,
     )
     with progress_bar(f"geometry ({len(texts)} texts from {source})", enabled=not args.quiet) as update:
         collected = collect(encoder, texts, poolers, seed=args.seed, progress=update)

@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> None:
         precision=recipe.precision,
         attentions="cls" if recipe.needs_attentions else "none",
         trust_remote_code=args.trust_remote_code,
+        device=args.device,
     )
     with progress_bar(f"longdoc {task.name}", unit="docs", enabled=not args.quiet) as update:
         result = compare_long_text(

@@ -27,6 +27,12 @@ def add_encoder_options(parser: argparse.ArgumentParser, model_default: str | No
     group.add_argument(
         "--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)"
     )
+    group.add_argument(
+        "--device",
+        default="auto",
+        help="where the model runs: auto (the first CUDA GPU when torch sees one, else the CPU), cpu, cuda or cuda:N; "
+        "on a GPU, batches are sized to its free memory",
+    )
     return group
 
 

@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> None:
     steps = parse_steps(args.steps)
     recipe = recipe_from_args(args).replace(postprocess=None)
     texts, source, _ = load_texts(args, args.seed)
-    embedder = Embedder(recipe, trust_remote_code=args.trust_remote_code)
+    embedder = Embedder(recipe, trust_remote_code=args.trust_remote_code, device=args.device)
     with progress_bar("postprocess", enabled=not args.quiet) as update:
         vectors = embedder.encode(texts, update)
     fitted = PostProcessor.fit(steps, vectors)

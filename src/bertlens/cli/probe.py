@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> None:
         precision=args.precision or "fp32",
         attentions="cls" if pooler == "attention" else "none",
         trust_remote_code=args.trust_remote_code,
+        device=args.device,
     )
     config = SuiteConfig(
         tasks=tasks,

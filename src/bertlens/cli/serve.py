@@ -140,6 +140,7 @@ def run(args: argparse.Namespace) -> None:
         model_dir=args.model,
         workers=args.workers,
         trust_remote_code=args.trust_remote_code,
+        device=args.device,
     )
     if args.host not in LOCAL_HOSTS and options.api_key is None:
         say(f"warning: serving on {args.host} without --api-key (--allow-no-key): anyone who can reach it can use it")
@@ -189,7 +190,9 @@ def _run_several(args: argparse.Namespace, options) -> None:
         twice = next(n for n in names if names.count(n) > 1)
         raise BertlensError(f"two --recipe files are named '{twice}': a recipe is served by its file's stem")
     recipes = {name: Recipe.load(path) for name, path in zip(names, args.recipe)}
-    embedders = load_recipes(recipes, workers=args.workers, trust_remote_code=args.trust_remote_code)
+    embedders = load_recipes(
+        recipes, workers=args.workers, trust_remote_code=args.trust_remote_code, device=args.device
+    )
     app = create_app(embedders, options)
     shared = len({id(e.encoder) for e in embedders.values()})
     say(

@@ -112,6 +112,7 @@ def run(args: argparse.Namespace) -> None:
         precision=base.precision,
         attentions="cls" if "attention" in poolers else "none",
         trust_remote_code=args.trust_remote_code,
+        device=args.device,
     )
     layers = parse_layers(args.layers, encoder.num_layers) if args.layers else None
     config = SweepConfig(
@@ -215,6 +216,7 @@ def _run_texts(args: argparse.Namespace, poolers: tuple[str, ...]) -> None:
         precision=base.precision,
         attentions="cls" if "attention" in poolers else "none",
         trust_remote_code=args.trust_remote_code,
+        device=args.device,
     )
     layers = parse_layers(args.layers, encoder.num_layers) if args.layers else None
     config = SweepConfig(poolers=poolers, layers=layers, seed=args.seed, bank_dtype=args.bank_dtype)

@@ -28,6 +28,7 @@ class Embedder(TextEncoder):
         *,
         encoder: Encoder | None = None,
         trust_remote_code: bool = False,
+        device: str = "cpu",
         **changes,
     ):
         recipe = recipe or Recipe()
@@ -38,6 +39,7 @@ class Embedder(TextEncoder):
             precision=self.recipe.precision,
             attentions="cls" if self.recipe.needs_attentions else "none",
             trust_remote_code=trust_remote_code,
+            device=device,
         )
         self.recipe = self.recipe.replace(precision=self.encoder.precision)  # 'auto' resolved: what actually runs
         check_recipe_fits(self.recipe, self.encoder.num_layers)

@@ -13,6 +13,7 @@ import torch
 
 from bertlens.encoding.batching import length_batches
 from bertlens.encoding.cls_attention import ClsAttentionRecorder, attention_modules, cls_rows
+from bertlens.encoding.device import batch_tokens, resolve_device
 from bertlens.encoding.names import ATTENTION_MODES
 from bertlens.encoding.precision import choose_precision
 from bertlens.encoding.tokens import Tokenized, pad_ids, tokenize
@@ -73,7 +74,7 @@ class Encoder:
         precision: str = "fp32",
         attentions: str = "none",
         max_batch: int = 128,
-        max_tokens: int = 16384,
+        max_tokens: int | None = None,
         device: str = "cpu",
         trust_remote_code: bool = False,
     ):
@@ -81,6 +82,7 @@ class Encoder:
             raise BertlensError(f"unknown attentions mode '{attentions}': {did_you_mean(attentions, ATTENTION_MODES)}")
         if precision not in ("fp32", "bf16", "auto"):
             raise BertlensError(f"unknown precision '{precision}': valid: fp32, bf16, auto")
+        device = resolve_device(device)
         precision, self.precision_reason = choose_precision(precision, device=device)
         self.ref = model if isinstance(model, ModelRef) else resolve_model(model)
         self.tokenizer = load_tokenizer(self.ref, trust_remote_code)
@@ -100,13 +102,13 @@ class Encoder:
         self.precision = precision
         self.attentions = attentions
         self.max_batch = max_batch
-        self.max_tokens = max_tokens
         limit = default_max_length(self.ref, self.tokenizer)
         if max_length is not None and max_length > limit:
             raise BertlensError(
                 f"max_length {max_length} exceeds the model's limit of {limit} tokens; use {limit} or less"
             )
         self.max_length = max_length or limit
+        self.max_tokens = max_tokens or batch_tokens(device, self.model, self.max_length)  # padded tokens a batch
         family = model_family(self.ref)
         takes_types = (
             family.token_type_ids
@@ -182,7 +184,8 @@ class Encoder:
         """
         batch = self.pad(tokenized, rows)
         special = batch.pop("special_tokens_mask")
-        inputs = {k: v.to(self.device) for k, v in batch.items()}
+        cuda = self.device.type == "cuda"  # pinned host memory, copies that overlap the previous batch's work
+        inputs = {k: (v.pin_memory() if cuda else v).to(self.device, non_blocking=cuda) for k, v in batch.items()}
         if differentiable:
             out = self.model(**inputs, output_hidden_states=True)
             return LayerStates(

@@ -68,6 +68,7 @@ def load_encoder(
     model_dir: str | os.PathLike | None = None,
     workers: int = 1,
     trust_remote_code: bool = False,
+    device: str = "cpu",
 ) -> TextEncoder:
     """The encoder a server runs: `recipe` on PyTorch, or an ONNX export directory; the cores split between
     `workers` so concurrent batches share them instead of oversubscribing them."""
@@ -85,11 +86,11 @@ def load_encoder(
     from bertlens.embedding.embedder import Embedder
 
     torch.set_num_threads(threads)
-    return Embedder(recipe or Recipe(precision="auto"), trust_remote_code=trust_remote_code)
+    return Embedder(recipe or Recipe(precision="auto"), trust_remote_code=trust_remote_code, device=device)
 
 
 def load_recipes(
-    recipes: Mapping[str, Recipe], *, workers: int = 1, trust_remote_code: bool = False
+    recipes: Mapping[str, Recipe], *, workers: int = 1, trust_remote_code: bool = False, device: str = "cpu"
 ) -> dict[str, TextEncoder]:
     """One PyTorch encoder per recipe; recipes that run the same model the same way (model, max length, precision,
     attention maps) share one Encoder, so its weights are loaded once."""
@@ -102,7 +103,7 @@ def load_recipes(
     out: dict[str, TextEncoder] = {}
     for name, recipe in recipes.items():
         key = (recipe.model, recipe.max_length, recipe.precision, recipe.needs_attentions)
-        out[name] = Embedder(recipe, encoder=shared.get(key), trust_remote_code=trust_remote_code)
+        out[name] = Embedder(recipe, encoder=shared.get(key), trust_remote_code=trust_remote_code, device=device)
         shared.setdefault(key, out[name].encoder)
     return out
 
