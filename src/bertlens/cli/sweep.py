@@ -181,6 +181,7 @@ def _run_texts(args: argparse.Namespace, poolers: tuple[str, ...]) -> None:
     from bertlens.encoding.encoder import Encoder
     from bertlens.experiments.sweep import SweepConfig, run_texts_sweep
     from bertlens.io.cache import default_cache_dir
+    from bertlens.probing.label_free import CATALOG_TRUST
     from bertlens.reports.sweep import leaderboard, write_outputs
 
     labelled = [f for f in ("label_col", "text_col2", "split_col", "test", "dev", "protocols") if getattr(args, f)]
@@ -240,8 +241,8 @@ def _run_texts(args: argparse.Namespace, poolers: tuple[str, ...]) -> None:
     )
     STDERR.print(f"recommended [bold]{result.recommended.name}[/] from {len(texts)} texts, no labels: {result.basis}")
     say(
-        "how far this can be trusted: docs/results.md, 'Choosing without labels' (measured on the catalog tasks); "
-        "with a few labels, `bertlens sweep --data FILE ... --protocols probe,label_free` says how many settle it"
+        f"how far this can be trusted: {CATALOG_TRUST}; with a few labels, `bertlens sweep --data FILE ... "
+        "--protocols probe,label_free` says how far it holds on your task"
     )
     say(
         f"wrote {paths['report']}, {paths['results']} and {paths['recipe']} (bertlens embed FILE --recipe {paths['recipe']})"

@@ -8,14 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from bertlens.experiments.sweep import SweepConfig, run_texts_sweep
+from bertlens.probing.label_free import CATALOG_TRUST, COMBINED
 from bertlens.progress import Progress
 from bertlens.tasks.loaders import TaskData
 from bertlens.workflows.decision import Decision
-
-CATALOG_TRUST = (
-    "on the catalog tasks x 3 models the label-free pick was measured against the labels (docs/results.md, "
-    "'Choosing without labels'); it is a starting point, not a labelled choice"
-)
 
 
 def step_label_free(task: TaskData, model: str, cache_dir: Path, seed: int, progress: Progress):
@@ -43,8 +39,8 @@ def step_label_free(task: TaskData, model: str, cache_dir: Path, seed: int, prog
         "representation",
         f"use {result.recommended.name} (chosen without labels)",
         evidence,
-        "the best combined label-free score (effective rank and alignment under word dropout, as rank percentiles "
-        "across candidates); " + CATALOG_TRUST,
+        f"the best combined label-free score ({' + '.join(COMBINED)}, as rank percentiles across candidates; the "
+        "form chosen on the catalog tasks' validation scores); " + CATALOG_TRUST,
         "label-free: measured on your texts; label 100-200 examples and run `bertlens sweep --data FILE ... "
         "--protocols probe,label_free` to check it",
         ("bertlens embed texts.txt --recipe OUT/recipe.json --out vectors.npy",),
