@@ -14,7 +14,7 @@ def _unit(x):
 def test_spectrum_is_the_squared_singular_values_of_the_unit_rows(shape):
     x = np.random.default_rng(0).normal(size=shape) * np.linspace(0.1, 3, shape[1])
     reference = np.linalg.svd(_unit(x), compute_uv=False) ** 2
-    assert np.allclose(spectrum(x), reference, atol=1e-9)
+    assert np.allclose(spectrum(x), reference, rtol=1e-4, atol=1e-5 * reference[0])
 
 
 def test_effective_rank_matches_roy_vetterli_on_a_numpy_svd():

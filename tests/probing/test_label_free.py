@@ -23,8 +23,8 @@ def test_combine_is_the_weighted_mean_of_oriented_rank_percentiles():
     assert np.isfinite(combine(components, {"effective_rank": 1.0})[0, 0])  # a component not used does not matter
 
 
-def test_view_count_is_a_sixth_between_64_and_1000():
-    assert view_count(30) == 30 and view_count(600) == 100 and view_count(100000) == 1000 and view_count(200) == 64
+def test_view_count_is_a_tenth_between_64_and_500():
+    assert view_count(30) == 30 and view_count(2000) == 200 and view_count(100000) == 500 and view_count(200) == 64
 
 
 def _scores(free: np.ndarray, names: list[str]) -> LabelFreeScores:
