@@ -15,9 +15,12 @@ scores and is written down in docs/results.md with what it achieves.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 from scipy.stats import rankdata
 
 from bertlens.features.bank import Bank
@@ -149,27 +152,41 @@ def score_label_free(
     form: dict[str, float] = COMBINED,
     progress: Progress = silent,
 ) -> LabelFreeScores:
-    """Every component for every candidate on SUBSAMPLES subsamples of bank `rows` (texts only: no label is read)."""
+    """Every component for every candidate on SUBSAMPLES subsamples of bank `rows` (texts only: no label is read).
+
+    Candidates are scored side by side, one per core (each with one torch thread: the eigen-decompositions and
+    products release the GIL), in a deterministic order of results."""
     pool, subsamples, pairs, resamples = _draws(rows, len(views.rows), seed)
     components = {name: np.full((len(candidates), SUBSAMPLES), np.nan) for name in COMPONENTS}
-    for c, candidate in enumerate(candidates):
-        progress("label-free scores", c, len(candidates))
+
+    def score(candidate: Candidate) -> dict[str, np.ndarray] | None:
         x = candidate_features(bank, candidate, pool)  # [P, D]
-        unit = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)  # [P, D]
         clean = candidate_features(bank, candidate, views.rows)  # [V, D]
         if _constant(x) or _constant(clean):
-            continue  # e.g. [CLS] of the embedding layer: every text gets the same vector
+            return None  # e.g. [CLS] of the embedding layer: every text gets the same vector
+        unit = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)  # [P, D]
         first, second = (candidate_features(view, candidate) for view in views.dropout)  # [V, D] each
         by_dropout = _alignment(first, second)  # [V]
         by_words = _alignment(clean, candidate_features(views.words, candidate))  # [V]
+        out = {name: np.empty(SUBSAMPLES) for name in COMPONENTS}
         for b, (sample, (i, j), resample) in enumerate(zip(subsamples, pairs, resamples)):
-            xb = x[sample]  # [S, D]
-            eigen = spectrum(xb[:SPECTRUM_SIZE])  # [min(S, D)]
-            components["effective_rank"][c, b] = effective_rank(eigen)
-            components["matrix_entropy"][c, b] = matrix_entropy(eigen)
-            pairs_of = unit[sample]  # [S, D]
-            components["anisotropy"][c, b], components["uniformity"][c, b] = _pair_measures(pairs_of, i, j)
-            components["alignment_dropout"][c, b] = by_dropout[resample].mean()
-            components["alignment_words"][c, b] = by_words[resample].mean()
+            eigen = spectrum(x[sample][:SPECTRUM_SIZE])  # [min(S, D)]
+            out["effective_rank"][b] = effective_rank(eigen)
+            out["matrix_entropy"][b] = matrix_entropy(eigen)
+            out["anisotropy"][b], out["uniformity"][b] = _pair_measures(unit[sample], i, j)
+            out["alignment_dropout"][b] = by_dropout[resample].mean()
+            out["alignment_words"][b] = by_words[resample].mean()
+        return out
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as executor:
+            for c, result in enumerate(executor.map(score, candidates)):
+                progress("label-free scores", c, len(candidates))
+                for name, values in (result or {}).items():
+                    components[name][c] = values
+    finally:
+        torch.set_num_threads(threads)
     progress("label-free scores", len(candidates), len(candidates))
     return LabelFreeScores(tuple(candidates), components, combine(components, form), dict(form))
