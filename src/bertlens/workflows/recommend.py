@@ -78,6 +78,18 @@ def _retrieval_decisions(task, model, encoder, steps, cache_dir, seed, budget, c
     return decisions, recipe
 
 
+def _representation(task, model, cache_dir, recipe_path, seed, budget, progress) -> Decision:
+    """Step 3: the label-free sweep for texts alone, else a sweep on a sample sized to the budget; the recipe is
+    saved next to the steps."""
+    if task.kind == TEXTS_KIND:
+        decision, recipe = step_label_free(task, model, cache_dir, seed, progress)
+    else:
+        sweep_task, plan = sweep_sample(task, model, budget.left(), seed)
+        decision, recipe = step_representation(sweep_task, model, cache_dir, seed, progress, plan)
+    recipe.save(recipe_path)
+    return decision
+
+
 def run_recommend(
     task: TaskData,
     model: str,
@@ -146,18 +158,12 @@ def run_recommend(
     progress("representation", 2, 5)
     recipe_path = steps / "recipe.json"
 
-    def representation() -> Decision:
-        if task.kind == TEXTS_KIND:
-            decision, recipe = step_label_free(task, model, cache_dir or steps / "cache", seed, progress)
-        else:
-            sweep_task, plan = sweep_sample(task, model, budget.left(), seed)
-            decision, recipe = step_representation(
-                sweep_task, model, cache_dir or steps / "cache", seed, progress, plan
-            )
-        recipe.save(recipe_path)
-        return decision
-
-    decisions.append(cached("representation", representation))
+    decisions.append(
+        cached(
+            "representation",
+            lambda: _representation(task, model, cache_dir or steps / "cache", recipe_path, seed, budget, progress),
+        )
+    )
     recipe = Recipe.load(recipe_path) if recipe_path.is_file() else Recipe(model=model)
     if decisions[0].recipe_changes:
         notes.append(
