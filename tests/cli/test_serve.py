@@ -69,6 +69,7 @@ def test_a_port_in_use_is_one_line_and_exit_1_before_the_model_loads(tiny_bert_d
     assert f"cannot listen on 127.0.0.1:{port}" in err and "choose another --port" in err
 
 
+@pytest.mark.extended  # a real server process; the app test covers the routes: `make test-extended`
 def test_two_recipe_files_are_served_by_their_names(tiny_bert_dir, tmp_path):
     for name, pooler in (("plain", "mean"), ("first", "cls")):
         Recipe(model=str(tiny_bert_dir), pooler=pooler, precision="fp32").save(tmp_path / f"{name}.json")

@@ -49,6 +49,7 @@ def test_texts_with_label_flags_or_too_few_texts_are_one_line(tmp_path, tiny_ber
     assert "not allowed with argument --texts" in capsys.readouterr().err
 
 
+@pytest.mark.extended  # the same protocol as tests/experiments/test_sweep_label_free.py, through the CLI: `make test-extended`
 def test_label_free_protocol_on_labelled_data_prints_and_writes_trust(tmp_path, tiny_bert_dir, capsys):
     rows = [(t, "pos") for t in POSITIVE] * 3 + [(t, "neg") for t in NEGATIVE] * 3
     data = tmp_path / "reviews.csv"
@@ -82,6 +83,7 @@ def test_label_free_protocol_on_labelled_data_prints_and_writes_trust(tmp_path, 
     assert (tmp_path / "s" / "label-free-trust.png").stat().st_size > 10_000
 
 
+@pytest.mark.extended  # the same protocol as tests/experiments/test_sweep_label_free.py, through the CLI: `make test-extended`
 def test_retrieval_takes_the_label_free_protocol_and_rejects_a_probe(tmp_path, tiny_bert_dir, capsys):
     root = write_beir(tmp_path / "c", DOCS, QUERIES, QRELS)
     code, err = run(

@@ -198,6 +198,7 @@ def test_recommend_on_a_retrieval_collection_with_training_judgements(tiny_bert_
     Embedder(Recipe.load(paths["recipe"])).encode(["a recipe users can embed with"])
 
 
+@pytest.mark.extended  # five steps end to end: `make test-extended`
 def test_recommend_on_texts_without_labels(tiny_bert_dir, tmp_path):
     from bertlens.tasks.loaders import texts_task
 
