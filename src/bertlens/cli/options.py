@@ -60,6 +60,20 @@ def add_recipe_options(parser: argparse.ArgumentParser, several: str | None = No
     group.add_argument("--document-prompt", help="retrieval: text put before every document, e.g. 'passage: ' (E5)")
 
 
+RECIPE_VALUE_FLAGS = (  # flags copied onto the recipe as given
+    "mixer",
+    "pooler",
+    "max_length",
+    "precision",
+    "normalize",
+    "postprocess",
+    "long_text",
+    "query_prompt",
+    "document_prompt",
+)
+RECIPE_FLAGS = ("model", "layers", *RECIPE_VALUE_FLAGS, "exclude_special")  # every flag that changes a recipe
+
+
 def recipe_from_args(args: argparse.Namespace) -> Recipe:
     """--recipe file first (if any), then every flag the user set on top of it."""
     recipe = Recipe.load(args.recipe) if args.recipe else Recipe()
@@ -71,17 +85,7 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
         changes["layers"] = parse_layers(args.layers, num_layers)
         if args.mixer is None and len(changes["layers"]) > 1 and recipe.mixer == "single":
             changes["mixer"] = "mean"
-    for flag in (
-        "mixer",
-        "pooler",
-        "max_length",
-        "precision",
-        "normalize",
-        "postprocess",
-        "long_text",
-        "query_prompt",
-        "document_prompt",
-    ):
+    for flag in RECIPE_VALUE_FLAGS:
         if getattr(args, flag) is not None:
             changes[flag] = getattr(args, flag)
     if args.exclude_special:

@@ -8,7 +8,7 @@ import socket
 
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import say
-from bertlens.cli.options import add_recipe_options, recipe_from_args
+from bertlens.cli.options import RECIPE_FLAGS, add_recipe_options, recipe_from_args
 from bertlens.errors import BertlensError
 from bertlens.serving.config import BACKENDS, LONG_TEXT_POLICIES, ServeLimits, ServeOptions
 
@@ -152,22 +152,6 @@ def run(args: argparse.Namespace) -> None:
         "GET /health /info /metrics)"
     )
     run_server(app, args.host, args.port)
-
-
-RECIPE_FLAGS = (
-    "model",
-    "layers",
-    "mixer",
-    "pooler",
-    "max_length",
-    "precision",
-    "normalize",
-    "postprocess",
-    "long_text",
-    "query_prompt",
-    "document_prompt",
-    "exclude_special",
-)
 
 
 def _run_several(args: argparse.Namespace, options) -> None:

@@ -79,7 +79,6 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from bertlens.encoding.encoder import Encoder
     from bertlens.experiments.sweep import SweepConfig, run_sweep
     from bertlens.io.cache import default_cache_dir
     from bertlens.probing.candidates import parse_prompt_set
@@ -98,22 +97,7 @@ def run(args: argparse.Namespace) -> None:
     if (prompt_sets or args.long_documents) and task.kind != "retrieval":
         flag = "--prompts" if prompt_sets else "--long-documents"
         raise BertlensError(f"{flag} applies to retrieval tasks; {task.name} is a {task.kind} task")
-    # the sweep chooses layers, mixer and pooler; the user fixes only what is shared by every candidate
-    base = Recipe(
-        model=args.model or "default",
-        max_length=args.max_length,
-        precision=args.precision or "fp32",
-        include_special=not args.exclude_special,
-        long_text=args.long_text,
-    )
-    encoder = Encoder(
-        base.model,
-        max_length=base.max_length,
-        precision=base.precision,
-        attentions="cls" if "attention" in poolers else "none",
-        trust_remote_code=args.trust_remote_code,
-        device=args.device,
-    )
+    base, encoder = _base_and_encoder(args, poolers)
     layers = parse_layers(args.layers, encoder.num_layers) if args.layers else None
     config = SweepConfig(
         poolers=poolers,
@@ -178,7 +162,6 @@ def _run_texts(args: argparse.Namespace, poolers: tuple[str, ...]) -> None:
     import numpy as np
 
     from bertlens.cli.sources import file_texts
-    from bertlens.encoding.encoder import Encoder
     from bertlens.experiments.sweep import SweepConfig, run_texts_sweep
     from bertlens.io.cache import default_cache_dir
     from bertlens.probing.label_free import CATALOG_TRUST
@@ -204,21 +187,7 @@ def _run_texts(args: argparse.Namespace, poolers: tuple[str, ...]) -> None:
             raise BertlensError("--max-examples must be at least 8 for --texts")
         keep = np.sort(np.random.default_rng(args.seed).permutation(len(texts))[: args.max_examples])
         texts = [texts[i] for i in keep]
-    base = Recipe(
-        model=args.model or "default",
-        max_length=args.max_length,
-        precision=args.precision or "fp32",
-        include_special=not args.exclude_special,
-        long_text=args.long_text,
-    )
-    encoder = Encoder(
-        base.model,
-        max_length=base.max_length,
-        precision=base.precision,
-        attentions="cls" if "attention" in poolers else "none",
-        trust_remote_code=args.trust_remote_code,
-        device=args.device,
-    )
+    base, encoder = _base_and_encoder(args, poolers)
     layers = parse_layers(args.layers, encoder.num_layers) if args.layers else None
     config = SweepConfig(poolers=poolers, layers=layers, seed=args.seed, bank_dtype=args.bank_dtype)
     name = args.texts.stem
@@ -247,3 +216,26 @@ def _run_texts(args: argparse.Namespace, poolers: tuple[str, ...]) -> None:
     say(
         f"wrote {paths['report']}, {paths['results']} and {paths['recipe']} (bertlens embed FILE --recipe {paths['recipe']})"
     )
+
+
+def _base_and_encoder(args: argparse.Namespace, poolers: tuple[str, ...]):
+    """What every candidate shares (the sweep chooses layers, mixer and pooler; the user fixes the rest), and the
+    encoder built with what the poolers need."""
+    from bertlens.encoding.encoder import Encoder
+
+    base = Recipe(
+        model=args.model or "default",
+        max_length=args.max_length,
+        precision=args.precision or "fp32",
+        include_special=not args.exclude_special,
+        long_text=args.long_text,
+    )
+    encoder = Encoder(
+        base.model,
+        max_length=base.max_length,
+        precision=base.precision,
+        attentions="cls" if "attention" in poolers else "none",
+        trust_remote_code=args.trust_remote_code,
+        device=args.device,
+    )
+    return base, encoder

@@ -793,18 +793,7 @@ def run_sweep(
         loss = _retrieval_dimension_loss(result, scores, task, config)
         return replace(result, label_free=free, trust=trust, recipe=result.recipe.replace(dimension_loss=loss))
     texts = task.all_texts()
-    start = time.perf_counter()
-    bank = build_bank(
-        encoder,
-        texts,
-        default_cache_dir(cache_dir),
-        poolers=config.poolers,
-        include_special=base.include_special,
-        dtype=config.bank_dtype,
-        long_text=base.long_text_strategy,
-        progress=progress,
-    )
-    timings = {"bank_seconds": time.perf_counter() - start}
+    bank, timings = _bank(encoder, texts, base, cache_dir, config, progress)
     release_freed_memory()  # the encoding pass's activations: not needed by the probes
     ex, where = _examples(task, {text: i for i, text in enumerate(texts)})
     folds = sweep_folds(task, ex.targets, where, config)
@@ -849,6 +838,22 @@ def _dimension_loss(result: SweepResult, bank: Bank, ex, folds: list[Fold]):
     return similarity_loss(first, second, ex.targets[rows]) or None
 
 
+def _bank(encoder: Encoder, texts: list[str], base: Recipe, cache_dir, config: SweepConfig, progress):
+    """The one encoding pass (every layer x pooler, as the shared recipe settings say) and its wall time."""
+    start = time.perf_counter()
+    bank = build_bank(
+        encoder,
+        texts,
+        default_cache_dir(cache_dir),
+        poolers=config.poolers,
+        include_special=base.include_special,
+        dtype=config.bank_dtype,
+        long_text=base.long_text_strategy,
+        progress=progress,
+    )
+    return bank, {"bank_seconds": time.perf_counter() - start}
+
+
 def run_texts_sweep(
     texts: list[str],
     name: str,
@@ -869,18 +874,7 @@ def run_texts_sweep(
     model = base.model if base.model != "default" else encoder.ref.name
     base = base.replace(model=model, max_length=encoder.max_length)
     torch.manual_seed(config.seed)
-    start = time.perf_counter()
-    bank = build_bank(
-        encoder,
-        texts,
-        default_cache_dir(cache_dir),
-        poolers=config.poolers,
-        include_special=base.include_special,
-        dtype=config.bank_dtype,
-        long_text=base.long_text_strategy,
-        progress=progress,
-    )
-    timings = {"bank_seconds": time.perf_counter() - start}
+    bank, timings = _bank(encoder, texts, base, cache_dir, config, progress)
     start = time.perf_counter()
     protocol, scores = _label_free(bank, encoder, texts, base, cache_dir, config, progress)
     timings["label_free_seconds"] = time.perf_counter() - start
