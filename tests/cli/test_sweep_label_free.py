@@ -40,6 +40,8 @@ def test_texts_with_label_flags_or_too_few_texts_are_one_line(tmp_path, tiny_ber
     texts.write_text("\n".join(TEXTS) + "\n")
     code, err = run(capsys, "--texts", texts, "--label-col", "x", "--model", tiny_bert_dir, "--out", tmp_path / "o")
     assert code == 1 and "--label-col belongs to --data" in err and len(err.strip().splitlines()) == 1
+    code, err = run(capsys, "--texts", texts, "--text-col", "text", "--model", tiny_bert_dir, "--out", tmp_path / "o")
+    assert code == 1 and "--texts reads its column from --column" in err
     few = tmp_path / "few.txt"
     few.write_text("a\nb\nc\n")
     code, err = run(capsys, "--texts", few, "--model", tiny_bert_dir, "--out", tmp_path / "o")
@@ -108,3 +110,13 @@ def test_retrieval_takes_the_label_free_protocol_and_rejects_a_probe(tmp_path, t
         capsys, "--data", root, "--protocols", "cosine,probe", "--model", tiny_bert_dir, "--out", tmp_path / "p"
     )
     assert code == 1 and "protocol 'probe' does not apply to a retrieval task" in err
+
+
+def test_recommend_reads_texts_alone_with_the_same_checks(tmp_path, capsys):
+    few = tmp_path / "few.txt"
+    few.write_text("a\nb\na\n\n")
+    assert main(["recommend", "--texts", str(few), "--out", str(tmp_path / "r")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "2 distinct texts; label-free scores need at least 8" in err and len(err.splitlines()) == 1
+    assert main(["recommend", "--texts", str(few), "--split-col", "s", "--out", str(tmp_path / "r")]) == 1
+    assert "--split-col belongs to --data" in capsys.readouterr().err and not (tmp_path / "r").exists()

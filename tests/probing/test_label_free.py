@@ -79,3 +79,33 @@ def test_settle_counts_draws_within_the_best_and_skips_counts_beyond_the_pool():
     out = settle(choose, np.arange(120), test, counts=(25, 50, 100, 200), repeats=3)
     assert [s.labels for s in out] == [25, 50, 100] and seen == [25] * 3 + [50] * 3 + [100] * 3
     assert [s.within_best for s in out] == [0.0, 1.0, 1.0] and out[0].mean_regret == pytest.approx(-1.0)
+
+
+def test_the_last_layer_default_is_mean_pooling_else_another_pooler_else_none():
+    from bertlens.probing.label_trust import last_layer_default
+
+    assert last_layer_default(["cls/L6", "mean/L5", "mean/L6"], 6) == "mean/L6"
+    assert last_layer_default(["cls/L2", "max/L6", "cls/L6"], 6) == "max/L6"
+    assert last_layer_default(["mean/L1", "mean/L16"], 6) is None  # L16 is not L6
+
+
+def test_without_a_last_layer_the_trust_has_only_the_regret_against_the_best():
+    rng = np.random.default_rng(3)
+    gold = rng.integers(0, 2, 200)
+    outputs = np.stack([np.where(rng.random(200) < a, gold, 1 - gold) for a in (0.6, 0.8)])
+    test = bootstrap(outputs, gold, "accuracy", resamples=100)
+    names = ["L0", "L1"]
+    trust = label_free_trust(
+        _scores(np.array([0.9, 0.1]), names),
+        [f"mean/{n}" for n in names],
+        test,
+        outputs,
+        gold,
+        "accuracy",
+        None,
+        hidden_size=8,
+    )
+    assert [r.against for r in trust.regrets] == ["best"] and trust.pick_not_below_last is None
+    from bertlens.reports.sweep import trust_lines
+
+    assert "last-layer" not in trust_lines(trust)[0] and "vs the best" in trust_lines(trust)[0]

@@ -94,14 +94,10 @@ def run(args: argparse.Namespace) -> None:
 
 def _texts_task(args: argparse.Namespace):
     """--texts FILE: the distinct non-blank texts, as a task without labels."""
-    from bertlens.cli.sources import file_texts
+    from bertlens.cli.sources import unlabelled_texts
     from bertlens.tasks.loaders import texts_task
 
-    if args.label_col or args.text_col2:
-        raise BertlensError("--texts takes texts alone; --label-col and --text-col2 belong to --data (a labelled file)")
-    task = texts_task(args.texts.stem, file_texts(args.texts, args.column))
-    if len(task.splits["all"]) < 8:
-        raise BertlensError(
-            f"{args.texts}: {len(task.splits['all'])} distinct texts; label-free scores need at least 8"
-        )
-    return task
+    texts, skipped = unlabelled_texts(args)
+    if skipped:
+        say(skipped)
+    return texts_task(args.texts.stem, texts)

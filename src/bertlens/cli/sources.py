@@ -215,6 +215,35 @@ def file_texts(path: Path, column: str | None) -> list[str]:
     return [t for t in iter_texts(path, parse_column(column) if column else None) if not is_blank(t)]
 
 
+LABELLED_FLAGS = ("label_col", "text_col2", "split_col", "test", "dev", "task_type", "label_first")
+MIN_UNLABELLED = 8  # label-free scores need a spread of texts
+
+
+def unlabelled_texts(args: argparse.Namespace) -> tuple[list[str], str]:
+    """--texts FILE for a command that chooses without labels: its distinct non-blank texts (first-seen order),
+    read once, and what was skipped; a flag of labelled data, or fewer than MIN_UNLABELLED texts, is one line."""
+    given = [f for f in LABELLED_FLAGS if getattr(args, f, None)]
+    if given:
+        raise BertlensError(
+            f"--texts takes texts alone; --{given[0].replace('_', '-')} belongs to --data (a labelled file)"
+        )
+    if args.text_col is not None:
+        raise BertlensError("--texts reads its column from --column, not --text-col")
+    lines = list(iter_texts(args.texts, parse_column(args.column) if args.column else None))
+    kept = [t for t in lines if not is_blank(t)]
+    texts = list(dict.fromkeys(kept))
+    if len(texts) < MIN_UNLABELLED:
+        raise BertlensError(
+            f"{args.texts}: {len(texts)} distinct texts; label-free scores need at least {MIN_UNLABELLED}"
+        )
+    skipped = (
+        f"{len(lines) - len(kept)} blank and {len(kept) - len(texts)} repeated lines skipped: {len(texts)} distinct texts"
+        if len(lines) > len(texts)
+        else ""
+    )
+    return texts, skipped
+
+
 def training_texts(task: TaskData) -> list[str]:
     """A task's training texts (both sides of pairs), never a test split's: what unsupervised training may read."""
     split = task.splits.get("train") or task.splits["all"]

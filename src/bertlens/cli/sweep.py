@@ -161,27 +161,20 @@ def _run_texts(args: argparse.Namespace, poolers: tuple[str, ...]) -> None:
     """sweep --texts FILE: no labels; the label-free protocol chooses."""
     import numpy as np
 
-    from bertlens.cli.sources import file_texts
+    from bertlens.cli.sources import unlabelled_texts
     from bertlens.experiments.sweep import SweepConfig, run_texts_sweep
     from bertlens.io.cache import default_cache_dir
     from bertlens.probing.label_free import CATALOG_TRUST
     from bertlens.reports.sweep import leaderboard, write_outputs
 
-    labelled = [f for f in ("label_col", "text_col2", "split_col", "test", "dev", "protocols") if getattr(args, f)]
-    if labelled or args.label_first or args.long_documents or args.prompts or args.postprocess_steps:
-        flag = (labelled[0] if labelled else "label_first").replace("_", "-")
-        raise BertlensError(f"--texts takes texts alone; --{flag} belongs to --data (a labelled file)")
-    from bertlens.io.tables import iter_texts, parse_column
-
-    lines = sum(1 for _ in iter_texts(args.texts, parse_column(args.column) if args.column else None))
-    given = file_texts(args.texts, args.column)
-    texts = list(dict.fromkeys(given))
-    if lines > len(texts):
-        say(
-            f"{lines - len(given)} blank and {len(given) - len(texts)} repeated lines skipped: {len(texts)} distinct texts"
+    if args.protocols or args.long_documents or args.prompts or args.postprocess_steps:
+        flag = next(f for f in ("protocols", "long_documents", "prompts", "postprocess_steps") if getattr(args, f))
+        raise BertlensError(
+            f"--texts takes texts alone; --{flag.replace('_', '-')} belongs to --data (a labelled file)"
         )
-    if len(texts) < 8:
-        raise BertlensError(f"{args.texts}: {len(texts)} distinct texts; label-free scores need at least 8")
+    texts, skipped = unlabelled_texts(args)
+    if skipped:
+        say(skipped)
     if args.max_examples is not None:
         if args.max_examples < 8:
             raise BertlensError("--max-examples must be at least 8 for --texts")

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import torch
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError, did_you_mean
 from bertlens.features.bank import DEFAULT_POOLERS, Bank, build_bank
-from bertlens.features.views import BankOptions, build_views, sample_rows
+from bertlens.features.views import BankOptions, build_views, view_rows
 from bertlens.io.cache import default_cache_dir
 from bertlens.io.memory import release_freed_memory
 from bertlens.metrics.bootstrap import (
@@ -29,12 +27,13 @@ from bertlens.metrics.geometry import row_cosine
 from bertlens.metrics.ranking import RANKING_METRICS
 from bertlens.probing.candidates import LIMITATIONS, Candidate, PromptSet, candidate_features, enumerate_candidates
 from bertlens.probing.clustering import SUBSAMPLE_SIZE, SUBSAMPLES, v_measures
+from bertlens.probing.cores import map_on_cores
 from bertlens.probing.few_labels import classification_chooser, similarity_chooser
 from bertlens.probing.fold_ridge import ALPHA_GRID, ridge_over_folds
 from bertlens.probing.label_free import SUBSAMPLE_SIZE as LF_SUBSAMPLE_SIZE
 from bertlens.probing.label_free import SUBSAMPLES as LF_SUBSAMPLES
 from bertlens.probing.label_free import LabelFreeScores, score_label_free, view_count
-from bertlens.probing.label_trust import Trust, label_free_trust, settle
+from bertlens.probing.label_trust import Trust, label_free_trust, last_layer_default, settle
 from bertlens.probing.retrieval import LATE_CHUNK, RetrievalSweep, sweep_retrieval
 from bertlens.probing.scalar_mix_fit import fit_classification_mix, fit_similarity_mix
 from bertlens.probing.screened_probe import LOGISTIC, MAX_CONTENDERS, screened_probe
@@ -195,17 +194,6 @@ def _stack(bank, candidates, ids, ex, rows, kind, mixes: dict | None = None) -> 
     return torch.from_numpy(out)
 
 
-def _map_on_cores(fn, items: list) -> list:
-    """fn over items in threads, one core each: for many small independent fits (torch releases the GIL)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # small tensors: one core per fit, side by side
-    try:
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-            return list(pool.map(fn, items))
-    finally:
-        torch.set_num_threads(threads)
-
-
 def _probe_classification(bank, candidates, ex, folds, kind, config, progress: Progress = silent):
     """Out-of-fold test predictions [C, n_test], dev accuracy per fold [F, C], ScalarMix weights, and which
     probe scored each candidate (a ridge screen of all, logistic probes for the contenders: screened_probe).
@@ -223,7 +211,7 @@ def _probe_classification(bank, candidates, ex, folds, kind, config, progress: P
         return fit_classification_mix(bank.pooled(c.pooler, c.layers, ex.a[rows]), ex.targets[rows])
 
     jobs = [(k, c) for k in range(len(folds)) for c in mixed]
-    learned_weights = iter(_map_on_cores(fit, jobs))
+    learned_weights = iter(map_on_cores(fit, jobs))
     per_fold_mixes = [{c.name: next(learned_weights) for c in mixed} for _ in folds]
     every_row = np.arange(len(ex.targets))
 
@@ -271,7 +259,7 @@ def _cosine(bank, candidates, ex, folds, config, fitted: dict | None = None) -> 
                 u, v = (bank.pooled(c.pooler, c.layers, side[fold.train]) for side in (ex.a, ex.b))
                 return fit_similarity_mix(u, v, ex.targets[fold.train], seed=config.seed)
 
-            learned = _map_on_cores(fit, folds)
+            learned = map_on_cores(fit, folds)
         for k, fold in enumerate(folds):
             mix = learned[k] if learned else None
             transform = _fit_post(bank, candidate, np.concatenate([ex.a[fold.train], ex.b[fold.train]]))
@@ -602,7 +590,7 @@ def _retrieval_trust(free: LabelFreeScores, main: ProtocolResult, scores, n_dev:
     (dev) queries: the candidate with the best mean nDCG@10 over them."""
     names = [c.name for c in main.candidates]
     width = scores.plain_bank.width
-    last = f"mean/L{scores.plain_bank.num_layers}"
+    last = last_layer_default(names, scores.plain_bank.num_layers)
     trust = label_free_trust(free, names, main.test, main.outputs, None, main.metric, last, width, config.seed)
     dev = scores.per_query[RANKING_METRICS[0]][:, :n_dev]  # [C, Q_dev]
     eligible = [i for i, c in enumerate(main.candidates) if scores.scored_by[i] == "cosine"]
@@ -655,7 +643,7 @@ def _label_free(
     candidates = [
         c for c in enumerate_candidates(bank.num_layers, config.poolers, config.layers) if c.mixer != "scalar_mix"
     ]
-    rows = sample_rows(len(texts), view_count(len(texts)), config.seed)
+    rows = view_rows(len(texts), view_count(len(texts)), config.seed)
     options = BankOptions(config.poolers, base.include_special, config.bank_dtype, base.long_text_strategy)
     views = build_views(encoder, texts, rows, default_cache_dir(cache_dir), options, config.seed, progress)
     scores = score_label_free(bank, candidates, np.arange(len(texts)), views, config.seed, progress=progress)
@@ -683,7 +671,7 @@ def _label_free(
 def _trust(scores: LabelFreeScores, main: ProtocolResult, task: TaskData, bank: Bank, ex, folds, config) -> Trust:
     """The label-free pick judged by the task's labels, and the labelled choice from a few labels (settle)."""
     names = [c.name for c in main.candidates]
-    last = f"mean/L{bank.num_layers}" if f"mean/L{bank.num_layers}" in names else names[0]
+    last = last_layer_default(names, bank.num_layers)
     trust = label_free_trust(
         scores, names, main.test, main.outputs, main.gold, main.metric, last, bank.width, config.seed
     )

@@ -33,7 +33,7 @@ class BankOptions:
     long_text: LongText | None = None
 
 
-def sample_rows(texts: int, count: int, seed: int) -> np.ndarray:
+def view_rows(texts: int, count: int, seed: int) -> np.ndarray:
     """`count` seeded rows of `texts`, sorted."""
     return np.sort(np.random.default_rng(seed).choice(texts, count, replace=False))
 

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 EPSILON = 1e-12
+FLOAT32_NOISE = 1e-6  # eigenvalues below this share of the largest are float32 rounding, not spread
 
 
 def spectrum(x: np.ndarray) -> np.ndarray:
@@ -31,9 +32,6 @@ def spectrum(x: np.ndarray) -> np.ndarray:
     gram = t @ t.T if t.shape[0] <= t.shape[1] else t.T @ t  # [m, m], m = min(n, D)
     eigen = torch.linalg.eigvalsh(gram).flip(0).double().numpy()  # [m]
     return np.where(eigen > FLOAT32_NOISE * eigen[0], eigen, 0.0)  # rounding noise of float32 is not a direction
-
-
-FLOAT32_NOISE = 1e-6  # eigenvalues below this share of the largest are float32 rounding, not spread
 
 
 def effective_rank(eigen: np.ndarray) -> float:

@@ -15,12 +15,9 @@ scores and is written down in docs/results.md with what it achieves.
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 from scipy.stats import rankdata
 
 from bertlens.features.bank import Bank
@@ -29,6 +26,7 @@ from bertlens.metrics.bootstrap import Intervals, intervals_from_samples
 from bertlens.metrics.geometry import random_pairs, row_cosine
 from bertlens.metrics.label_free import effective_rank, matrix_entropy, spectrum
 from bertlens.probing.candidates import Candidate, candidate_features
+from bertlens.probing.cores import map_on_cores
 from bertlens.progress import Progress, silent
 
 SUBSAMPLES = 5
@@ -178,15 +176,8 @@ def score_label_free(
             out["alignment_words"][b] = by_words[resample].mean()
         return out
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as executor:
-            for c, result in enumerate(executor.map(score, candidates)):
-                progress("label-free scores", c, len(candidates))
-                for name, values in (result or {}).items():
-                    components[name][c] = values
-    finally:
-        torch.set_num_threads(threads)
-    progress("label-free scores", len(candidates), len(candidates))
+    results = map_on_cores(score, candidates, lambda done, total: progress("label-free scores", done, total))
+    for c, result in enumerate(results):
+        for name, values in (result or {}).items():
+            components[name][c] = values
     return LabelFreeScores(tuple(candidates), components, combine(components, form), dict(form))

@@ -52,7 +52,7 @@ class Settling:
 class Trust:
     pick: str
     pick_within_best: bool  # the label-free pick is tied with the full-label best
-    pick_not_below_last: bool  # the pick is at least as good as the last-layer default (within its interval or above)
+    pick_not_below_last: bool | None  # at least as good as the last-layer default (None: no last layer was scored)
     agreements: tuple[Agreement, ...]
     regrets: tuple[Regret, ...]
     settling: tuple[Settling, ...] = ()
@@ -80,14 +80,14 @@ def label_free_trust(
     outputs: np.ndarray,
     gold: np.ndarray | None,
     metric: str,
-    last: str,
+    last: str | None,
     hidden_size: int,
     seed: int = 0,
 ) -> Trust:
     """Compare the label-free scores with a labelled protocol over the candidates both score.
 
     names [C_l], test and outputs [C_l, n] are the labelled protocol's candidates, intervals and per-example outputs;
-    `last` is the last-layer default's name."""
+    `last` is the last-layer default's name (None when the sweep scored no last layer: no regret against it)."""
     index = {n: i for i, n in enumerate(names)}
     common = [k for k, c in enumerate(scores.candidates) if c.name in index]
     labelled = np.array([test.value[index[scores.candidates[k].name]] for k in common])
@@ -95,18 +95,26 @@ def label_free_trust(
     agreements.append(agreement("combined", scores.value("combined")[common], labelled, seed))
     pick = scores.candidates[scores.pick(hidden_size)].name
     regrets = []
-    for against, reference in (("best", names[test.best]), ("last layer", last)):
+    references = (("best", names[test.best]), ("last layer", last)) if last else (("best", names[test.best]),)
+    for against, reference in references:
         pair = outputs[[index[reference], index[pick]]]
         value, low, high = paired_difference(pair, gold, metric, seed=seed)
         regrets.append(Regret(against, reference, value, low, high))
     return Trust(
         pick,
         bool(test.tied_with_best[index[pick]]),
-        regrets[1].high >= 0,
+        regrets[1].high >= 0 if last else None,
         tuple(agreements),
         tuple(regrets),
         candidates=len(common),
     )
+
+
+def last_layer_default(names: list[str], num_layers: int) -> str | None:
+    """The default a label-free pick is judged against: mean pooling of the last layer, else the last layer under
+    another pooler, else None (the sweep's --layers left it out)."""
+    single = [n for n in names if n.endswith(f"/L{num_layers}")]
+    return f"mean/L{num_layers}" if f"mean/L{num_layers}" in single else (single[0] if single else None)
 
 
 Chooser = Callable[[np.ndarray], int]  # labelled rows -> index of the candidate chosen from them

@@ -109,12 +109,18 @@ def label_free_json(result: SweepResult) -> dict:
 
 def trust_lines(trust: Trust) -> list[str]:
     """The label-free pick judged by this task's labels, in sentences."""
-    best, last = trust.regrets[0], trust.regrets[1]
-    lines = [
+    best = trust.regrets[0]
+    line = (
         f"label-free pick {trust.pick}: {best.value:+.4f} [{best.low:+.4f}, {best.high:+.4f}] vs the best "
-        f"({best.reference}; {'within' if trust.pick_within_best else 'outside'} its interval), "
-        f"{last.value:+.4f} [{last.low:+.4f}, {last.high:+.4f}] vs the last-layer default ({last.reference}; "
-        f"{'not below it' if trust.pick_not_below_last else 'below it'})",
+        f"({best.reference}; {'within' if trust.pick_within_best else 'outside'} its interval)"
+    )
+    for last in trust.regrets[1:]:
+        line += (
+            f", {last.value:+.4f} [{last.low:+.4f}, {last.high:+.4f}] vs the last-layer default ({last.reference}; "
+            f"{'not below it' if trust.pick_not_below_last else 'below it'})"
+        )
+    lines = [
+        line,
         "label-free scores vs the labelled score across "
         f"{trust.candidates} candidates (Spearman [95% CI]): "
         + ", ".join(f"{a.score} {a.rho:+.2f} [{a.low:+.2f}, {a.high:+.2f}]" for a in trust.agreements),
@@ -263,7 +269,7 @@ def trust_plot(result: SweepResult, path: Path) -> Path:
     marks = (
         (result.trust.pick, "label-free pick", "tab:blue"),
         (main.candidates[main.test.best].name, "labelled best", "tab:green"),
-        (result.trust.regrets[1].reference, "last layer", "tab:red"),
+        *((r.reference, "last layer", "tab:red") for r in result.trust.regrets[1:]),
     )
     for name, label, colour in marks:
         k = next((j for j, i in enumerate(common) if scores.candidates[i].name == name), None)

@@ -86,10 +86,6 @@ class EmbeddingService:
     def draining(self, value: bool) -> None:
         self.admission.draining = value
 
-    @property
-    def in_flight(self) -> dict[str, int]:
-        return self.admission.in_flight
-
     def admitted(self, client: str):
         return self.admission.admitted(client)
 
