@@ -6,7 +6,8 @@ import torch
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 
-from bertlens.probing.logistic import fit_logistic
+from bertlens.probing.logistic import _loss_and_gradient, fit_logistic
+from bertlens.representation.logits import logit_loss
 
 
 @pytest.mark.parametrize("classes", [2, 4])
@@ -54,3 +55,17 @@ def test_per_candidate_strengths_reach_the_grid_solutions():
     assert own.weight.shape == (2, 6, 1)
     torch.testing.assert_close(own.weight[0, :, 0], grid.weight[0, :, 0], atol=1e-4, rtol=1e-3)  # candidate 0 at C=0.1
     torch.testing.assert_close(own.weight[1, :, 0], grid.weight[1, :, 1], atol=1e-4, rtol=1e-3)  # candidate 1 at C=1
+
+
+@pytest.mark.parametrize("outputs", [1, 5])
+def test_written_out_gradient_equals_autograd(outputs):
+    torch.manual_seed(0)
+    strengths, n = 3, 40
+    logits = torch.randn(2, n, strengths * outputs, dtype=torch.float64, requires_grad=True)  # [C, n, R*K]
+    y = torch.randint(0, 2 if outputs == 1 else outputs, (n,))
+    grouped = logits.view(2, n, strengths, outputs)
+    per_model = [logit_loss(grouped[c, :, r], y) for c in range(2) for r in range(strengths)]  # mean CE each
+    torch.stack(per_model).sum().backward()
+    loss, gradient = _loss_and_gradient(logits.detach(), y, outputs)
+    torch.testing.assert_close(loss, torch.stack(per_model).sum().detach())
+    torch.testing.assert_close(gradient, logits.grad)

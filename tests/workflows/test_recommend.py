@@ -63,6 +63,8 @@ def test_recommend_on_200_labelled_rows(tiny_bert_dir, tmp_path, monkeypatch):
     assert "could not" in domain.confidence or "cannot be measured" in domain.confidence  # no masked-LM head
     tuned = result.decisions[3]
     assert tuned.decision in (TUNE, FROZEN) and "paired difference" in tuned.evidence
+    assert "own ONNX int8 exported and gated on your texts" in result.decisions[4].evidence  # and timed with the rest
+    assert (tmp_path / "out" / "onnx-int8" / "export.json").is_file()
     paths = write_outputs(result, tmp_path / "out")
     Embedder(Recipe.load(paths["recipe"])).encode(["a recipe users can embed with"])
     assert "<table>" in paths["html"].read_text() and "## Decisions" in paths["report"].read_text()
@@ -168,6 +170,19 @@ def test_alternatives_are_checked_before_measuring(tmp_path, tiny_bert_dir):
         Recipe(model=str(tiny_bert_dir)), ["a text", "another one"] * 20, 1e-6, None, (alt, exported)
     )
     assert "onnx fp32" in timing.evidence and timing.decision.startswith("too slow")  # nothing meets 1 ns
+
+
+def test_the_latency_step_exports_gates_and_times_its_own_int8(tmp_path, tiny_bert_dir):
+    texts = [f"sentence {i} about topic {i % 7}, said plainly" for i in range(80)]
+    decision = latency_step.step_latency(Recipe(model=str(tiny_bert_dir)), texts, 1e-6, None, int8_out=tmp_path / "q")
+    record = json.loads((tmp_path / "q" / "export.json").read_text())
+    assert record["int8"]["passed"] and "held-out calibration texts" in record["int8"]["judged_on"]
+    assert "onnx int8 (q):" in decision.evidence and "exported and gated on your texts" in decision.evidence
+    assert decision.decision == "too slow for the budget, int8 included: distil a smaller student"  # 1 ns: nothing
+    windows = Recipe(model=str(tiny_bert_dir), long_text="windows:mean")
+    refused = latency_step.step_latency(windows, texts, None, None, int8_out=tmp_path / "w")
+    assert "own ONNX int8 not offered: long_text 'windows:mean' runs several passes" in refused.evidence
+    assert not (tmp_path / "w").exists() and refused.decision.startswith("serve at")
 
 
 def test_recommend_on_a_retrieval_collection_with_training_judgements(tiny_bert_dir, tmp_path):

@@ -6,11 +6,15 @@ Binary tasks use one logit (sigmoid), like scikit-learn; multi-class tasks use s
 The problems are independent, so minimising their sum with L-BFGS minimises each one.
 Features are standardised per candidate on the training rows.
 
-Speed: L-BFGS runs over whitened coefficients (Cholesky of each candidate's feature
-covariance), which turns the badly conditioned problems of anisotropic BERT features into
-nearly isotropic ones: tens of steps instead of hundreds. Every step reads all features
-twice, so the products run in bfloat16 by default (parameters, loss and optimiser stay
-float32); `compute_dtype=torch.float64` runs everything in float64 for reference checks.
+Speed: L-BFGS runs in the eigenbasis of each candidate's feature covariance, scaled to unit
+variance (PCA whitening), which turns the badly conditioned problems of anisotropic BERT features
+into nearly isotropic ones: tens of steps instead of hundreds. In that basis the penalty
+||W||^2 is a diagonal form (coefficient^2 / eigenvalue), so the whitened features are computed
+once per fit and each step costs two products with them and nothing D x D. L-BFGS is invariant
+to rotations, so this takes the steps a Cholesky whitening would, at a fraction of the cost.
+The gradient is written out (softmax or sigmoid minus the one-hot targets), not traced by
+autograd. The products run in bfloat16 by default (parameters, loss and optimiser stay float32);
+`compute_dtype=torch.float64` runs everything in float64 for reference checks.
 """
 
 from __future__ import annotations
@@ -48,52 +52,58 @@ class LogisticFit:
         return predict_classes(self.decision(features))
 
 
-def _loss(logits: torch.Tensor, y: torch.Tensor, outputs: int) -> torch.Tensor:
-    """Mean cross-entropy per model, summed over models. logits [C, n, R*K]."""
-    c, n, rk = logits.shape
-    r = rk // outputs
-    if outputs == 1:
-        per = logit_loss(logits[..., None], y[None, :, None].expand(c, n, r), reduction="none")  # [C, n, R]
-        return per.mean(dim=1).sum()
-    flat = logits.view(c, n, r, outputs).permute(0, 2, 1, 3).reshape(-1, outputs)  # [C*R*n, K]
-    return logit_loss(flat, y.repeat(c * r), reduction="none").view(c, r, n).mean(dim=-1).sum()
+def _loss_and_gradient(logits: torch.Tensor, y: torch.Tensor, outputs: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean cross-entropy per model, summed over models, and its gradient in the logits [C, n, R*K].
 
-
-def _whitener(cov: torch.Tensor, jitter: float = 1e-3) -> torch.Tensor:
-    """Lower Cholesky factor L of each candidate's feature covariance cov [C, D, D] (+ jitter I): [C, D, D].
-
-    Only a change of coordinates (a preconditioner), so the covariance may be approximate.
+    d(mean CE)/d(logits) = (p - onehot(y)) / n, p the softmax (sigmoid for one output) of the logits.
     """
-    eye = torch.eye(cov.shape[-1])
-    while True:
-        factor, info = torch.linalg.cholesky_ex(cov + jitter * eye)
-        if not bool(info.any()):
-            return factor
-        jitter *= 10  # numerically singular covariance (e.g. constant features): regularise more
+    c, n, rk = logits.shape
+    if outputs == 1:
+        target = y[None, :, None].expand(c, n, rk)  # [C, n, R]
+        loss = logit_loss(logits[..., None], target, reduction="sum") / n
+        return loss, (torch.sigmoid(logits) - target.to(logits.dtype)) / n  # [C, n, R]
+    grouped = logits.view(c, n, rk // outputs, outputs)  # [C, n, R, K]
+    log_p = torch.log_softmax(grouped, dim=-1)  # [C, n, R, K]
+    picked = log_p.gather(-1, y[None, :, None, None].expand(c, n, rk // outputs, 1))  # [C, n, R, 1]
+    gradient = log_p.exp_()  # p, in place
+    gradient.scatter_add_(-1, y[None, :, None, None].expand_as(picked), torch.full_like(picked, -1.0))  # p - onehot
+    return -picked.sum() / n, gradient.view(c, n, rk).div_(n)
 
 
-def _standardise(features: torch.Tensor, dtype: torch.dtype):
-    """Per-candidate mean [C,1,D], scale [C,1,D], covariance [C,D,D] and the standardised features
-    in `dtype`, built one candidate at a time so no full float32 copy is ever held."""
+def _eigen_whitening(cov: torch.Tensor, jitter: float = 1e-3) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each candidate's covariance cov [C, D, D] (+ jitter I) = V diag(lam) V': basis V lam^-1/2 [C, D, D], lam [C, D].
+
+    Only a change of coordinates (a preconditioner), so the covariance may be approximate; the
+    jitter keeps constant features (eigenvalue 0) finite.
+    """
+    values, vectors = torch.linalg.eigh(cov)  # V is orthogonal to rounding in float32 too, which is all ||w|| needs
+    values = values.clamp(min=0) + jitter  # [C, D]
+    return vectors * values.rsqrt()[:, None, :], values
+
+
+def _standardise(features: torch.Tensor, dtype: torch.dtype, params: torch.dtype):
+    """Per-candidate mean [C,1,D], scale [C,1,D], whitening basis [C,D,D], eigenvalues [C,D] and the
+    whitened features [C,n,D] in `dtype`, built one candidate at a time so no second full float32 copy is held."""
     count, n, dim = features.shape
     mean = torch.empty(count, 1, dim)
     scale = torch.empty(count, 1, dim)
-    cov = torch.empty(count, dim, dim)
+    basis = torch.empty(count, dim, dim, dtype=params)
+    values = torch.empty(count, dim, dtype=params)
     x = torch.empty(count, n, dim, dtype=dtype)  # [C, n, D]
     for c in range(count):
         block = features[c]  # [n, D]
         mean[c, 0] = block.mean(dim=0)
         scale[c, 0] = block.std(dim=0).clamp(min=1e-6)
-        z = (block - mean[c]) / scale[c]  # [n, D] float32, one candidate at a time
-        cov[c] = z.T @ z / n
-        x[c] = z.to(dtype)
-    return mean, scale, cov, x
+        z = ((block - mean[c]) / scale[c]).to(params)  # [n, D], one candidate at a time
+        basis[c], values[c] = (t[0] for t in _eigen_whitening((z.T @ z / n)[None]))
+        x[c] = z.to(dtype) @ basis[c].to(dtype)  # [n, D] whitened: unit covariance (up to the jitter and rounding)
+    return mean, scale, basis, values, x
 
 
 def _minimise(
     x: torch.Tensor,
     y: torch.Tensor,
-    unwhiten: torch.Tensor,
+    values: torch.Tensor,
     coef: torch.Tensor,
     bias: torch.Tensor,
     per_strength: torch.Tensor,
@@ -101,13 +111,12 @@ def _minimise(
     max_iter: int,
     tol: float,
 ) -> None:
-    """L-BFGS over whitened coefficients v (weights w = L^-T v), updating coef and bias in place.
+    """L-BFGS over whitened coefficients v (weights w = V lam^-1/2 v), updating coef and bias in place.
 
-    The objective is exactly scikit-learn's in w; only the coordinates change, which removes
-    the feature correlations that make the plain problem ill-conditioned (and L-BFGS slow).
+    The objective is exactly scikit-learn's in w: ||w||^2 = sum v^2 / lam, since V is orthogonal.
     """
     n = x.shape[1]
-    penalty = (per_strength / n).repeat_interleave(outputs, dim=-1)[:, None, :]  # [C, 1, R*K]
+    penalty = (per_strength / n).repeat_interleave(outputs, dim=-1)[:, None, :] / values[:, :, None]  # [C, D, R*K]
     optimizer = torch.optim.LBFGS(
         [coef, bias],
         lr=1,
@@ -118,13 +127,15 @@ def _minimise(
         line_search_fn="strong_wolfe",
     )
 
+    x_t = x.transpose(1, 2).contiguous()  # [C, D, n]: the gradient's product reads rows contiguously (measured 1.3x)
+
     def closure() -> torch.Tensor:
-        optimizer.zero_grad()
-        weight = torch.bmm(unwhiten, coef)  # [C, D, R*K]
-        logits = torch.bmm(x, weight.to(x.dtype)).to(bias.dtype) + bias  # [C, n, R*K]
-        loss = _loss(logits, y, outputs) + (penalty * weight.pow(2)).sum()
-        loss.backward()
-        return loss
+        logits = bias.detach() + torch.bmm(x, coef.detach().to(x.dtype))  # [C, n, R*K] float32 (promoted)
+        loss, slope = _loss_and_gradient(logits, y, outputs)  # slope [C, n, R*K]
+        weighted = penalty * coef.detach()  # [C, D, R*K]
+        coef.grad = torch.bmm(x_t, slope.to(x.dtype)).to(coef.dtype).add_(weighted, alpha=2)  # x' slope + penalty'
+        bias.grad = slope.sum(dim=1, keepdim=True)  # [C, 1, R*K]
+        return loss + (weighted * coef.detach()).sum()
 
     optimizer.step(closure)
 
@@ -147,15 +158,10 @@ def fit_logistic(
     y = torch.as_tensor(labels, dtype=torch.long)  # [n]
     outputs = logit_width(int(y.max()) + 1)
     count, n, dim = features.shape
-    mean, scale, cov, x = _standardise(features, compute_dtype)  # x [C, n, D] in compute_dtype
-    factor = _whitener(cov)  # [C, D, D]
-    unwhiten = torch.linalg.solve_triangular(
-        factor.transpose(1, 2), torch.eye(dim).expand_as(factor), upper=True
-    )  # L^-T
     params = (
         torch.float64 if compute_dtype == torch.float64 else torch.float32
     )  # float64: end to end, for reference checks
-    unwhiten = unwhiten.to(params)
+    mean, scale, basis, values, x = _standardise(features, compute_dtype, params)  # x [C, n, D] whitened
     if candidate_strengths is not None:
         strengths = (0.0,)  # one strength per candidate: the grid has a single, per-candidate column
     width = len(strengths) * outputs
@@ -169,7 +175,7 @@ def fit_logistic(
         per_strength = torch.tensor([1.0 / (2.0 * c) for c in strengths], dtype=params)[None].expand(
             count, -1
         )  # [C, R]
-    _minimise(x, y, unwhiten, coef, bias, per_strength, outputs, max_iter, tol)
+    _minimise(x, y, values, coef, bias, per_strength, outputs, max_iter, tol)
     with torch.no_grad():
-        weight = torch.bmm(unwhiten, coef).float()  # [C, D, R*K]
+        weight = torch.bmm(basis, coef).float()  # [C, D, R*K]
     return LogisticFit(mean, scale, weight, bias.detach().float(), tuple(strengths), outputs)

@@ -17,6 +17,18 @@ def _mix(stack: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     return torch.einsum("nkh,k->nh", stack, mix_probabilities(weights))  # [n, H]
 
 
+def layer_covariance(x: torch.Tensor) -> torch.Tensor:
+    """x [n, K, H] -> the layers' (unbiased) covariance at each feature [H, K, K]."""
+    centred = x - x.mean(dim=0)  # [n, K, H]
+    return torch.einsum("nkh,nlh->hkl", centred, centred) / max(x.shape[0] - 1, 1)
+
+
+def mixed_std(layer_cov: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """Standard deviation [H] of the mixed vectors sum_k p_k x_k, from layer_cov [H, K, K]: sqrt(p' C_h p),
+    so a step of the mix weights never passes over the rows to standardise."""
+    return torch.einsum("k,hkl,l->h", p, layer_cov, p).clamp(min=0).sqrt()
+
+
 def fit_classification_mix(
     train: np.ndarray, labels: np.ndarray, *, strength: float = 1.0, max_iter: int = 40
 ) -> np.ndarray:
@@ -30,6 +42,8 @@ def fit_classification_mix(
     y = torch.as_tensor(labels, dtype=torch.long)
     outputs = logit_width(int(y.max()) + 1)
     n, layers, width = x.shape
+    centred = (x - x.mean(dim=0)).permute(1, 0, 2).reshape(layers, n * width)  # [K, n*H]: the mix is one product
+    layer_cov = layer_covariance(x)  # [H, K, K]
     mix = torch.zeros(layers, requires_grad=True)
     weight = torch.zeros(width, outputs, requires_grad=True)
     bias = torch.zeros(outputs, requires_grad=True)
@@ -45,8 +59,9 @@ def fit_classification_mix(
 
     def closure() -> torch.Tensor:
         optimizer.zero_grad()
-        mixed = _mix(x, mix)  # [n, H]
-        z = (mixed - mixed.mean(0)) / mixed.std(0).clamp(min=1e-6)  # standardised, as the probe sees it
+        p = mix_probabilities(mix)  # [K]
+        scale = mixed_std(layer_cov, p).clamp(min=1e-6)  # [H]
+        z = (p @ centred).view(n, width) / scale  # [n, H] standardised, as the probe sees it
         logits = z @ weight + bias  # [n, K]
         loss = logit_loss(logits, y) + weight.pow(2).sum() / (2 * strength * n)
         loss.backward()

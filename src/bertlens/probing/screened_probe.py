@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from bertlens.probing.cores import map_on_cores
 from bertlens.probing.fold_ridge import ridge_over_folds
 from bertlens.probing.logistic import C_GRID
 from bertlens.probing.selection import logistic_on_dev
@@ -139,22 +140,39 @@ def _batches(ids: list[int], widths: list[int], bytes_per_unit: int, limit: int,
     return batches
 
 
-def _logistic(source: FeatureSource, batch: list[int], folds, targets, strengths, scores: ProbeScores, progress):
+def _logistic(source: FeatureSource, batch: list[int], folds, targets, strengths, scores: ProbeScores, progress, side):
     """Fit the batch's logistic probes fold by fold, each from zero; write into scores' arrays.
 
     No warm start across folds: fold k-1 trained on fold k's test rows, and an early-stopped fit
     started there keeps what it memorised of them (measured: 0.90 instead of 0.17 accuracy on a
-    100-class task), so every fold starts from zero.
+    100-class task), so every fold starts from zero. `side`: folds run side by side, one core each
+    (1.3x faster at 10k rows, measured; the L-BFGS bookkeeping between the products does not use
+    two cores), when two folds' working memory fits the batch budget.
     """
     offsets = _offsets(folds)
-    for k, fold in enumerate(folds):
+
+    def fit(k: int):
+        fold = folds[k]
         rows = np.concatenate([fold.train, fold.dev, fold.test])
-        selected = logistic_on_dev(
+        return logistic_on_dev(
             source(batch, rows, k), len(fold.train), len(fold.dev), targets[fold.train], targets[fold.dev], strengths
         )
+
+    def done(count: int, total: int) -> None:
+        progress(f"logistic probes ({len(batch)} contenders)", count, total)
+
+    fitted = map_on_cores(fit, list(range(len(folds))), done) if side else _in_turn(fit, len(folds), done)
+    for k, selected in enumerate(fitted):
         scores.predictions[batch, offsets[k] : offsets[k + 1]] = selected.predictions
         scores.per_fold[k, batch] = selected.dev_accuracy
-        progress(f"logistic probes ({len(batch)} contenders)", k + 1, len(folds))
+
+
+def _in_turn(fit: Callable, count: int, done: Callable[[int, int], None]) -> list:
+    out = []
+    for k in range(count):
+        out.append(fit(k))
+        done(k + 1, count)
+    return out
 
 
 def screened_probe(
@@ -183,7 +201,10 @@ def screened_probe(
     scored_by = tuple(LOGISTIC if i in fitted else SCREEN for i in range(len(widths)))
     scores = ProbeScores(screen.predictions, screen.per_fold, scored_by, len(ranked) - len(fitted))
     start = time.perf_counter()
-    # per candidate: float32 + bf16 features (6 bytes x width), logits, softmax and gradients (about 20 x outputs)
-    for batch in _batches(fitted, widths, rows * 6, LOGISTIC_BYTES, extra=outputs * 20 // 6):
-        _logistic(source, batch, folds, targets, strengths, scores, progress)
+    # per candidate: float32 + two bf16 copies of the features (8 bytes x width), logits, softmax and gradients
+    # (about 20 bytes x outputs)
+    per_unit, extra = rows * 8, outputs * 20 // 8
+    for batch in _batches(fitted, widths, per_unit, LOGISTIC_BYTES, extra=extra):
+        side = 2 * per_unit * sum(widths[i] + extra for i in batch) <= LOGISTIC_BYTES
+        _logistic(source, batch, folds, targets, strengths, scores, progress, side)
     return replace(scores, seconds=(screened, time.perf_counter() - start))

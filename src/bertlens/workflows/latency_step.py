@@ -1,5 +1,5 @@
-"""Step 5 of `recommend`: time the recipe (fp32, bf16 where native) and each --alternatives on the user's texts
--> what to serve, by a pure rule (`serving_choice`)."""
+"""Step 5 of `recommend`: time the recipe (fp32, bf16 where native), its own gated ONNX int8 export and each
+--alternatives on the user's texts -> what to serve, by a pure rule (`serving_choice`)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from bertlens.embedding.embedder import Embedder
 from bertlens.embedding.speed import texts_per_second
 from bertlens.encoding.precision import native_bf16
 from bertlens.errors import BertlensError
+from bertlens.progress import Progress, silent
 from bertlens.representation.recipe import Recipe
 from bertlens.workflows.decision import Decision
 
@@ -69,6 +70,33 @@ def load_alternative(path: Path) -> Alternative:
     return Alternative(f"recipe {recipe_file.parent.name}/{recipe_file.name}", recipe_file, fidelity, onnx=False)
 
 
+INT8_TEXTS = 64  # of the user's texts calibrate the int8 export: half choose what stays fp32, half judge the gate
+INT8_SECONDS = 120.0  # the own int8 export of a 6-layer, 384-wide model, with margin (measured 89 s, 2 Xeon cores)
+
+
+def int8_seconds(layers: int, hidden: int) -> float:
+    """Planned time of the own int8 export: one encode per linear module (6 per layer) of 32 texts, each encode
+    costing layers x hidden^2, so layers^2 x hidden^2 from the measured 6-layer, 384-wide figure."""
+    return INT8_SECONDS * (layers / 6) ** 2 * (hidden / 384) ** 2
+
+
+def own_int8(
+    recipe: Recipe, texts: list[str], out: Path, progress: Progress = silent
+) -> tuple[Alternative | None, str]:
+    """The recipe exported to ONNX int8 behind the fidelity gate, judged on the user's own texts (written to `out`),
+    or None and why not (a recipe ONNX cannot express, a gate refusal)."""
+    from bertlens.experiments.export import run_export_onnx
+
+    sample = list(dict.fromkeys(texts))[:INT8_TEXTS]
+    try:
+        run_export_onnx(
+            recipe, out, sample[:16], "your texts", quantize_int8=True, calibration=sample, progress=progress
+        )
+    except BertlensError as error:
+        return None, f"own ONNX int8 not offered: {error}"
+    return load_alternative(out), ""
+
+
 def _timing(embedder, sample: list[str]) -> tuple[float, float]:
     """(texts/s on the sample in batches, best of two passes; median ms for one text alone, after a warm-up)."""
     (rate,) = texts_per_second([embedder], sample)
@@ -108,9 +136,19 @@ def step_latency(
     budget_ms: float | None,
     target: float | None,
     alternatives: tuple[Alternative, ...] = (),
+    int8_out: Path | None = None,
+    progress: Progress = silent,
+    int8_skipped: str = "",
 ) -> Decision:
-    """Time the recipe at fp32 and (where native) bf16, then each alternative, on the user's texts."""
+    """Time the recipe at fp32 and (where native) bf16, then (with `int8_out`) its own gated ONNX int8 export, then
+    each alternative, on the user's texts."""
     sample = texts[: 32 if recipe.long_text else 256]  # a long-text recipe reads every window: fewer documents
+    skipped = int8_skipped
+    if int8_out is not None:
+        start = time.perf_counter()
+        int8, skipped = own_int8(recipe, texts, int8_out, progress)
+        alternatives = ((int8,) if int8 else ()) + tuple(alternatives)
+        skipped = skipped or f"own ONNX int8 exported and gated on your texts in {time.perf_counter() - start:.0f} s"
     precisions = ["fp32"] + (["bf16"] if native_bf16()[0] else [])
     timings = [Timing(p, *_timing(Embedder(recipe.replace(precision=p)), sample), own=True) for p in precisions]
     timings += [Timing(a.label, *_timing(a.embedder(), sample), own=False, fidelity=a.fidelity) for a in alternatives]
@@ -122,6 +160,8 @@ def step_latency(
     evidence += f" ({len(sample)} of your texts, {torch.get_num_threads()} threads)"
     if len(precisions) == 1:
         evidence += "; bf16 skipped: " + native_bf16()[1]
+    if skipped:
+        evidence += "; " + skipped
     if budget_ms is not None or target is not None:
         evidence += f"; budget: {budget_ms or 'any'} ms per text, {target or 'any'} texts/s"
     rule = (
@@ -148,14 +188,21 @@ def step_latency(
         return Decision(
             "latency", f"serve {best.label}: the recipe itself misses the budget", evidence, rule, "measured", (serve,)
         )
+    distil = "bertlens distill --teacher OUT/recipe.json --student layers:3 --texts corpus.txt --out models/student"
+    if int8_out is not None:  # int8 was tried here: timed above, or refused with the reason in the evidence
+        return Decision(
+            "latency",
+            "too slow for the budget, int8 included: distil a smaller student",
+            evidence,
+            rule,
+            "measured",
+            (distil,),
+        )
     return Decision(
         "latency",
         "too slow for the budget: distil a smaller student, or export to ONNX int8 behind the fidelity gate",
         evidence,
         rule,
         "measured",
-        (
-            "bertlens distill --teacher OUT/recipe.json --student layers:3 --texts corpus.txt --out models/student",
-            "bertlens export --format onnx --quantize int8 --recipe OUT/recipe.json --out export/int8",
-        ),
+        (distil, "bertlens export --format onnx --quantize int8 --recipe OUT/recipe.json --out export/int8"),
     )

@@ -6,7 +6,8 @@ The chapter's decision framework as five measured steps, each within what is lef
   3. representation (a sweep on a sample)    -> the recipe, its interval, the candidates tied with it
                                                 (whitening scored as a candidate for similarity tasks)
   4. frozen probe vs a quick fine-tune       -> whether fine-tuning is worth its cost here
-  5. latency of the recipe (fp32, bf16)      -> which precision to serve, or that a student is needed
+  5. latency of the recipe (fp32, bf16, its  -> which precision or export to serve, or that a student is needed
+     own gated ONNX int8 export)
 A step the budget cannot cover gives the rule-of-thumb answer, marked as such. Every finished step is
 cached in OUT/steps/ (keyed by data, model and settings), so an interrupted run resumes from there.
 """
@@ -32,7 +33,7 @@ from bertlens.workflows.decision import Budget, Decision, sample_rows
 from bertlens.workflows.domain_step import reference_corpus, step_domain
 from bertlens.workflows.fine_tune_step import fine_tune_or_rule
 from bertlens.workflows.label_free_step import no_labels_fine_tune, step_label_free
-from bertlens.workflows.latency_step import Alternative, step_latency
+from bertlens.workflows.latency_step import Alternative, int8_seconds, step_latency
 from bertlens.workflows.length_step import step_lengths
 from bertlens.workflows.representation_step import step_representation, sweep_sample
 from bertlens.workflows.retrieval_step import step_retrieval_fine_tune, step_retrieval_representation
@@ -99,6 +100,7 @@ def run_recommend(
     latency_budget_ms: float | None = None,
     throughput_target: float | None = None,
     alternatives: tuple[Alternative, ...] = (),
+    own_int8: bool = True,
     data: Path | None = None,
     cache_dir: Path | None = None,
     seed: int = 0,
@@ -108,6 +110,8 @@ def run_recommend(
     """Run the five steps within the budget; each finished step is cached in OUT/steps/.
 
     `data`: the shared data folder holding the domain step's reference corpus (default $BERTLENS_DATA).
+    `own_int8`: the latency step exports the recipe to ONNX int8 behind the fidelity gate (OUT/onnx-int8) and times
+    it with the rest, when the budget has time for it (latency_step.int8_seconds).
     The time-hungry steps (the long-text comparison, fine-tuning) size themselves to what is left of the budget
     and fall back to the rule of thumb, marked as such, when even their smallest version does not fit.
     """
@@ -120,6 +124,18 @@ def run_recommend(
     steps = out / "steps"
     decisions = []
     notes = []
+
+    def latency(served: Recipe) -> Decision:
+        needs = int8_seconds(encoder.num_layers, encoder.hidden_size)
+        fits = own_int8 and budget.left() > needs
+        skipped = (
+            f"own ONNX int8 skipped: it needs about {needs:.0f} s, {max(budget.left(), 0):.0f} s of the budget left"
+            if own_int8 and not fits
+            else ""
+        )
+        where = out / "onnx-int8" if fits else None
+        texts = task.all_texts()
+        return step_latency(served, texts, latency_budget_ms, throughput_target, alternatives, where, progress, skipped)
 
     def cached(name: str, compute: Callable[[], Decision]) -> Decision:
         def timed() -> Decision:
@@ -136,7 +152,7 @@ def run_recommend(
         decisions.append(
             cached(
                 "latency",
-                lambda: step_latency(recipe, task.all_texts(), latency_budget_ms, throughput_target, alternatives),
+                lambda: latency(recipe),
             )
         )
         return Recommendation(task.name, model, tuple(decisions), recipe, budget.seconds - budget.left(), ())
@@ -181,7 +197,7 @@ def run_recommend(
     decisions.append(
         cached(
             "latency",
-            lambda: step_latency(served, task.all_texts(), latency_budget_ms, throughput_target, alternatives),
+            lambda: latency(served),
         )
     )
     progress("done", 5, 5)
