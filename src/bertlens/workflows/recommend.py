@@ -91,6 +91,19 @@ def _representation(task, model, cache_dir, recipe_path, seed, budget, progress)
     return decision
 
 
+def _int8_plan(encoder: Encoder, out: Path, budget: Budget, own_int8: bool) -> tuple[Path | None, str]:
+    """Where the latency step writes its own int8 export (None: not made) and, when the budget is short, why not."""
+    if not own_int8:
+        return None, ""
+    needs = int8_seconds(encoder.num_layers, encoder.hidden_size)
+    if budget.left() > needs:
+        return out / "onnx-int8", ""
+    return (
+        None,
+        f"own ONNX int8 skipped: it needs about {needs:.0f} s, {max(budget.left(), 0):.0f} s of the budget left",
+    )
+
+
 def run_recommend(
     task: TaskData,
     model: str,
@@ -126,14 +139,7 @@ def run_recommend(
     notes = []
 
     def latency(served: Recipe) -> Decision:
-        needs = int8_seconds(encoder.num_layers, encoder.hidden_size)
-        fits = own_int8 and budget.left() > needs
-        skipped = (
-            f"own ONNX int8 skipped: it needs about {needs:.0f} s, {max(budget.left(), 0):.0f} s of the budget left"
-            if own_int8 and not fits
-            else ""
-        )
-        where = out / "onnx-int8" if fits else None
+        where, skipped = _int8_plan(encoder, out, budget, own_int8)
         texts = task.all_texts()
         return step_latency(served, texts, latency_budget_ms, throughput_target, alternatives, where, progress, skipped)
 
@@ -149,25 +155,12 @@ def run_recommend(
         decisions, recipe = _retrieval_decisions(
             task, model, encoder, steps, cache_dir, seed, budget, cached, progress, prompt_sets
         )
-        decisions.append(
-            cached(
-                "latency",
-                lambda: latency(recipe),
-            )
-        )
+        decisions.append(cached("latency", lambda: latency(recipe)))
         return Recommendation(task.name, model, tuple(decisions), recipe, budget.seconds - budget.left(), ())
     progress("text length", 0, 5)
+    measure_lengths = task.kind != TEXTS_KIND and budget.left() > 0.7 * budget.seconds
     decisions.append(
-        cached(
-            "lengths",
-            lambda: step_lengths(
-                task,
-                encoder,
-                seed,
-                measure=task.kind != TEXTS_KIND and budget.left() > 0.7 * budget.seconds,
-                progress=progress,
-            ),
-        )
+        cached("lengths", lambda: step_lengths(task, encoder, seed, measure=measure_lengths, progress=progress))
     )
     progress("domain", 1, 5)
     decisions.append(cached("domain", lambda: step_domain(task, encoder, reference_corpus(data), seed)))
@@ -194,12 +187,7 @@ def run_recommend(
         )
     progress("latency", 4, 5)
     served = recipe.replace(**decisions[0].recipe_changes) if decisions[0].recipe_changes else recipe
-    decisions.append(
-        cached(
-            "latency",
-            lambda: latency(served),
-        )
-    )
+    decisions.append(cached("latency", lambda: latency(served)))
     progress("done", 5, 5)
     for decision in decisions:
         recipe = recipe.replace(**decision.recipe_changes) if decision.recipe_changes else recipe
