@@ -74,6 +74,7 @@ def test_tapt_on_a_task_with_a_model_without_a_head(tmp_path, tiny_bert_dir):
     assert record["heldout_loss_final"] < record["heldout_loss_base"]
 
 
+@pytest.mark.extended  # the DAPT test above covers the training loop by default
 def test_from_scratch_starts_at_chance_and_learns(tmp_path, corpus):
     out = tmp_path / "scratch"
     assert (

@@ -12,6 +12,7 @@ from bertlens.cli.main import main
 ray = pytest.importorskip("ray")
 
 
+@pytest.mark.extended  # starts a Ray cluster (17 s); an optional engine
 def test_ray_engine_equals_the_local_engine(tiny_bert_dir, tmp_path):
     texts = [f"line {i}: " + "some words " * (i % 5) for i in range(70)]
     source = tmp_path / "in.txt"

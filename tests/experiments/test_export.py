@@ -35,14 +35,17 @@ def whitening(tiny_bert_dir, tmp_path_factory):
 
 @pytest.mark.parametrize(
     "changes",
-    [
-        {"pooler": "cls"},
+    [  # mean and attention (the graph's own attention weights) by default; the other readings in the extended checks
+        pytest.param({"pooler": "cls"}, marks=pytest.mark.extended),
         {"pooler": "mean"},
-        {"pooler": "max", "include_special": False},
+        pytest.param({"pooler": "max", "include_special": False}, marks=pytest.mark.extended),
         {"pooler": "attention"},
-        {"layers": (0, 1, 2), "mixer": "scalar_mix", "mix_weights": (0.3, -0.2, 0.9), "mix_gamma": 1.4},
-        {"layers": (-2, -1), "mixer": "concat", "normalize": True},
-        {"postprocess": "WHITEN"},
+        pytest.param(
+            {"layers": (0, 1, 2), "mixer": "scalar_mix", "mix_weights": (0.3, -0.2, 0.9), "mix_gamma": 1.4},
+            marks=pytest.mark.extended,
+        ),
+        pytest.param({"layers": (-2, -1), "mixer": "concat", "normalize": True}, marks=pytest.mark.extended),
+        pytest.param({"postprocess": "WHITEN"}, marks=pytest.mark.extended),
     ],
     ids=["cls", "mean", "max-no-special", "attention", "scalar_mix", "concat-normalized", "whitened"],
 )
@@ -92,6 +95,7 @@ def test_a_damaged_export_is_refused(tiny_bert_dir, tmp_path):
         OnnxEmbedder(tmp_path / "e")
 
 
+@pytest.mark.extended  # the dynamic int8 tests above cover the gate by default
 def test_static_int8_calibrates_activation_ranges_and_keeps_the_gate(tiny_bert_dir, tmp_path):
     import onnx
 

@@ -15,13 +15,15 @@ import bertlens.workflows.latency_step as latency_step
 import bertlens.workflows.length_step as length_step
 import bertlens.workflows.representation_step as representation_step
 from bertlens.embedding.embedder import Embedder
+from bertlens.encoding.encoder import Encoder
 from bertlens.reports.recommend import markdown as recommend_markdown
 from bertlens.reports.recommend import write_outputs
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import load_user_task
 from bertlens.tasks.splits import with_test_split
+from bertlens.workflows.decision import Budget
 from bertlens.workflows.fine_tune_step import FROZEN, TUNE, fine_tune_choice
-from bertlens.workflows.recommend import run_recommend
+from bertlens.workflows.recommend import _int8_plan, run_recommend
 from tests.conftest import DATA
 from tests.reports.chromium import CHROMIUM, assert_report_renders
 
@@ -172,6 +174,7 @@ def test_alternatives_are_checked_before_measuring(tmp_path, tiny_bert_dir):
     assert "onnx fp32" in timing.evidence and timing.decision.startswith("too slow")  # nothing meets 1 ns
 
 
+@pytest.mark.extended  # the labelled recommend run above makes and times the int8 by default
 def test_the_latency_step_exports_gates_and_times_its_own_int8(tmp_path, tiny_bert_dir):
     texts = [f"sentence {i} about topic {i % 7}, said plainly" for i in range(80)]
     decision = latency_step.step_latency(Recipe(model=str(tiny_bert_dir)), texts, 1e-6, None, int8_out=tmp_path / "q")
@@ -179,10 +182,23 @@ def test_the_latency_step_exports_gates_and_times_its_own_int8(tmp_path, tiny_be
     assert record["int8"]["passed"] and "held-out calibration texts" in record["int8"]["judged_on"]
     assert "onnx int8 (q):" in decision.evidence and "exported and gated on your texts" in decision.evidence
     assert decision.decision == "too slow for the budget, int8 included: distil a smaller student"  # 1 ns: nothing
+
+
+def test_a_recipe_one_graph_cannot_express_gets_no_int8_and_the_reason(tmp_path, tiny_bert_dir):
+    texts = [f"sentence {i} about topic {i % 7}, said plainly" for i in range(80)]
     windows = Recipe(model=str(tiny_bert_dir), long_text="windows:mean")
     refused = latency_step.step_latency(windows, texts, None, None, int8_out=tmp_path / "w")
     assert "own ONNX int8 not offered: long_text 'windows:mean' runs several passes" in refused.evidence
     assert not (tmp_path / "w").exists() and refused.decision.startswith("serve at")
+
+
+def test_the_int8_export_is_planned_from_the_budget(tiny_bert_dir, tmp_path):
+    encoder = Encoder(str(tiny_bert_dir))
+    assert latency_step.int8_seconds(12, 768) == 16 * latency_step.int8_seconds(6, 384)  # layers^2 x width^2
+    assert _int8_plan(encoder, tmp_path, Budget(600), own_int8=True) == (tmp_path / "onnx-int8", "")
+    assert _int8_plan(encoder, tmp_path, Budget(600), own_int8=False) == (None, "")
+    where, why = _int8_plan(encoder, tmp_path, Budget(0.001), own_int8=True)
+    assert where is None and why.startswith("own ONNX int8 skipped: it needs about 0 s")
 
 
 def test_recommend_on_a_retrieval_collection_with_training_judgements(tiny_bert_dir, tmp_path):
@@ -201,7 +217,9 @@ def test_recommend_on_a_retrieval_collection_with_training_judgements(tiny_bert_
     from bertlens.probing.candidates import PromptSet
 
     prompts = (PromptSet("e5", "query: ", "passage: "),)
-    result = run_recommend(task, str(tiny_bert_dir), tmp_path / "out", budget_minutes=10, prompt_sets=prompts)
+    result = run_recommend(
+        task, str(tiny_bert_dir), tmp_path / "out", budget_minutes=10, prompt_sets=prompts, own_int8=False
+    )  # the int8 export is checked on the labelled run
     steps = [d.step for d in result.decisions]
     assert steps == ["representation", "long documents", "frozen or fine-tuned", "latency"]
     assert "prompt sets @e5" in result.decisions[0].evidence
@@ -219,7 +237,7 @@ def test_recommend_on_texts_without_labels(tiny_bert_dir, tmp_path):
 
     lines = (DATA / "sst2" / "train.txt").read_text().splitlines()[:120]
     task = texts_task("reviews", [ln.split(" ", 1)[1] for ln in lines])
-    result = run_recommend(task, str(tiny_bert_dir), tmp_path / "out", budget_minutes=5)
+    result = run_recommend(task, str(tiny_bert_dir), tmp_path / "out", budget_minutes=5, own_int8=False)
     steps = {d.step: d for d in result.decisions}
     assert list(steps) == ["text length", "domain", "representation", "frozen or fine-tuned", "latency"]
     chosen = steps["representation"]
