@@ -113,6 +113,7 @@ def test_a_model_directory_that_is_not_a_model(tmp_path, texts_file, capsys):
     assert code == 1 and "no config.json" in err
 
 
+@pytest.mark.extended  # kills a real embed process mid-run (31 s)
 def test_killed_run_resumes_without_losing_or_duplicating_rows(tmp_path, default_model_dir):
     texts = [f"sentence number {i} about topic {i % 17} and a few more words" for i in range(1200)]
     path = tmp_path / "many.txt"

@@ -95,6 +95,7 @@ def test_every_pooler_mixer_and_precision_embeds(family, family_dir):
     assert shapes == {(4, 64), (4, 128)} and cosine.min() > 0.99
 
 
+@pytest.mark.extended  # training on every family; hidden states and every reading stay in the default suite
 @pytest.mark.parametrize("family", FAMILIES)
 def test_full_fine_tuning_trains_every_encoder_parameter(family, family_dir):
     from bertlens.tasks.loaders import Split
@@ -126,6 +127,7 @@ def test_full_fine_tuning_trains_every_encoder_parameter(family, family_dir):
         assert trained["embeddings_project.weight"] == 0
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("family", FAMILIES)
 def test_pretrain_starts_from_the_checkpoints_own_masked_lm_head(family, family_dir):
     from transformers import AutoModelForMaskedLM

@@ -23,6 +23,7 @@ def cosine_spearman(recipe, split):
     return float(spearman(cos[None], split.targets)[0])
 
 
+@pytest.mark.extended  # encodes all of STS-B test (21 s)
 def test_default_model_mean_pooling_matches_its_known_sts_b_figure(sts_test):
     mean = cosine_spearman(Recipe(pooler="mean"), sts_test)
     cls = cosine_spearman(Recipe(pooler="cls"), sts_test)
