@@ -71,14 +71,14 @@ def _loss_and_gradient(logits: torch.Tensor, y: torch.Tensor, outputs: int) -> t
 
 
 def _eigen_whitening(cov: torch.Tensor, jitter: float = 1e-3) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each candidate's covariance cov [C, D, D] (+ jitter I) = V diag(lam) V': basis V lam^-1/2 [C, D, D], lam [C, D].
+    """A covariance cov [D, D] (+ jitter I) = V diag(lam) V': the basis V lam^-1/2 [D, D] and lam [D].
 
     Only a change of coordinates (a preconditioner), so the covariance may be approximate; the
     jitter keeps constant features (eigenvalue 0) finite.
     """
     values, vectors = torch.linalg.eigh(cov)  # V is orthogonal to rounding in float32 too, which is all ||w|| needs
-    values = values.clamp(min=0) + jitter  # [C, D]
-    return vectors * values.rsqrt()[:, None, :], values
+    values = values.clamp(min=0) + jitter  # [D]
+    return vectors * values.rsqrt(), values
 
 
 def _standardise(features: torch.Tensor, dtype: torch.dtype, params: torch.dtype):
@@ -95,7 +95,7 @@ def _standardise(features: torch.Tensor, dtype: torch.dtype, params: torch.dtype
         mean[c, 0] = block.mean(dim=0)
         scale[c, 0] = block.std(dim=0).clamp(min=1e-6)
         z = ((block - mean[c]) / scale[c]).to(params)  # [n, D], one candidate at a time
-        basis[c], values[c] = (t[0] for t in _eigen_whitening((z.T @ z / n)[None]))
+        basis[c], values[c] = _eigen_whitening(z.T @ z / n)
         x[c] = z.to(dtype) @ basis[c].to(dtype)  # [n, D] whitened: unit covariance (up to the jitter and rounding)
     return mean, scale, basis, values, x
 
