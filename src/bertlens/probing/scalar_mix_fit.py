@@ -13,10 +13,6 @@ from bertlens.representation.logits import logit_loss, logit_width
 from bertlens.representation.mixers import mix_probabilities
 
 
-def _mix(stack: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    return torch.einsum("nkh,k->nh", stack, mix_probabilities(weights))  # [n, H]
-
-
 def layer_covariance(x: torch.Tensor) -> torch.Tensor:
     """x [n, K, H] -> the layers' (unbiased) covariance at each feature [H, K, K]."""
     centred = x - x.mean(dim=0)  # [n, K, H]

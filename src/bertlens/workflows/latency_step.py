@@ -143,12 +143,12 @@ def step_latency(
     """Time the recipe at fp32 and (where native) bf16, then (with `int8_out`) its own gated ONNX int8 export, then
     each alternative, on the user's texts."""
     sample = texts[: 32 if recipe.long_text else 256]  # a long-text recipe reads every window: fewer documents
-    skipped = int8_skipped
+    int8_note = int8_skipped  # what became of the own int8 export, for the evidence
     if int8_out is not None:
         start = time.perf_counter()
-        int8, skipped = own_int8(recipe, texts, int8_out, progress)
+        int8, refused = own_int8(recipe, texts, int8_out, progress)
         alternatives = ((int8,) if int8 else ()) + tuple(alternatives)
-        skipped = skipped or f"own ONNX int8 exported and gated on your texts in {time.perf_counter() - start:.0f} s"
+        int8_note = refused or f"own ONNX int8 exported and gated on your texts in {time.perf_counter() - start:.0f} s"
     precisions = ["fp32"] + (["bf16"] if native_bf16()[0] else [])
     timings = [Timing(p, *_timing(Embedder(recipe.replace(precision=p)), sample), own=True) for p in precisions]
     timings += [Timing(a.label, *_timing(a.embedder(), sample), own=False, fidelity=a.fidelity) for a in alternatives]
@@ -160,8 +160,8 @@ def step_latency(
     evidence += f" ({len(sample)} of your texts, {torch.get_num_threads()} threads)"
     if len(precisions) == 1:
         evidence += "; bf16 skipped: " + native_bf16()[1]
-    if skipped:
-        evidence += "; " + skipped
+    if int8_note:
+        evidence += "; " + int8_note
     if budget_ms is not None or target is not None:
         evidence += f"; budget: {budget_ms or 'any'} ms per text, {target or 'any'} texts/s"
     rule = (
