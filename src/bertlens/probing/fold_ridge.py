@@ -117,11 +117,16 @@ def _solve(sums: _Sums, alphas: tuple[float, ...]):
 
 
 def _outputs(x: torch.Tensor, rows: np.ndarray, mean, scale, weights, offset) -> torch.Tensor:
-    """Predictions [C, A, n, K] for the given rows (weights [C, A, D, K])."""
-    z = (x[:, torch.as_tensor(rows)] - mean[:, None]) / scale[:, None]  # [C, n, D]
+    """Predictions [C, A, n, K] for the given rows (weights [C, A, D, K] on standardised features).
+
+    ((x - mean) / scale) W = x (W / scale) - (mean / scale) W: the standardisation moves into the
+    weights, so the rows are read once and never copied standardised.
+    """
     c, a, d, k = weights.shape
-    flat = weights.permute(0, 2, 1, 3).reshape(c, d, a * k)  # [C, D, A*K]
-    return torch.bmm(z, flat).view(c, -1, a, k).permute(0, 2, 1, 3) + offset  # [C, A, n, K]
+    flat = (weights / scale[:, None, :, None]).permute(0, 2, 1, 3).reshape(c, d, a * k)  # [C, D, A*K]
+    shift = offset.reshape(-1).repeat(a) - torch.bmm(mean[:, None], flat)  # [C, 1, A*K]
+    raw = torch.baddbmm(shift, x[:, torch.as_tensor(rows)], flat)  # [C, n, A*K]
+    return raw.view(c, -1, a, k).permute(0, 2, 1, 3)  # [C, A, n, K]
 
 
 Chooser = Callable[[torch.Tensor, np.ndarray], np.ndarray]  # (dev outputs [C, A, n, K], dev rows) -> index [C]

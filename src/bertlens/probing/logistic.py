@@ -3,8 +3,14 @@
 Objective per candidate c and strength C (scikit-learn's, divided by n):
     (1/n) sum_i CE(x_i W + b, y_i) + ||W||^2 / (2 C n)
 Binary tasks use one logit (sigmoid), like scikit-learn; multi-class tasks use softmax.
-The problems are independent, so minimising their sum with L-BFGS minimises each one.
-Features are standardised per candidate on the training rows.
+The candidates' problems are independent, so minimising their sum with L-BFGS minimises each one.
+The strengths of the grid are fitted one after another along the regularisation path, each
+started from the previous one's solution (as scikit-learn's LogisticRegressionCV does): the
+weakly regularised fits, which 50 steps from zero leave far from their optimum at many classes,
+start near it. Measured against the grid fitted jointly from zero: a lower objective at every C,
+dev and test accuracy closer to scikit-learn's converged fits, in a third to a half of the time
+(each strength also stops on its own once converged). Features are standardised per candidate
+on the training rows.
 
 Speed: L-BFGS runs in the eigenbasis of each candidate's feature covariance, scaled to unit
 variance (PCA whitening), which turns the badly conditioned problems of anisotropic BERT features
@@ -140,6 +146,37 @@ def _minimise(
     optimizer.step(closure)
 
 
+def _minimise_path(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    values: torch.Tensor,
+    coef: torch.Tensor,
+    bias: torch.Tensor,
+    per_strength: torch.Tensor,
+    outputs: int,
+    max_iter: int,
+    tol: float,
+) -> None:
+    """The strengths one at a time, strongest penalty first, each started from the previous one's solution.
+
+    Warm starts along the regularisation path, as scikit-learn's LogisticRegressionCV fits its Cs
+    (Friedman, Hastie & Tibshirani 2010 do the same for the lasso path): the first strength gets
+    max_iter steps from zero, each later one max_iter // 2 from its neighbour's optimum.
+    """
+    order = sorted(range(per_strength.shape[1]), key=lambda r: -float(per_strength[0, r]))  # strongest penalty first
+    start_coef, start_bias = torch.zeros_like(coef[..., :outputs]), torch.zeros_like(bias[..., :outputs])
+    for step, r in enumerate(order):
+        part = slice(r * outputs, (r + 1) * outputs)
+        part_coef = start_coef.detach().clone().requires_grad_(True)  # [C, D, K]
+        part_bias = start_bias.detach().clone().requires_grad_(True)  # [C, 1, K]
+        iterations = max_iter if step == 0 else max(1, max_iter // 2)
+        _minimise(x, y, values, part_coef, part_bias, per_strength[:, r : r + 1], outputs, iterations, tol)
+        with torch.no_grad():
+            coef[..., part] = part_coef
+            bias[..., part] = part_bias
+        start_coef, start_bias = part_coef, part_bias
+
+
 def fit_logistic(
     features: torch.Tensor,
     labels: np.ndarray,
@@ -149,11 +186,13 @@ def fit_logistic(
     tol: float = 1e-4,
     compute_dtype: torch.dtype = torch.bfloat16,
     candidate_strengths: np.ndarray | None = None,
+    warm_path: bool = True,
 ) -> LogisticFit:
     """Fit every (candidate, strength) pair. features [C, n, D] float32; labels [n] ints 0..K-1.
 
     candidate_strengths [C]: instead of the grid, one C per candidate (R = 1), e.g. to refit
-    each layer at the strength chosen for it elsewhere.
+    each layer at the strength chosen for it elsewhere. warm_path=False fits the grid's strengths
+    jointly from zero, as before the path (kept to measure the path against).
     """
     y = torch.as_tensor(labels, dtype=torch.long)  # [n]
     outputs = logit_width(int(y.max()) + 1)
@@ -175,7 +214,10 @@ def fit_logistic(
         per_strength = torch.tensor([1.0 / (2.0 * c) for c in strengths], dtype=params)[None].expand(
             count, -1
         )  # [C, R]
-    _minimise(x, y, values, coef, bias, per_strength, outputs, max_iter, tol)
+    if candidate_strengths is None and warm_path:  # the grid: one strength after another along the path
+        _minimise_path(x, y, values, coef, bias, per_strength, outputs, max_iter, tol)
+    else:  # one strength per candidate, or the grid jointly: a single fit
+        _minimise(x, y, values, coef, bias, per_strength, outputs, max_iter, tol)
     with torch.no_grad():
         weight = torch.bmm(basis, coef).float()  # [C, D, R*K]
     return LogisticFit(mean, scale, weight, bias.detach().float(), tuple(strengths), outputs)
