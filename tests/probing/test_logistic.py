@@ -6,7 +6,7 @@ import torch
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 
-from bertlens.probing.logistic import _loss_and_gradient, fit_logistic
+from bertlens.probing.logistic import PATH_MIN_CLASSES, _loss_and_gradient, fit_logistic
 from bertlens.representation.logits import logit_loss
 
 
@@ -97,7 +97,25 @@ def test_the_warm_started_path_reaches_a_lower_objective_than_the_grid_fitted_jo
 def test_the_path_does_not_depend_on_the_order_of_the_grid():
     X, y = make_classification(n_samples=400, n_features=12, n_informative=6, n_classes=3, random_state=4)
     features = torch.tensor(X[None], dtype=torch.float32)
-    ascending = fit_logistic(features, y, (0.1, 1.0), compute_dtype=torch.float64)
-    descending = fit_logistic(features, y, (1.0, 0.1), compute_dtype=torch.float64)
+    ascending = fit_logistic(features, y, (0.1, 1.0), compute_dtype=torch.float64, warm_path=True)
+    descending = fit_logistic(features, y, (1.0, 0.1), compute_dtype=torch.float64, warm_path=True)
     torch.testing.assert_close(ascending.weight[..., :3], descending.weight[..., 3:])  # C = 0.1 in both
     torch.testing.assert_close(ascending.weight[..., 3:], descending.weight[..., :3])
+
+
+def test_few_classes_keep_the_joint_fit_and_many_take_the_path():
+    for classes, path in ((3, False), (PATH_MIN_CLASSES, True)):
+        X, y = make_classification(
+            n_samples=40 * classes,
+            n_features=20,
+            n_informative=10,
+            n_classes=classes,
+            n_clusters_per_class=1,
+            random_state=5,
+        )
+        features = torch.tensor(X[None], dtype=torch.float32)
+        default = fit_logistic(features, y, (0.1, 1.0), max_iter=10)
+        forced = fit_logistic(features, y, (0.1, 1.0), max_iter=10, warm_path=path)
+        other = fit_logistic(features, y, (0.1, 1.0), max_iter=10, warm_path=not path)
+        torch.testing.assert_close(default.weight, forced.weight)
+        assert not torch.allclose(default.weight, other.weight)
