@@ -87,7 +87,7 @@ def test_the_warm_started_path_reaches_a_lower_objective_than_the_grid_fitted_jo
     )
     features = torch.tensor(X[None], dtype=torch.float32)
     grid = (0.01, 0.1, 1.0, 10.0)
-    path = fit_logistic(features, y, grid, max_iter=20)
+    path = fit_logistic(features, y, grid, max_iter=20, warm_path=True)
     joint = fit_logistic(features, y, grid, max_iter=20, warm_path=False)
     for r, c in enumerate(grid):
         assert _objective(path, features, y, r, c) <= _objective(joint, features, y, r, c)
