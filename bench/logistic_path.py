@@ -45,7 +45,7 @@ def compare(x: np.ndarray, y: np.ndarray, label: str, with_sklearn: bool) -> Non
     for warm_path in (False, True):
         fit_logistic(train[:, :300], y_train[:300], C_GRID, warm_path=warm_path)  # warm-up: first-call costs
     for warm_path in (False, True):
-        fit, seconds = timed(lambda: fit_logistic(train, y_train, C_GRID, warm_path=warm_path))
+        fit, seconds = timed(lambda path=warm_path: fit_logistic(train, y_train, C_GRID, warm_path=path))
         dev_acc = (fit.predict(dev)[0].numpy() == y_dev).mean(-1)
         test_acc = (fit.predict(test)[0].numpy() == y_test).mean(-1)
         objectives = [objective(fit, train, y_train, r) for r in range(len(C_GRID))]
