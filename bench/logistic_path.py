@@ -38,6 +38,14 @@ def objective(fit: LogisticFit, x: torch.Tensor, y: np.ndarray, r: int) -> float
     return float(loss + weight.pow(2).sum() / (2 * fit.strengths[r] * len(y)))
 
 
+def _row(label: str, fit: str, seconds: str, objectives: list, dev: list, test: list) -> None:
+    """One markdown row: objectives to 4 places, accuracies to 3, each list joined by ' / '."""
+    cells = (
+        " / ".join(f"{v:{spec}}" for v in values) for values, spec in ((objectives, ".4f"), (dev, ".3f"), (test, ".3f"))
+    )
+    print(f"| {label} | {fit} | {seconds} | " + " | ".join(cells) + " |")
+
+
 def compare(x: np.ndarray, y: np.ndarray, label: str, with_sklearn: bool) -> None:
     fold = make_folds({"all": np.arange(len(y))}, y, stratify=True, cv_folds=10, seed=0)[0]
     train, dev, test = (torch.from_numpy(x[rows][None]) for rows in (fold.train, fold.dev, fold.test))
@@ -49,15 +57,7 @@ def compare(x: np.ndarray, y: np.ndarray, label: str, with_sklearn: bool) -> Non
         dev_acc = (fit.predict(dev)[0].numpy() == y_dev).mean(-1)
         test_acc = (fit.predict(test)[0].numpy() == y_test).mean(-1)
         objectives = [objective(fit, train, y_train, r) for r in range(len(C_GRID))]
-        print(
-            f"| {label} | {'path' if warm_path else 'joint'} | {seconds:.2f} | "
-            + " / ".join(f"{o:.4f}" for o in objectives)
-            + " | "
-            + " / ".join(f"{a:.3f}" for a in dev_acc)
-            + " | "
-            + " / ".join(f"{a:.3f}" for a in test_acc)
-            + " |"
-        )
+        _row(label, "path" if warm_path else "joint", f"{seconds:.2f}", objectives, dev_acc, test_acc)
     if with_sklearn and x.shape[1] <= 384:
         mean, std = x[fold.train].mean(0), np.maximum(x[fold.train].std(0, ddof=1), 1e-6)
         dev_acc, test_acc = [], []
@@ -65,13 +65,7 @@ def compare(x: np.ndarray, y: np.ndarray, label: str, with_sklearn: bool) -> Non
             model = LogisticRegression(C=c, max_iter=1000).fit((x[fold.train] - mean) / std, y_train)
             dev_acc.append((model.predict((x[fold.dev] - mean) / std) == y_dev).mean())
             test_acc.append((model.predict((x[fold.test] - mean) / std) == y_test).mean())
-        print(
-            f"| {label} | scikit-learn | | | "
-            + " / ".join(f"{a:.3f}" for a in dev_acc)
-            + " | "
-            + " / ".join(f"{a:.3f}" for a in test_acc)
-            + " |"
-        )
+        _row(label, "scikit-learn", "", [], dev_acc, test_acc)
 
 
 def main() -> None:

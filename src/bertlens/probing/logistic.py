@@ -26,7 +26,9 @@ autograd. The products run in bfloat16 by default (parameters, loss and optimise
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
@@ -151,22 +153,16 @@ def _minimise(
 
 
 def _minimise_path(
-    x: torch.Tensor,
-    y: torch.Tensor,
-    values: torch.Tensor,
-    coef: torch.Tensor,
-    bias: torch.Tensor,
-    per_strength: torch.Tensor,
-    outputs: int,
-    max_iter: int,
-    tol: float,
+    minimise: Callable[..., None], coef: torch.Tensor, bias: torch.Tensor, per_strength: torch.Tensor, max_iter: int
 ) -> None:
     """The strengths one at a time, strongest penalty first, each started from the previous one's solution.
 
     Warm starts along the regularisation path, as scikit-learn's LogisticRegressionCV fits its Cs
     (Friedman, Hastie & Tibshirani 2010 do the same for the lasso path): the first strength gets
     max_iter steps from zero, each later one max_iter // 2 from its neighbour's optimum.
+    `minimise(coef, bias, per_strength, max_iter=...)` is _minimise with the features bound.
     """
+    outputs = coef.shape[-1] // per_strength.shape[1]
     order = sorted(range(per_strength.shape[1]), key=lambda r: -float(per_strength[0, r]))  # strongest penalty first
     start_coef, start_bias = torch.zeros_like(coef[..., :outputs]), torch.zeros_like(bias[..., :outputs])
     for step, r in enumerate(order):
@@ -174,7 +170,7 @@ def _minimise_path(
         part_coef = start_coef.detach().clone().requires_grad_(True)  # [C, D, K]
         part_bias = start_bias.detach().clone().requires_grad_(True)  # [C, 1, K]
         iterations = max_iter if step == 0 else max(1, max_iter // 2)
-        _minimise(x, y, values, part_coef, part_bias, per_strength[:, r : r + 1], outputs, iterations, tol)
+        minimise(part_coef, part_bias, per_strength[:, r : r + 1], max_iter=iterations)
         with torch.no_grad():
             coef[..., part] = part_coef
             bias[..., part] = part_bias
@@ -220,10 +216,11 @@ def fit_logistic(
         )  # [C, R]
     if warm_path is None:
         warm_path = int(y.max()) + 1 >= PATH_MIN_CLASSES
+    minimise = partial(_minimise, x, y, values, outputs=outputs, tol=tol)  # (coef, bias, per_strength, max_iter=)
     if candidate_strengths is None and warm_path:  # the grid: one strength after another along the path
-        _minimise_path(x, y, values, coef, bias, per_strength, outputs, max_iter, tol)
+        _minimise_path(minimise, coef, bias, per_strength, max_iter)
     else:  # one strength per candidate, or the grid jointly: a single fit
-        _minimise(x, y, values, coef, bias, per_strength, outputs, max_iter, tol)
+        minimise(coef, bias, per_strength, max_iter=max_iter)
     with torch.no_grad():
         weight = torch.bmm(basis, coef).float()  # [C, D, R*K]
     return LogisticFit(mean, scale, weight, bias.detach().float(), tuple(strengths), outputs)
