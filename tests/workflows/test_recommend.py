@@ -67,6 +67,9 @@ def test_recommend_on_200_labelled_rows(tiny_bert_dir, tmp_path, monkeypatch):
     assert tuned.decision in (TUNE, FROZEN) and "paired difference" in tuned.evidence
     assert "own ONNX int8 exported and gated on your texts" in result.decisions[4].evidence  # and timed with the rest
     assert (tmp_path / "out" / "onnx-int8" / "export.json").is_file()
+    rerun = run_recommend(task, str(tiny_bert_dir), tmp_path / "out", budget_minutes=10, own_int8=False)
+    assert [d.evidence for d in rerun.decisions[:4]] == [d.evidence for d in result.decisions[:4]]  # resumed
+    assert "own ONNX int8" not in rerun.decisions[4].evidence  # the latency step's settings changed: measured again
     paths = write_outputs(result, tmp_path / "out")
     Embedder(Recipe.load(paths["recipe"])).encode(["a recipe users can embed with"])
     assert "<table>" in paths["html"].read_text() and "## Decisions" in paths["report"].read_text()

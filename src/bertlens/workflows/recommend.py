@@ -9,7 +9,8 @@ The chapter's decision framework as five measured steps, each within what is lef
   5. latency of the recipe (fp32, bf16, its  -> which precision or export to serve, or that a student is needed
      own gated ONNX int8 export)
 A step the budget cannot cover gives the rule-of-thumb answer, marked as such. Every finished step is
-cached in OUT/steps/ (keyed by data, model and settings), so an interrupted run resumes from there.
+cached in OUT/steps/ (keyed by data, model and settings; the latency step also by its budget, target,
+alternatives and int8 choice), so an interrupted run resumes from there.
 """
 
 from __future__ import annotations
@@ -143,19 +144,27 @@ def run_recommend(
         texts = task.all_texts()
         return step_latency(served, texts, latency_budget_ms, throughput_target, alternatives, where, progress, skipped)
 
-    def cached(name: str, compute: Callable[[], Decision]) -> Decision:
+    def cached(name: str, compute: Callable[[], Decision], settings: tuple = ()) -> Decision:
+        """The step's decision from OUT/steps/ when the data, model and the step's own `settings` match, else computed."""
+
         def timed() -> Decision:
             start = time.perf_counter()
             decision = compute()
             return replace(decision, seconds=round(time.perf_counter() - start, 1))
 
-        return cached_result(steps / f"{name}.json", content_key([key, name]), timed, asdict, Decision.from_dict)
+        step_key = content_key([key, name, *settings])
+        return cached_result(steps / f"{name}.json", step_key, timed, asdict, Decision.from_dict)
+
+    def cached_latency(served: Recipe) -> Decision:
+        """The latency step, reused only for the same served recipe, budget, target, alternatives and int8 choice."""
+        settings = (served.to_dict(), latency_budget_ms, throughput_target, [str(a.path) for a in alternatives])
+        return cached("latency", lambda: latency(served), (*settings, own_int8))
 
     if task.kind == "retrieval":
         decisions, recipe = _retrieval_decisions(
             task, model, encoder, steps, cache_dir, seed, budget, cached, progress, prompt_sets
         )
-        decisions.append(cached("latency", lambda: latency(recipe)))
+        decisions.append(cached_latency(recipe))
         return Recommendation(task.name, model, tuple(decisions), recipe, budget.seconds - budget.left(), ())
     progress("text length", 0, 5)
     measure_lengths = task.kind != TEXTS_KIND and budget.left() > 0.7 * budget.seconds
@@ -187,7 +196,7 @@ def run_recommend(
         )
     progress("latency", 4, 5)
     served = recipe.replace(**decisions[0].recipe_changes) if decisions[0].recipe_changes else recipe
-    decisions.append(cached("latency", lambda: latency(served)))
+    decisions.append(cached_latency(served))
     progress("done", 5, 5)
     for decision in decisions:
         recipe = recipe.replace(**decision.recipe_changes) if decision.recipe_changes else recipe
