@@ -114,6 +114,7 @@ def _standardise(features: torch.Tensor, dtype: torch.dtype, params: torch.dtype
 
 def _minimise(
     x: torch.Tensor,
+    x_t: torch.Tensor,
     y: torch.Tensor,
     values: torch.Tensor,
     coef: torch.Tensor,
@@ -124,6 +125,7 @@ def _minimise(
     tol: float,
 ) -> None:
     """L-BFGS over whitened coefficients v (weights w = V lam^-1/2 v), updating coef and bias in place.
+    x [C, n, D] whitened features; x_t [C, D, n] the same transposed and contiguous, for the gradient's product.
 
     The objective is exactly scikit-learn's in w: ||w||^2 = sum v^2 / lam, since V is orthogonal.
     """
@@ -138,8 +140,6 @@ def _minimise(
         tolerance_change=1e-12,
         line_search_fn="strong_wolfe",
     )
-
-    x_t = x.transpose(1, 2).contiguous()  # [C, D, n]: the gradient's product reads rows contiguously (measured 1.3x)
 
     def closure() -> torch.Tensor:
         logits = bias.detach() + torch.bmm(x, coef.detach().to(x.dtype))  # [C, n, R*K] float32 (promoted)
@@ -216,7 +216,8 @@ def fit_logistic(
         )  # [C, R]
     if warm_path is None:
         warm_path = int(y.max()) + 1 >= PATH_MIN_CLASSES
-    minimise = partial(_minimise, x, y, values, outputs=outputs, tol=tol)  # (coef, bias, per_strength, max_iter=)
+    x_t = x.transpose(1, 2).contiguous()  # [C, D, n]: the gradient's product reads rows contiguously (measured 1.3x)
+    minimise = partial(_minimise, x, x_t, y, values, outputs=outputs, tol=tol)  # (coef, bias, per_strength, max_iter=)
     if candidate_strengths is None and warm_path:  # the grid: one strength after another along the path
         _minimise_path(minimise, coef, bias, per_strength, max_iter)
     else:  # one strength per candidate, or the grid jointly: a single fit
