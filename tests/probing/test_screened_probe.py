@@ -68,6 +68,29 @@ def test_logistic_work_is_capped_beyond_the_best(monkeypatch):
     assert sp._affordable([4, 1, 2], [100] * 5, outputs=4) == [4, 1, 2]
 
 
+def test_the_default_gets_the_logistic_probe_even_when_the_screen_rules_it_out(monkeypatch):
+    features, labels, folds = _task()
+    plain = screened_probe(_source(features), [16, 16, 16], set(), folds, labels)
+    assert plain.scored_by[2] == SCREEN  # noise: the screen drops it
+    monkeypatch.setattr(sp, "LOGISTIC_UNITS", 0)  # no room beyond the best: `always` is outside the caps
+    scores = screened_probe(_source(features), [16, 16, 16], set(), folds, labels, always=(2,))
+    assert scores.scored_by == (LOGISTIC, SCREEN, LOGISTIC)
+    offset = 0
+    for k, fold in enumerate(folds):  # its figures are the logistic fit's (fitted beside the best), not the screen's
+        rows = np.concatenate([fold.train, fold.dev, fold.test])
+        fit = logistic_on_dev(
+            torch.from_numpy(features[[0, 2]][:, rows]),
+            len(fold.train),
+            len(fold.dev),
+            labels[fold.train],
+            labels[fold.dev],
+        )
+        np.testing.assert_array_equal(scores.predictions[2, offset : offset + len(fold.test)], fit.predictions[1])
+        assert scores.per_fold[k, 2] == fit.dev_accuracy[1]
+        offset += len(fold.test)
+    assert not np.array_equal(scores.predictions[2], plain.predictions[2])  # the screen's figures were replaced
+
+
 def test_fold_specific_candidates_are_screened_with_their_own_features_per_fold():
     features, labels, folds = _task()
     calls = []

@@ -15,7 +15,6 @@ import bertlens.workflows.latency_step as latency_step
 import bertlens.workflows.length_step as length_step
 import bertlens.workflows.representation_step as representation_step
 from bertlens.embedding.embedder import Embedder
-from bertlens.encoding.encoder import Encoder
 from bertlens.reports.recommend import markdown as recommend_markdown
 from bertlens.reports.recommend import write_outputs
 from bertlens.representation.recipe import Recipe
@@ -195,13 +194,22 @@ def test_a_recipe_one_graph_cannot_express_gets_no_int8_and_the_reason(tmp_path,
     assert not (tmp_path / "w").exists() and refused.decision.startswith("serve at")
 
 
-def test_the_int8_export_is_planned_from_the_budget(tiny_bert_dir, tmp_path):
-    encoder = Encoder(str(tiny_bert_dir))
-    assert latency_step.int8_seconds(12, 768) == 16 * latency_step.int8_seconds(6, 384)  # layers^2 x width^2
-    assert _int8_plan(encoder, tmp_path, Budget(600), own_int8=True) == (tmp_path / "onnx-int8", "")
-    assert _int8_plan(encoder, tmp_path, Budget(600), own_int8=False) == (None, "")
-    where, why = _int8_plan(encoder, tmp_path, Budget(0.001), own_int8=True)
-    assert where is None and why.startswith("own ONNX int8 skipped: it needs about 0 s")
+def test_the_int8_export_is_planned_from_a_measured_trial(tiny_bert_dir, default_model_dir, tmp_path):
+    texts = [f"sentence {i} about topic {i % 7}, said plainly" for i in range(80)]
+    tiny = latency_step.plan_int8(Recipe(model=str(tiny_bert_dir)), texts)
+    linear = 2 * 6 + 1  # two layers of (q, k, v, attention out, ffn in, ffn out) and the pooler
+    assert tiny.passes == linear + 4 + latency_step.INT8_EXTRA_PASSES and tiny.trial_seconds > 0
+    assert tiny.seconds == pytest.approx(2 * latency_step.EXPORT_SECONDS_PER_LAYER + tiny.passes * tiny.trial_seconds)
+    default = latency_step.plan_int8(Recipe(model=str(default_model_dir)), texts)
+    assert default.trial_seconds > tiny.trial_seconds and default.seconds > tiny.seconds  # measured, per model
+    served = Recipe(model=str(tiny_bert_dir))
+    where, planned = _int8_plan(served, texts, tmp_path, Budget(600), own_int8=True)
+    assert (
+        where == tmp_path / "onnx-int8" and planned.startswith("own ONNX int8: about") and "measured trial" in planned
+    )
+    assert _int8_plan(served, texts, tmp_path, Budget(600), own_int8=False) == (None, "")
+    where, why = _int8_plan(served, texts, tmp_path, Budget(0.001), own_int8=True)
+    assert where is None and why.startswith("own ONNX int8 skipped: it needs about") and "0 s of the budget left" in why
 
 
 def test_recommend_on_a_retrieval_collection_with_training_judgements(tiny_bert_dir, tmp_path):

@@ -126,7 +126,11 @@ def onnx_opset(encoder: Encoder) -> int:
 
 def export_graph(encoder: Encoder, recipe: Recipe, postprocessor: PostProcessor | None, path: Path) -> Path:
     """Write the recipe's graph to `path` (ONNX at the family's opset, 23 by default; dynamic batch and length)."""
-    graph = RecipeGraph(encoder, recipe, postprocessor).eval()
+    return write_graph(RecipeGraph(encoder, recipe, postprocessor).eval(), encoder, path)
+
+
+def write_graph(graph: RecipeGraph, encoder: Encoder, path: Path) -> Path:
+    """Write a built (possibly modified, e.g. smoothed) recipe graph of `encoder` to `path`."""
     sample = encoder.tokenizer(
         ["a short example", "a somewhat longer example sentence"], padding=True, return_tensors="pt"
     )

@@ -3,36 +3,24 @@
 Dynamic int8 (ONNX Runtime: int8 weights, activations quantized per batch at run time) or static int8
 (activation ranges calibrated once on given texts, QDQ format) speeds up the matrix products but is
 not uniformly safe: a few linear layers carry activations with outliers whose
-rounding moves the final vector far more than the rest. So each linear module of the encoder is
-scored alone (quantize only it, measure the mean cosine to fp32 on calibration texts), and the
-modules are then quantized from the least to the most damaging while the whole stays above the
-fidelity gate. Which module is which comes from the exporter's name scopes (`model.encoder.layer.3
-.output.dense`).
+rounding moves the final vector far more than the rest. Which modules stay fp32 is chosen in
+embedding/int8_choice.py (ranked and searched under a PyTorch emulation of this rounding, confirmed
+on the graph quantized here). Which node belongs to which module comes from the exporter's name
+scopes (`model.encoder.layer.3.output.dense`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import tempfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic, quantize_static
 
-from bertlens.metrics.geometry import row_cosine
-
 QUANTIZED_OPS = ("MatMul", "Gemm")
 NAME_SCOPES = "pkg.torch.onnx.name_scopes"
-
-
-@dataclass(frozen=True)
-class Sensitivity:
-    module: str  # e.g. model.encoder.layer.3.output.dense
-    nodes: tuple[str, ...]
-    mean_cosine: float  # with only this module quantized
 
 
 def linear_modules(model_path: Path) -> dict[str, tuple[str, ...]]:
@@ -50,6 +38,45 @@ def linear_modules(model_path: Path) -> dict[str, tuple[str, ...]]:
         module = _innermost(scopes) or node.name
         groups.setdefault(module, []).append(node.name)
     return {k: tuple(v) for k, v in groups.items()}
+
+
+def merge_shared_scalings(path: Path) -> int:
+    """Merge Mul nodes that scale the same tensor by equal constants (smoothing's one scale for q, k and v, written
+    once per module by the exporter) into one, in place; so the quantizer also quantizes that tensor once. Returns
+    how many nodes were removed."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(path))
+    constants = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}
+    first: dict[tuple, str] = {}  # (input, constant's dtype, shape and bytes) -> the output that stays
+    renamed: dict[str, str] = {}
+    kept = []
+    for node in model.graph.node:
+        key = None
+        if node.op_type == "Mul" and len(node.input) == 2 and node.input[1] in constants:
+            value = constants[node.input[1]]
+            key = (node.input[0], value.dtype.str, value.shape, value.tobytes())
+        if key is not None and key in first:
+            renamed[node.output[0]] = first[key]
+            continue
+        if key is not None:
+            first[key] = node.output[0]
+        kept.append(node)
+    if not renamed:
+        return 0
+    for node in kept:
+        for i, name in enumerate(node.input):
+            if name in renamed:
+                node.input[i] = renamed[name]
+    del model.graph.node[:]
+    model.graph.node.extend(kept)
+    used = {name for node in kept for name in node.input}
+    unused = [init for init in model.graph.initializer if init.name not in used]
+    for init in unused:
+        model.graph.initializer.remove(init)
+    onnx.save(model, str(path))
+    return len(renamed)
 
 
 def _innermost(scopes: str) -> str:
@@ -132,25 +159,3 @@ def _quantize(source, target, exclude, calibration, calibration_cache) -> Path:
         calibration_cache_path=str(calibration_cache) if calibration_cache is not None else None,
     )
     return target
-
-
-def sensitivities(
-    source: Path,
-    encode: Callable[[Path], np.ndarray],
-    reference: np.ndarray,
-    progress=None,
-    calibration: Sequence[dict[str, np.ndarray]] | None = None,
-    calibration_cache: Path | None = None,
-) -> list[Sensitivity]:
-    """Each linear module quantized alone: its mean cosine to fp32 (lowest = most sensitive first)."""
-    groups = linear_modules(source)
-    every = tuple(n for nodes in groups.values() for n in nodes)
-    found = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for i, (module, nodes) in enumerate(groups.items()):
-            others = tuple(n for n in every if n not in nodes)
-            path = quantize(source, Path(tmp) / "one.onnx", others, calibration, calibration_cache)
-            found.append(Sensitivity(module, nodes, float(row_cosine(encode(path), reference).mean())))
-            if progress is not None:
-                progress("per-module sensitivity", i + 1, len(groups))
-    return sorted(found, key=lambda s: s.mean_cosine)

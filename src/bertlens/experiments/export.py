@@ -16,12 +16,24 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+from torch import nn
 
 from bertlens.embedding.embedder import Embedder
 from bertlens.embedding.gate import Gate
-from bertlens.embedding.onnx_backend import MODEL_FILE, RECORD_FILE, OnnxEmbedder
-from bertlens.embedding.onnx_graph import export_graph, onnx_opset
-from bertlens.embedding.quantize import quantize, sensitivities
+from bertlens.embedding.int8_choice import (
+    MEAN_MARGIN_SE,
+    MIN_MARGIN,
+    SENSITIVITY_TEXTS,
+    Int8Choice,
+    Smoothing,
+    choose_kept,
+    choose_smoothing,
+    graph_runner,
+)
+from bertlens.embedding.onnx_backend import MAX_BATCH, MAX_TOKENS, MODEL_FILE, RECORD_FILE, OnnxEmbedder
+from bertlens.embedding.onnx_graph import RecipeGraph, export_graph, onnx_opset, write_graph
+from bertlens.embedding.quantize import linear_modules, merge_shared_scalings, quantize
+from bertlens.embedding.smoothing import smoothed
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
 from bertlens.io.atomic import write_json
@@ -98,37 +110,57 @@ def calibration_feeds(tokenizer, texts: Sequence[str], max_length: int, batch: i
     return feeds
 
 
-def _choose_kept(
-    fp32: Path,
-    work: Path,
-    texts: Sequence[str],
-    reference: np.ndarray,
-    gate: Gate,
-    tokenizer_dir: Path,
-    progress,
-    feeds: list[dict[str, np.ndarray]] | None = None,
-) -> tuple[tuple[str, ...], list, int]:
-    """Modules to keep in fp32 (fewest, most sensitive first) so that int8 passes the gate on `texts`."""
+def _choose_kept(source: Path, work: Path, graph: RecipeGraph, encoder, texts, gate, feeds, progress) -> Int8Choice:
+    """Modules to keep in fp32 (fewest, most sensitive first) so that int8 of `source` passes the gate on `texts` with
+    its margin: searched in PyTorch on `graph` (embedding/int8_choice.py), confirmed on the quantized graph, which
+    is left at work/model.onnx."""
+    cache = work / "calibration.json" if feeds is not None else None  # static: ranges measured once
 
-    def encode(path: Path) -> np.ndarray:
-        shutil.copy(path, work / MODEL_FILE)
+    def onnx_vectors(exclude: tuple[str, ...]) -> np.ndarray:
+        quantize(source, work / MODEL_FILE, exclude, feeds, cache)
         return OnnxEmbedder(work, verify=False).encode(texts)
 
-    for name in (p.name for p in tokenizer_dir.iterdir() if p.name.startswith(("tokenizer", "vocab", "special"))):
-        shutil.copy(tokenizer_dir / name, work / name)
-    shutil.copy(tokenizer_dir / RECORD_FILE, work / RECORD_FILE)
-    cache = work / "calibration.json" if feeds is not None else None  # static: ranges measured once
-    ranked = sensitivities(fp32, encode, reference, progress, feeds, cache)
-    total = len(ranked)
-    for count in range(total + 1):
-        kept = tuple(s.module for s in ranked[:count])
-        exclude = tuple(n for s in ranked[:count] for n in s.nodes)
-        candidate = quantize(fp32, work / "candidate.onnx", exclude, feeds, cache)
-        cos = row_cosine(encode(candidate), reference)
-        if gate.passes(float(cos.mean()), float(cos.min())):
-            return kept, ranked, total - count
-        progress("keeping sensitive modules in fp32", count + 1, total)
-    return tuple(s.module for s in ranked), ranked, 0
+    def runner(subset):
+        return graph_runner(graph, encoder.tokenizer, encoder.max_length, subset, MAX_BATCH, MAX_TOKENS)
+
+    groups = linear_modules(source)
+    modules = dict(graph.named_modules())
+    unknown = [m for m in groups if not isinstance(modules.get(m), nn.Linear)]
+    if unknown:
+        raise BertlensError(
+            f"int8: the graph's products {unknown[:3]} are not linear modules bertlens can emulate; export fp32 "
+            "(without --quantize) and please report this model"
+        )
+    return choose_kept(graph, groups, runner, texts, gate, onnx_vectors, feeds is not None, progress)
+
+
+def _smoothed_choice(staging: Path, fp32: Path, work: Path, encoder, recipe: Recipe, choose, gate, feeds, progress):
+    """SmoothQuant's alpha (scales measured on half the choosing texts, alpha chosen on the other half), the graph
+    written smoothed (when alpha > 0), then the modules kept fp32 chosen on it with every choosing text; the int8
+    candidate is left at work/model.onnx."""
+    postprocessor = PostProcessor.load(recipe.postprocess) if recipe.postprocess else None
+    graph = RecipeGraph(encoder, recipe, postprocessor).eval()
+    fit, check = (
+        graph_runner(graph, encoder.tokenizer, encoder.max_length, half, MAX_BATCH, MAX_TOKENS)
+        for half in (choose[::2], choose[1::2])
+    )
+    progress("choosing the smoothing (SmoothQuant alpha)", 0, 1)
+    smoothing = choose_smoothing(graph, list(linear_modules(fp32)), fit, check)
+    progress("choosing the smoothing (SmoothQuant alpha)", 1, 1)
+    with smoothed(graph, smoothing.scales):
+        source = fp32
+        if smoothing.alpha:
+            source = write_graph(graph, encoder, staging / "model.smoothed.onnx")
+            merge_shared_scalings(source)
+        choice = _choose_kept(source, work, graph, encoder, choose, gate, feeds, progress)
+        last = choice.trials[-1]
+        if last.where != "onnx" or last.kept != choice.kept:  # the last real graph is not the chosen one
+            quantize(
+                source, work / MODEL_FILE, choice.excluded_nodes, feeds, work / "calibration.json" if feeds else None
+            )
+    if source != fp32:
+        source.unlink()
+    return smoothing, choice
 
 
 def _export_fp32(
@@ -168,6 +200,96 @@ def _export_fp32(
     return parity, {**record, "parity": {**asdict(parity), "texts_source": source}}
 
 
+def _quantize_gated(
+    staging: Path, encoder, reference_embedder, calibration, static, gate, force, eval_task, record, progress
+):
+    """Replace the staged fp32 model by int8, keeping the sensitive modules fp32, then judge it against the gate
+    on the calibration texts that chose nothing (a refusal unless forced)."""
+    if len(calibration) < 4:
+        raise BertlensError("--quantize int8 needs at least 4 calibration texts (half choose, half judge)")
+    started = time.perf_counter()
+    order = np.random.default_rng(0).permutation(len(calibration))
+    half = len(order) // 2
+    choose = [calibration[i] for i in order[:half]]
+    judge = [calibration[i] for i in order[half:]]
+    fp32_path = staging / "model.fp32.onnx"
+    (staging / MODEL_FILE).rename(fp32_path)
+    work = _work_dir(staging)
+    feeds = calibration_feeds(encoder.tokenizer, choose, encoder.max_length) if static else None
+    recipe = reference_embedder.recipe
+    smoothing, choice = _smoothed_choice(staging, fp32_path, work, encoder, recipe, choose, gate, feeds, progress)
+    (work / MODEL_FILE).rename(staging / MODEL_FILE)
+    shutil.rmtree(work)
+    fp32_path.unlink()
+    kind = (
+        "int8 (static QDQ; activation ranges calibrated by min/max on the choosing half, weights per channel"
+        if static
+        else "int8 (dynamic; int8 weights per channel, activations per batch"
+    ) + (f"; SmoothQuant alpha {smoothing.alpha:g})" if smoothing.alpha else ")")
+    record = _record(staging, {**record, "precision": kind})
+    int8_embedder = OnnxEmbedder(staging)
+    fid = measure(int8_embedder.encode(judge), reference_embedder.encode(judge))
+    passed = choice.quantized > 0 and gate.passes(fid.mean_cosine, fid.min_cosine)
+    evaluation = compare_on_task(reference_embedder, int8_embedder, eval_task) if eval_task is not None else None
+    if evaluation is not None:
+        passed = passed and evaluation.difference[0] >= -gate.max_task_drop
+    kept = tuple(_shown(s.module, smoothing) for s in choice.kept_modules)
+    details = _int8_record(choice, smoothing, gate, len(choose), len(judge), passed, force)
+    record = {**record, "int8": {**asdict(fid), **details}}
+    record["int8"]["evaluation"] = asdict(evaluation) if evaluation is not None else None
+    record["int8"]["choice_seconds"] = round(time.perf_counter() - started, 1)
+    if not passed and not force:
+        raise BertlensError(_gate_message(fid, gate, choice.quantized, evaluation))
+    return _Int8(fid, kept, choice.quantized, evaluation, passed, record)
+
+
+def _work_dir(staging: Path) -> Path:
+    """A directory OnnxEmbedder can load candidate graphs from: the staged tokenizer and record beside them."""
+    work = staging / ".work"
+    work.mkdir()
+    for name in (p.name for p in staging.iterdir() if p.name.startswith(("tokenizer", "vocab", "special"))):
+        shutil.copy(staging / name, work / name)
+    shutil.copy(staging / RECORD_FILE, work / RECORD_FILE)
+    return work
+
+
+def _shown(module: str, smoothing: Smoothing) -> str:
+    """A module by its name in the model (a smoothed module's product sits in its `.linear`)."""
+    return module.removesuffix(".linear") if smoothing.alpha else module
+
+
+def _int8_record(
+    choice: Int8Choice, smoothing: Smoothing, gate: Gate, choosing: int, judging: int, passed: bool, force: bool
+) -> dict:
+    ranked = [s for s in choice.ranked if s.mean_cosine is not None]
+    return {
+        "judged_on": f"{judging} held-out calibration texts (the other {choosing} chose what stays fp32)",
+        "gate": asdict(gate),
+        "choice_margin": (
+            f"the choosing texts had to pass with their mean less {MEAN_MARGIN_SE:g} standard errors and their "
+            f"minimum less {MIN_MARGIN:g} of the allowed loss"
+        ),
+        "passed": passed,
+        "forced": force and not passed,
+        "smoothing": {
+            "alpha": smoothing.alpha,
+            "method": "SmoothQuant (Xiao et al. 2023): input channel j divided by max|x_j|^a / max|w_j|^(1-a) (max|x_j| "
+            "at least the median channel's), the weight's column multiplied by it; maxima measured on half the "
+            "choosing texts, a (0: none) chosen on the other half",
+            "all_int8_mean_cosine_by_alpha": {str(a): round(c, 6) for a, c in smoothing.tried.items()},
+        },
+        "modules_quantized": choice.quantized,
+        "modules_kept_fp32": [_shown(s.module, smoothing) for s in choice.kept_modules],
+        "sensitivity_mean_cosine_alone": {_shown(s.module, smoothing): round(s.mean_cosine, 6) for s in ranked},
+        "sensitivity_texts": (
+            f"{min(SENSITIVITY_TEXTS, choosing)} choosing texts, int8 emulated in PyTorch"
+            if ranked
+            else "not ranked: every module in int8 passed"
+        ),
+        "search": [asdict(t) for t in choice.trials],
+    }
+
+
 @dataclass(frozen=True)
 class _Int8:
     fidelity: Fidelity
@@ -176,60 +298,6 @@ class _Int8:
     evaluation: TaskComparison | None
     passed: bool
     record: dict
-
-
-def _quantize_gated(
-    staging: Path, encoder, reference_embedder, calibration, static, gate, force, eval_task, record, progress
-):
-    """Replace the staged fp32 model by int8, keeping the sensitive modules fp32, then judge it against the gate
-    on the calibration texts that chose nothing (a refusal unless forced)."""
-    if len(calibration) < 4:
-        raise BertlensError("--quantize int8 needs at least 4 calibration texts (half choose, half judge)")
-    order = np.random.default_rng(0).permutation(len(calibration))
-    half = len(order) // 2
-    choose = [calibration[i] for i in order[:half]]
-    judge = [calibration[i] for i in order[half:]]
-    fp32_path = staging / "model.fp32.onnx"
-    (staging / MODEL_FILE).rename(fp32_path)
-    work = staging / ".work"
-    work.mkdir()
-    feeds = calibration_feeds(encoder.tokenizer, choose, encoder.max_length) if static else None
-    kept, ranked, quantized = _choose_kept(
-        fp32_path, work, choose, reference_embedder.encode(choose), gate, staging, progress, feeds
-    )
-    exclude = tuple(n for s in ranked if s.module in kept for n in s.nodes)
-    quantize(fp32_path, staging / MODEL_FILE, exclude, feeds, work / "calibration.json" if static else None)
-    shutil.rmtree(work)
-    fp32_path.unlink()
-    kind = (
-        "int8 (static QDQ; activation ranges calibrated by min/max on the choosing half, weights per channel)"
-        if static
-        else "int8 (dynamic; int8 weights per channel, activations per batch)"
-    )
-    record = _record(staging, {**record, "precision": kind})
-    int8_embedder = OnnxEmbedder(staging)
-    fid = measure(int8_embedder.encode(judge), reference_embedder.encode(judge))
-    passed = quantized > 0 and gate.passes(fid.mean_cosine, fid.min_cosine)
-    evaluation = compare_on_task(reference_embedder, int8_embedder, eval_task) if eval_task is not None else None
-    if evaluation is not None:
-        passed = passed and evaluation.difference[0] >= -gate.max_task_drop
-    record = {
-        **record,
-        "int8": {
-            **asdict(fid),
-            "judged_on": f"{len(judge)} held-out calibration texts (the other {len(choose)} chose what stays fp32)",
-            "gate": asdict(gate),
-            "passed": passed,
-            "forced": force and not passed,
-            "modules_quantized": quantized,
-            "modules_kept_fp32": list(kept),
-            "sensitivity_mean_cosine_alone": {s.module: round(s.mean_cosine, 6) for s in ranked},
-            "evaluation": asdict(evaluation) if evaluation is not None else None,
-        },
-    }
-    if not passed and not force:
-        raise BertlensError(_gate_message(fid, gate, quantized, evaluation))
-    return _Int8(fid, kept, quantized, evaluation, passed, record)
 
 
 def run_export_onnx(

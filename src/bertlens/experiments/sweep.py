@@ -218,6 +218,7 @@ def _probe_classification(bank, candidates, ex, folds, kind, config, progress: P
     def source(ids: list[int], rows: np.ndarray | None, k: int) -> torch.Tensor:
         return _stack(bank, candidates, ids, ex, every_row if rows is None else rows, kind, per_fold_mixes[k])
 
+    default = last_layer_default([c.name for c in candidates], bank.num_layers)
     scores = screened_probe(
         source,
         [c.width(bank.width) if ex.b is None else pair_width(c.width(bank.width), kind) for c in candidates],
@@ -226,6 +227,7 @@ def _probe_classification(bank, candidates, ex, folds, kind, config, progress: P
         ex.targets,
         config.strengths,
         progress,
+        always=tuple(i for i, c in enumerate(candidates) if c.name == default),
     )
     learned: dict[str, list] = {}
     for mixes in per_fold_mixes:

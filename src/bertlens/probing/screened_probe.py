@@ -114,8 +114,9 @@ def contenders(dev_correct: np.ndarray, z: float = CONTENDER_Z, slack: float = C
     return sorted(keep.tolist(), key=lambda i: (-accuracy[i], i))
 
 
-def _affordable(ranked: list[int], widths: list[int], outputs: int) -> list[int]:
-    """The contenders the logistic probe fits: always the screen's best, then others (best first) within the caps."""
+def _affordable(ranked: list[int], widths: list[int], outputs: int, always: tuple[int, ...] = ()) -> list[int]:
+    """The contenders the logistic probe fits: always the screen's best, then others (best first) within the caps;
+    then `always` (outside the caps), whatever the screen said of them."""
     fitted, used = [], 0
     for i in ranked:
         cost = widths[i] * outputs
@@ -124,7 +125,7 @@ def _affordable(ranked: list[int], widths: list[int], outputs: int) -> list[int]
         if not fitted or used + cost <= LOGISTIC_UNITS:
             fitted.append(i)
             used += cost if len(fitted) > 1 else 0
-    return fitted
+    return fitted + [i for i in always if i not in fitted]
 
 
 def _batches(ids: list[int], widths: list[int], bytes_per_unit: int, limit: int, extra: int = 0) -> list[list[int]]:
@@ -183,11 +184,14 @@ def screened_probe(
     targets: np.ndarray,
     strengths: tuple[float, ...] = C_GRID,
     progress: Progress = silent,
+    always: tuple[int, ...] = (),
 ) -> ProbeScores:
     """Screen every candidate, then logistic probes (C chosen on each fold's dev) for the contenders.
 
     widths [C]: each candidate's feature width; fold_specific: candidates whose features are
-    learned per fold (ScalarMix). Targets are class ids 0..K-1.
+    learned per fold (ScalarMix). Targets are class ids 0..K-1. `always`: candidates the logistic probe
+    fits even when the screen rules them out (the last-layer default: the pick's gain over it must compare
+    two logistic figures, not a logistic figure with a screen figure).
     """
     classes = int(targets.max()) + 1
     rows = max(len(f.train) + len(f.dev) + len(f.test) for f in folds)
@@ -197,9 +201,9 @@ def screened_probe(
     screened = time.perf_counter() - start
     outputs = len(strengths) * (1 if classes == 2 else classes)
     ranked = contenders(screen.dev_correct)
-    fitted = _affordable(ranked, widths, outputs)
+    fitted = _affordable(ranked, widths, outputs, always)
     scored_by = tuple(LOGISTIC if i in fitted else SCREEN for i in range(len(widths)))
-    scores = ProbeScores(screen.predictions, screen.per_fold, scored_by, len(ranked) - len(fitted))
+    scores = ProbeScores(screen.predictions, screen.per_fold, scored_by, len(set(ranked) - set(fitted)))
     start = time.perf_counter()
     # per candidate: float32 + two bf16 copies of the features (8 bytes x width), logits, softmax and gradients
     # (about 20 bytes x outputs)

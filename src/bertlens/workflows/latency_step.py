@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,13 +72,39 @@ def load_alternative(path: Path) -> Alternative:
 
 
 INT8_TEXTS = 64  # of the user's texts calibrate the int8 export: half choose what stays fp32, half judge the gate
-INT8_SECONDS = 120.0  # the own int8 export of a 6-layer, 384-wide model, with margin (measured 89 s, 2 Xeon cores)
+INT8_EXTRA_PASSES = 6  # beyond ranking and search: the reference, one or two real int8 graphs, parity and the judging
+EXPORT_SECONDS_PER_LAYER = 4.0  # writing the ONNX graph twice (fp32, then smoothed): 1.7 s a layer each, 2 EPYC cores
 
 
-def int8_seconds(layers: int, hidden: int) -> float:
-    """Planned time of the own int8 export: one encode per linear module (6 per layer) of 32 texts, each encode
-    costing layers x hidden^2, so layers^2 x hidden^2 from the measured 6-layer, 384-wide figure."""
-    return INT8_SECONDS * (layers / 6) ** 2 * (hidden / 384) ** 2
+@dataclass(frozen=True)
+class Int8Plan:
+    seconds: float  # the own int8 export's planned time
+    trial_seconds: float  # one fp32 pass of the recipe over the texts that choose, as measured
+    passes: int  # passes of that size the export makes
+
+    def describe(self) -> str:
+        return (
+            f"about {self.seconds:.0f} s planned from a measured trial ({self.passes} passes of "
+            f"{self.trial_seconds:.2f} s each, and the graph's export)"
+        )
+
+
+def plan_int8(recipe: Recipe, texts: list[str]) -> Int8Plan:
+    """The own int8 export's time from a trial on the user's texts: one fp32 pass of the recipe over the texts that
+    will choose, times the passes the export makes over them (one per linear module to rank them, about log2 of
+    that to search, a few more: embedding/int8_choice.py; an upper bound, as ranking is skipped when every module
+    passes in int8), plus the graph's two exports, which grow with depth."""
+    from torch import nn
+
+    embedder = Embedder(recipe.replace(precision="fp32"))
+    choose = list(dict.fromkeys(texts))[: INT8_TEXTS // 2]
+    embedder.encode(choose[:2])  # warm-up: the first pass pays one-time costs
+    start = time.perf_counter()
+    embedder.encode(choose)
+    trial = time.perf_counter() - start
+    modules = sum(isinstance(m, nn.Linear) for m in embedder.encoder.model.modules())
+    passes = modules + math.ceil(math.log2(modules + 1)) + INT8_EXTRA_PASSES
+    return Int8Plan(EXPORT_SECONDS_PER_LAYER * embedder.encoder.num_layers + passes * trial, trial, passes)
 
 
 def own_int8(
@@ -138,17 +165,18 @@ def step_latency(
     alternatives: tuple[Alternative, ...] = (),
     int8_out: Path | None = None,
     progress: Progress = silent,
-    int8_skipped: str = "",
+    int8_plan: str = "",
 ) -> Decision:
     """Time the recipe at fp32 and (where native) bf16, then (with `int8_out`) its own gated ONNX int8 export, then
     each alternative, on the user's texts."""
     sample = texts[: 32 if recipe.long_text else 256]  # a long-text recipe reads every window: fewer documents
-    int8_note = int8_skipped  # what became of the own int8 export, for the evidence
+    int8_note = int8_plan  # what was planned for the own int8 export (or why it was skipped), for the evidence
     if int8_out is not None:
         start = time.perf_counter()
         int8, refused = own_int8(recipe, texts, int8_out, progress)
         alternatives = ((int8,) if int8 else ()) + tuple(alternatives)
-        int8_note = refused or f"own ONNX int8 exported and gated on your texts in {time.perf_counter() - start:.0f} s"
+        took = f"own ONNX int8 exported and gated on your texts in {time.perf_counter() - start:.0f} s"
+        int8_note = refused or took + (f" ({int8_plan.removeprefix('own ONNX int8: ')})" if int8_plan else "")
     precisions = ["fp32"] + (["bf16"] if native_bf16()[0] else [])
     timings = [Timing(p, *_timing(Embedder(recipe.replace(precision=p)), sample), own=True) for p in precisions]
     timings += [Timing(a.label, *_timing(a.embedder(), sample), own=False, fidelity=a.fidelity) for a in alternatives]

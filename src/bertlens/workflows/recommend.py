@@ -34,7 +34,7 @@ from bertlens.workflows.decision import Budget, Decision, sample_rows
 from bertlens.workflows.domain_step import reference_corpus, step_domain
 from bertlens.workflows.fine_tune_step import fine_tune_or_rule
 from bertlens.workflows.label_free_step import no_labels_fine_tune, step_label_free
-from bertlens.workflows.latency_step import Alternative, int8_seconds, step_latency
+from bertlens.workflows.latency_step import Alternative, plan_int8, step_latency
 from bertlens.workflows.length_step import step_lengths
 from bertlens.workflows.representation_step import step_representation, sweep_sample
 from bertlens.workflows.retrieval_step import step_retrieval_fine_tune, step_retrieval_representation
@@ -92,17 +92,15 @@ def _representation(task, model, cache_dir, recipe_path, seed, budget, progress)
     return decision
 
 
-def _int8_plan(encoder: Encoder, out: Path, budget: Budget, own_int8: bool) -> tuple[Path | None, str]:
-    """Where the latency step writes its own int8 export (None: not made) and, when the budget is short, why not."""
+def _int8_plan(served: Recipe, texts: list[str], out: Path, budget: Budget, own_int8: bool) -> tuple[Path | None, str]:
+    """Where the latency step writes its own int8 export (None: not made) and how long it was planned to take (or,
+    when the budget is short, why it was not made), from a trial pass on the user's texts."""
     if not own_int8:
         return None, ""
-    needs = int8_seconds(encoder.num_layers, encoder.hidden_size)
-    if budget.left() > needs:
-        return out / "onnx-int8", ""
-    return (
-        None,
-        f"own ONNX int8 skipped: it needs about {needs:.0f} s, {max(budget.left(), 0):.0f} s of the budget left",
-    )
+    plan = plan_int8(served, texts)
+    if budget.left() > plan.seconds:
+        return out / "onnx-int8", f"own ONNX int8: {plan.describe()}"
+    return None, f"own ONNX int8 skipped: it needs {plan.describe()}, {max(budget.left(), 0):.0f} s of the budget left"
 
 
 def run_recommend(
@@ -125,7 +123,7 @@ def run_recommend(
 
     `data`: the shared data folder holding the domain step's reference corpus (default $BERTLENS_DATA).
     `own_int8`: the latency step exports the recipe to ONNX int8 behind the fidelity gate (OUT/onnx-int8) and times
-    it with the rest, when the budget has time for it (latency_step.int8_seconds).
+    it with the rest, when the budget has time for it (latency_step.plan_int8: from a trial pass on the user's texts).
     The time-hungry steps (the long-text comparison, fine-tuning) size themselves to what is left of the budget
     and fall back to the rule of thumb, marked as such, when even their smallest version does not fit.
     """
@@ -140,9 +138,9 @@ def run_recommend(
     notes = []
 
     def latency(served: Recipe) -> Decision:
-        where, skipped = _int8_plan(encoder, out, budget, own_int8)
         texts = task.all_texts()
-        return step_latency(served, texts, latency_budget_ms, throughput_target, alternatives, where, progress, skipped)
+        where, planned = _int8_plan(served, texts, out, budget, own_int8)
+        return step_latency(served, texts, latency_budget_ms, throughput_target, alternatives, where, progress, planned)
 
     def cached(name: str, compute: Callable[[], Decision], settings: tuple = ()) -> Decision:
         """The step's decision from OUT/steps/ when the data, model and the step's own `settings` match, else computed."""
