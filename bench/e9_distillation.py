@@ -1,7 +1,7 @@
 """E9: distil the recipe the STS-B sweep recommends into 4-, 3- and 2-layer students (issue #14).
 
 Usage: python bench/e9_distillation.py [--out out/e9] [--students 4,3,2] [--epochs 2] [--teacher RECIPE.json]
-                                      [--max-texts N] [--train-precision fp32|bf16]
+                                      [--max-texts N] [--train-precision fp32|bf16] [--skip-concat]
 
 Teacher: the default model (all-MiniLM-L6-v2, 6 layers) with the recipe `bertlens sweep --task stsb`
 recommends (made here unless --teacher is given). Students: `layers:K` (K of the teacher's layers,
@@ -98,6 +98,7 @@ def main() -> None:
     parser.add_argument("--teacher", type=Path, help="a teacher recipe (default: what the STS-B sweep recommends)")
     parser.add_argument("--max-texts", type=int, help="a seeded sample of the training texts (a time budget)")
     parser.add_argument("--train-precision", default="fp32", help="fp32, or bf16 where the CPU has it")
+    parser.add_argument("--skip-concat", action="store_true", help="leave out the concat_last4 student (default model)")
     args = parser.parse_args()
     work = args.out
     texts = prepare(work, args.max_texts)
@@ -118,9 +119,17 @@ def main() -> None:
         "| texts/s vs teacher | cosine to teacher (mean / 1st pct / min) |"
     )
     print("|---|---|---|---|---|---|---|")
-    print(f"| teacher | 6 | {interval(sts['teacher'])} | 100% | {interval(sst['teacher'])} | 1.00x | 1 |")
+    from bertlens.models import resolve_model
+    from bertlens.representation.recipe import Recipe
+
+    teacher_layers = resolve_model(Recipe.load(teacher).model).num_layers
+    print(
+        f"| teacher | {teacher_layers} | {interval(sts['teacher'])} | 100% | {interval(sst['teacher'])} | 1.00x | 1 |"
+    )
     for k, record in records.items():
         print(row(f"student layers:{k} ({record['student']})", record))
+    if args.skip_concat:
+        return
     concat = work / "concat_last4.json"
     concat.write_text(
         json.dumps({"schema_version": 1, "layers": [-4, -3, -2, -1], "mixer": "concat", "pooler": "mean"})

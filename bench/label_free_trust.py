@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/label_free_trust.py run [--max-examples 2000]    # one sweep per cell, resumable
     .venv/bin/python bench/label_free_trust.py analyse                      # choose the combined form, print tables
+    .venv/bin/python bench/label_free_trust.py run --models all-mpnet-base-v2 # base size (make base-model first)
+    .venv/bin/python bench/label_free_trust.py analyse --cells-of all-mpnet-base-v2   # its cells, the shipped form
 
 `run` writes one .npz per (model, task) under bench/out/label_free/ (each cell's label-free components per
 subsample, the labelled protocol's per-candidate validation and test scores and its per-example outputs).
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import sys
 import time
 import warnings
@@ -34,6 +37,11 @@ MODELS = {
     "paraphrase-minilm-l3-v2": str(REPO.parent / "shared" / "models" / "paraphrase-minilm-l3-v2"),
     "tiny-raw-bert": str(REPO.parent / "shared" / "models" / "tiny-raw-bert"),
 }
+CHOSEN_ON = tuple(MODELS)  # the models whose cells chose the combined form (the default of --models)
+BASE_SIZE = (
+    Path(os.environ.get("BERTLENS_CACHE") or Path.home() / ".cache" / "bertlens") / "models" / "all-mpnet-base-v2"
+)
+MODELS["all-mpnet-base-v2"] = str(BASE_SIZE)  # 12 x 768, by `make base-model`: its cells are read with the shipped form
 TASKS = ("trec", "sst2", "mr", "subj", "stsb", "movie_reviews", "cranfield", "cisi", "npl")
 
 
@@ -140,9 +148,18 @@ def _describe(form: dict[str, float]) -> str:
     return " + ".join(form)
 
 
-def analyse() -> None:
+def analyse(cells_of: str | None = None) -> None:
     paths = sorted(OUT.glob("*__*.npz"))
     cells = {p.stem: _load(p) for p in paths if not p.stem.endswith(".partial")}
+    if cells_of is not None:  # one model's cells, read with the form the library ships (never re-chosen on them)
+        from bertlens.probing.label_free import COMBINED
+
+        mine = {k: v for k, v in cells.items() if k.split("__")[0] == cells_of}
+        if not mine:
+            raise SystemExit(f"no cells of {cells_of} yet: run `bench/label_free_trust.py run --models {cells_of}`")
+        _table(mine, sorted(mine), COMBINED)
+        return
+    cells = {k: v for k, v in cells.items() if k.split("__")[0] in CHOSEN_ON}
     if not cells:
         raise SystemExit("no cells yet: run `bench/label_free_trust.py run` first")
     keys = sorted(cells)
@@ -225,11 +242,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("action", choices=("run", "analyse"))
     parser.add_argument("--max-examples", type=int, default=2000, help="per split, a seeded sample (as --max-examples)")
-    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--models", default=",".join(CHOSEN_ON))
+    parser.add_argument("--cells-of", help="analyse: only this model's cells, with the library's combined form")
     parser.add_argument("--tasks", default=",".join(TASKS))
     args = parser.parse_args()
     if args.action == "analyse":
-        analyse()
+        analyse(args.cells_of)
         return
     for task in args.tasks.split(","):
         for model in args.models.split(","):
