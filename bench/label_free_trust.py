@@ -47,7 +47,7 @@ TASKS = ("trec", "sst2", "mr", "subj", "stsb", "movie_reviews", "cranfield", "ci
 
 def run_cell(model: str, task_name: str, max_examples: int) -> None:
     from bertlens.encoding.encoder import Encoder
-    from bertlens.experiments.sweep import SweepConfig, main_protocol, run_sweep
+    from bertlens.experiments.sweep import SweepConfig, run_sweep
     from bertlens.representation.recipe import Recipe
     from bertlens.tasks.catalog import data_dir, get_task
     from bertlens.tasks.loaders import load_catalog_task
@@ -57,7 +57,7 @@ def run_cell(model: str, task_name: str, max_examples: int) -> None:
         return
     task = load_catalog_task(get_task(task_name), data_dir(), max_examples=max_examples, seed=0)
     encoder = Encoder(MODELS[model], precision="auto", attentions="cls")
-    main = main_protocol(task.kind)
+    main = task.kind.main_protocol
     start = time.perf_counter()
     result = run_sweep(
         task, encoder, Recipe(model=MODELS[model]), None, SweepConfig(protocols=(main, "label_free"), resamples=1000)

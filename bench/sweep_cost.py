@@ -30,7 +30,8 @@ from sklearn.linear_model import LogisticRegression
 from bertlens.embedding.embedder import Embedder
 from bertlens.embedding.job import run_embed
 from bertlens.encoding.encoder import Encoder
-from bertlens.experiments.sweep import SweepConfig, _examples, _groups, _stack, run_sweep, sweep_folds
+from bertlens.experiments.sweep import SweepConfig, run_sweep
+from bertlens.experiments.sweep.context import SweepContext, examples, sweep_folds, width_groups
 from bertlens.features.bank import build_bank
 from bertlens.io.tables import TableSpec
 from bertlens.probing.candidates import enumerate_candidates
@@ -41,19 +42,18 @@ from bertlens.tasks.loaders import load_catalog_task
 from common import DATA, run_measured, timed
 
 
-def batched_probes(bank, candidates, ex, fold, strengths) -> tuple[np.ndarray, np.ndarray, float]:
+def batched_probes(ctx: SweepContext, candidates, fold, strengths) -> tuple[np.ndarray, np.ndarray, float]:
     """The sweep's batched probe: test accuracy per (candidate, C) [C, R] and after dev selection [C]."""
+    ex = ctx.ex
     per_c = np.zeros((len(candidates), len(strengths)))
     selected = np.zeros(len(candidates))
     y_train, y_dev, y_test = (ex.targets[r] for r in (fold.train, fold.dev, fold.test))
 
     def work():
-        for ids in _groups(candidates, bank).values():
-            fit = fit_logistic(_stack(bank, candidates, ids, ex, fold.train, "classification"), y_train, strengths)
-            dev = (fit.predict(_stack(bank, candidates, ids, ex, fold.dev, "classification")).numpy() == y_dev).mean(-1)
-            test = (fit.predict(_stack(bank, candidates, ids, ex, fold.test, "classification")).numpy() == y_test).mean(
-                -1
-            )
+        for ids in width_groups(candidates, ctx.bank.width).values():
+            fit = fit_logistic(ctx.stack(candidates, ids, fold.train), y_train, strengths)
+            dev = (fit.predict(ctx.stack(candidates, ids, fold.dev)).numpy() == y_dev).mean(-1)
+            test = (fit.predict(ctx.stack(candidates, ids, fold.test)).numpy() == y_test).mean(-1)
             per_c[ids] = test
             selected[ids] = test[np.arange(len(ids)), dev.argmax(1)]
 
@@ -61,18 +61,16 @@ def batched_probes(bank, candidates, ex, fold, strengths) -> tuple[np.ndarray, n
     return per_c, selected, seconds
 
 
-def sklearn_probes(bank, candidates, ex, fold, strengths) -> tuple[np.ndarray, np.ndarray, float]:
+def sklearn_probes(ctx: SweepContext, candidates, fold, strengths) -> tuple[np.ndarray, np.ndarray, float]:
     """One LogisticRegression per (candidate, C) on standardised features; C chosen on dev."""
+    ex = ctx.ex
     per_c = np.zeros((len(candidates), len(strengths)))
     accuracies = np.zeros(len(candidates))
     y_train, y_dev, y_test = (ex.targets[r] for r in (fold.train, fold.dev, fold.test))
 
     def work():
         for i in range(len(candidates)):
-            train, dev, test = (
-                _stack(bank, candidates, [i], ex, r, "classification")[0].numpy()
-                for r in (fold.train, fold.dev, fold.test)
-            )
+            train, dev, test = (ctx.stack(candidates, [i], r)[0].numpy() for r in (fold.train, fold.dev, fold.test))
             mean, std = train.mean(0), np.maximum(train.std(0, ddof=1), 1e-6)
             best = -1.0
             for r, c in enumerate(strengths):
@@ -173,12 +171,13 @@ def main() -> None:
         bank = build_bank(encoder, texts, work / "cache")  # cached now: free
         candidates = enumerate_candidates(bank.num_layers, ("cls", "mean", "max", "attention"))
         config = SweepConfig()
-        ex, where = _examples(task, {t: i for i, t in enumerate(texts)})
+        ex, where = examples(task, {t: i for i, t in enumerate(texts)})
         folds = sweep_folds(task, ex.targets, where, config)
+        ctx = SweepContext(task, bank, ex, folds, config, encoder, Recipe(), work / "cache", texts)
         fixed = [c for c in candidates if c.mixer != "scalar_mix"]
-        batched_per_c, batched, batched_seconds = batched_probes(bank, fixed, ex, folds[0], config.strengths)
+        batched_per_c, batched, batched_seconds = batched_probes(ctx, fixed, folds[0], config.strengths)
         compared = fixed[: args.sklearn_candidates or len(fixed)]
-        reference_per_c, reference, sklearn_seconds = sklearn_probes(bank, compared, ex, folds[0], config.strengths)
+        reference_per_c, reference, sklearn_seconds = sklearn_probes(ctx, compared, folds[0], config.strengths)
         per_candidate_batched = batched_seconds / len(fixed)
         per_candidate_sklearn = sklearn_seconds / len(compared)
 

@@ -127,7 +127,7 @@ def test_sweep_scores_whitened_candidates_and_saves_the_fitted_whitening(tmp_pat
 def test_a_recommended_whitened_candidate_is_saved_and_reproduces_its_score(tmp_path, tiny_bert_dir, monkeypatch):
     """Force the recommendation onto a whitened candidate: its fitted whitening must be saved next to the
     recipe, and embedding the test pairs with that recipe must give the score the sweep reported."""
-    from bertlens.experiments import sweep as sweep_module
+    from bertlens.experiments.sweep import choice as sweep_module
     from bertlens.metrics.bootstrap import spearman
     from bertlens.metrics.geometry import row_cosine
     from bertlens.tasks.catalog import get_task
@@ -136,7 +136,7 @@ def test_a_recommended_whitened_candidate_is_saved_and_reproduces_its_score(tmp_
     def choose_whitened(result, bank):
         return next(i for i, c in enumerate(result.candidates) if c.name == "mean/L2+whiten")
 
-    monkeypatch.setattr(sweep_module, "_choose", choose_whitened)
+    monkeypatch.setattr(sweep_module, "choose", choose_whitened)
     out = tmp_path / "sw"
     args = [
         "sweep",

@@ -152,7 +152,7 @@ def test_cross_validated_scores_on_noise_stay_at_chance(tmp_path, tiny_bert_dir,
 def test_under_cross_validation_every_fit_sees_only_its_folds_training_pairs(tmp_path, tiny_bert_dir, monkeypatch):
     """The leak this guards against: a ScalarMix or a whitening fitted once (on fold 0's training pairs, with
     their gold scores) and then used to score every fold, most of whose rows it was fitted on."""
-    from bertlens.experiments import sweep as sweep_module
+    from bertlens.experiments.sweep import cosine as sweep_module
     from bertlens.representation.postprocess import PostProcessor
     from bertlens.tasks.loaders import load_user_task
     from bertlens.tasks.splits import make_folds

@@ -77,7 +77,7 @@ def test_texts_alone_give_a_recipe_that_embeds_what_was_scored(tiny_encoder, tmp
         tmp_path,
         SweepConfig(bank_dtype="float32"),
     )
-    assert result.kind == "texts" and set(result.protocols) == {"label_free"} and result.trust is None
+    assert result.kind.name == "texts" and set(result.protocols) == {"label_free"} and result.trust is None
     chosen = result.recommended
     assert chosen.name == result.main.candidates[result.label_free.pick(tiny_encoder.hidden_size)].name
     bank = build_bank(tiny_encoder, texts, tmp_path, dtype="float32")

@@ -30,7 +30,7 @@ def test_a_second_non_linear_pooler_gets_its_own_encode_time_mixes(tmp_path, tin
     """Adding a pooler is one entry in POOLERS (and its name in choices.py); a non-linear one must not be scored
     with max's mixes."""
     monkeypatch.setitem(poolers_module.POOLERS, "min", Pooler(min_pool, linear=False))
-    monkeypatch.setattr(choices_module, "POOLER_NAMES", (*choices_module.POOLER_NAMES, "min"))
+    monkeypatch.setitem(choices_module.POOLER_READS, "min", ())  # a new pooler: what it reads, and its function
     encoder = Encoder(str(tiny_bert_dir))
     bank = build_bank(encoder, TEXTS, tmp_path, poolers=("mean", "max", "min"), dtype="float32")
     assert bank.nonlinear_poolers == ("max", "min") and bank.mixes.shape[0] == 2

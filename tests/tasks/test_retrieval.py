@@ -95,7 +95,7 @@ def test_the_catalog_collections_load():
     from bertlens.tasks.loaders import load_catalog_task
 
     cranfield = load_catalog_task(get_task("cranfield"), DATA)
-    assert cranfield.kind == "retrieval" and cranfield.metric == "ndcg@10"
+    assert cranfield.kind.name == "retrieval" and cranfield.metric == "ndcg@10"
     assert len(cranfield.collection.documents) == 1398  # two empty documents dropped, as the notes say
     assert "dropped 2 empty documents" in cranfield.notes
     cisi = load_catalog_task(get_task("cisi"), DATA)

@@ -9,7 +9,7 @@ from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
 from bertlens.cli.options import add_encoder_options, add_run_options
 from bertlens.cli.sources import add_text_source, load_texts
-from bertlens.representation.choices import check_pooler
+from bertlens.representation.choices import attentions_for, check_pooler
 
 
 def add_parser(subparsers) -> None:
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> None:
         args.model,
         max_length=args.max_length,
         precision=args.precision or "fp32",
-        attentions="cls" if "attention" in poolers else "none",
+        attentions=attentions_for(poolers),
         trust_remote_code=args.trust_remote_code,
         device=args.device,
     )

@@ -72,8 +72,6 @@ def run(args: argparse.Namespace) -> None:
     alternatives = tuple(load_alternative(path) for path in args.alternatives)  # checked before any measuring
     prompt_sets = tuple(parse_prompt_set(p) for p in args.prompts or ())
     task = _texts_task(args) if args.texts is not None else load_task(args)
-    if prompt_sets and task.kind != "retrieval":
-        raise BertlensError(f"--prompts applies to retrieval data; {task.name} is a {task.kind} task")
     with progress_bar("recommend", unit="steps", enabled=not args.quiet) as update:
         result = run_recommend(
             task,

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 from bertlens.errors import BertlensError
 from bertlens.io.tables import is_blank, iter_texts, parse_column
-from bertlens.tasks.catalog import CATALOG, KINDS, data_dir, get_task
+from bertlens.tasks.catalog import CATALOG, data_dir, get_task
+from bertlens.tasks.kinds import CLASSIFICATION, RETRIEVAL, SIMILARITY, USER_KINDS
 
 if TYPE_CHECKING:  # annotations only: the module loads without heavy imports (`--help`)
     from bertlens.tasks.loaders import TaskData
@@ -35,7 +36,7 @@ def add_task_options(parser: argparse.ArgumentParser, texts: str | None = None) 
     add_data_dir_option(parser)
     parser.add_argument(
         "--task-type",
-        choices=KINDS,
+        choices=USER_KINDS,
         help="for --data: classification (default with one text column), "
         "pair_classification, similarity (default with two text columns), or retrieval (a BEIR directory, or "
         "--text-col QUERY --text-col2 RELEVANT_DOCUMENT; the default for a directory)",
@@ -92,7 +93,7 @@ def load_task(args: argparse.Namespace) -> TaskData:
         if args.text_col is None or args.label_col is None:
             raise BertlensError("--task hf:NAME needs --text-col and --label-col (and --text-col2 for pairs)")
         texts = tuple(c for c in (args.text_col, args.text_col2) if c is not None)
-        kind = args.task_type or ("classification" if len(texts) == 1 else "similarity")
+        kind = args.task_type or _default_kind(texts)
         return load_hf_task(
             name,
             kind=kind,
@@ -116,7 +117,7 @@ def load_task(args: argparse.Namespace) -> TaskData:
     if args.label_first:
         return load_user_task(
             args.data,
-            kind=args.task_type or "classification",
+            kind=args.task_type or CLASSIFICATION.name,
             text_cols=(),
             label_col=0,
             drop_invalid=args.drop_invalid,
@@ -126,12 +127,12 @@ def load_task(args: argparse.Namespace) -> TaskData:
             label_first=True,
             encoding=args.encoding,
         )
-    if args.task_type == "retrieval" or args.data.is_dir():
+    if args.task_type == RETRIEVAL.name or args.data.is_dir():
         return _user_retrieval(args)
     if args.text_col is None or args.label_col is None:
         raise BertlensError("--data needs --text-col and --label-col (and --text-col2 for pairs), or --label-first")
     texts = tuple(parse_column(c) for c in (args.text_col, args.text_col2) if c is not None)
-    kind = args.task_type or ("classification" if len(texts) == 1 else "similarity")
+    kind = args.task_type or _default_kind(texts)
     return load_user_task(
         args.data,
         split_col=parse_column(args.split_col) if args.split_col else None,
@@ -163,12 +164,12 @@ def _user_retrieval(args: argparse.Namespace) -> TaskData:
     """--data DIR (BEIR layout) or --data FILE --text-col QUERY --text-col2 DOCUMENT, as a retrieval task."""
     from bertlens.tasks.loaders import load_user_task
 
-    if args.task_type not in (None, "retrieval"):
+    if args.task_type not in (None, RETRIEVAL.name):
         raise BertlensError(f"--data {args.data} is a directory: only --task-type retrieval reads one (a BEIR layout)")
     texts = tuple(parse_column(c) for c in (args.text_col, args.text_col2) if c is not None)
     return load_user_task(
         args.data,
-        kind="retrieval",
+        kind=RETRIEVAL.name,
         text_cols=texts,
         label_col=None,
         header=not args.no_header,
@@ -270,3 +271,8 @@ def load_texts(args: argparse.Namespace, seed: int = 0) -> tuple[list[str], str,
         keep = np.sort(np.random.default_rng(seed).choice(len(texts), args.max_texts, replace=False))
         texts = [texts[i] for i in keep]
     return texts, source, task
+
+
+def _default_kind(texts: tuple) -> str:
+    """Without --task-type: one text column is classification, two are similarity."""
+    return (CLASSIFICATION if len(texts) == 1 else SIMILARITY).name

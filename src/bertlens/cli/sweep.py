@@ -10,7 +10,7 @@ from bertlens.cli.console import STDERR, print_table, progress_bar, say
 from bertlens.cli.options import add_encoder_options, add_run_options
 from bertlens.cli.sources import add_task_options, load_task
 from bertlens.errors import BertlensError
-from bertlens.representation.choices import DEFAULT_POOLERS, check_pooler, parse_layers
+from bertlens.representation.choices import DEFAULT_POOLERS, attentions_for, check_pooler, parse_layers
 from bertlens.representation.recipe import Recipe
 
 
@@ -79,7 +79,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from bertlens.experiments.sweep import SweepConfig, run_sweep
+    from bertlens.experiments.sweep import SweepConfig, check_config, run_sweep
     from bertlens.io.cache import default_cache_dir
     from bertlens.probing.candidates import parse_prompt_set
     from bertlens.reports.sweep import leaderboard, recommended_score, write_outputs
@@ -89,14 +89,12 @@ def run(args: argparse.Namespace) -> None:
     if args.postprocess_steps:
         parse_steps(args.postprocess_steps)
     prompt_sets = tuple(parse_prompt_set(p) for p in args.prompts or ())
-    if len({p.name for p in prompt_sets}) < len(prompt_sets):
-        raise BertlensError("--prompts: give every prompt set its own NAME")
     if args.texts is not None:
         return _run_texts(args, poolers)
     task = load_task(args)
-    if (prompt_sets or args.long_documents) and task.kind != "retrieval":
-        flag = "--prompts" if prompt_sets else "--long-documents"
-        raise BertlensError(f"{flag} applies to retrieval tasks; {task.name} is a {task.kind} task")
+    check_config(
+        SweepConfig(poolers, prompt_sets=prompt_sets, long_documents=args.long_documents), task.kind, task.name
+    )
     base, encoder = _base_and_encoder(args, poolers)
     layers = parse_layers(args.layers, encoder.num_layers) if args.layers else None
     config = SweepConfig(
@@ -227,7 +225,7 @@ def _base_and_encoder(args: argparse.Namespace, poolers: tuple[str, ...]):
         base.model,
         max_length=base.max_length,
         precision=base.precision,
-        attentions="cls" if "attention" in poolers else "none",
+        attentions=attentions_for(poolers),
         trust_remote_code=args.trust_remote_code,
         device=args.device,
     )

@@ -34,6 +34,7 @@ from bertlens.representation.apply import Representation
 from bertlens.representation.pairs import pair_features
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.catalog import CATALOG, get_task
+from bertlens.tasks.kinds import CLASSIFICATION
 from bertlens.tasks.loaders import Split, TaskData, load_catalog_task
 from bertlens.tasks.splits import task_splits, training_subset
 from bertlens.training.config import TrainConfig
@@ -99,7 +100,7 @@ def drift_probe(name: str | None, task_name: str, data_dir: Path, seed: int) -> 
     name = name or ("sst2" if task_name == "trec" else "trec")
     if name == "none":
         return None
-    if name not in CATALOG or CATALOG[name].uses_cv or CATALOG[name].kind != "classification":
+    if name not in CATALOG or CATALOG[name].uses_cv or CATALOG[name].kind is not CLASSIFICATION:
         raise BertlensError(
             f"--drift-task '{name}' must be a catalog classification task with a test split (sst2 or trec), or 'none'"
         )
@@ -185,9 +186,9 @@ def _frozen_runs(
             rows = position[np.sort(orders[seed][:size])]
             training_subset(splits.train, size, seed, task.kind)  # same checks as fine-tuning
             t0 = time.perf_counter()
-            if task.kind == "similarity":
-                dev = score(row_cosine(dev_u, dev_v), splits.dev.targets, "similarity")
-                test = score(row_cosine(test_u, test_v), splits.test.targets, "similarity")
+            if not task.kind.classes:  # a score target: the frozen baseline is the cosine of frozen vectors
+                dev = score(row_cosine(dev_u, dev_v), splits.dev.targets, task.kind)
+                test = score(row_cosine(test_u, test_v), splits.test.targets, task.kind)
             else:
                 dev, test = linear_probe_score(
                     pair_features(pool_u[rows], None if pool_v is None else pool_v[rows], task.kind),
@@ -199,7 +200,7 @@ def _frozen_runs(
                 )
             runs.append(RunResult("frozen", size, seed, test, dev, time.perf_counter() - t0))
             done += 1
-    if task.kind == "similarity":
+    if not task.kind.classes:
         notes.append("frozen similarity is the cosine of frozen vectors: it needs no training, so it is flat in size")
     return runs, notes
 
@@ -335,7 +336,7 @@ def run_compare(
     progress("done", total, total)
     return CompareResult(
         task.name,
-        task.kind,
+        task.kind.name,
         task.metric,
         model,
         recipe,

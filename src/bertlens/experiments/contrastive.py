@@ -45,7 +45,7 @@ def task_pairs(task: TaskData, min_score: float) -> Examples:
     train = task.splits.get("train") or next(iter(task.splits.values()))
     if train.texts_b is None:
         raise BertlensError(f"task '{task.name}' has single texts; --mode pairs needs a pair task such as stsb")
-    keep = train.targets >= min_score if task.kind == "similarity" else np.ones(len(train), dtype=bool)
+    keep = np.ones(len(train), dtype=bool) if task.kind.classes else train.targets >= min_score
     rows = np.flatnonzero(keep)
     return Examples(
         [train.texts_a[i] for i in rows], [train.texts_b[i] for i in rows], f"{task.name} train pairs >= {min_score}"

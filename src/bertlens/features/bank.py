@@ -24,7 +24,7 @@ from bertlens.features.layers import pool_layers
 from bertlens.io.cache import content_key, open_entry, publish, staging_dir
 from bertlens.progress import Progress, silent
 from bertlens.representation.aggregate import aggregate
-from bertlens.representation.choices import DEFAULT_POOLERS
+from bertlens.representation.choices import DEFAULT_POOLERS, needs_cls_attention
 from bertlens.representation.mixers import mix_layers
 from bertlens.representation.poolers import LINEAR_POOLERS, check_pooler, pool, token_mask
 
@@ -145,8 +145,8 @@ def build_bank(
     """
     for name in poolers:
         check_pooler(name)
-    if "attention" in poolers and encoder.attentions == "none":
-        raise ValueError("the attention pooler needs an Encoder built with attentions='cls'")
+    if needs_cls_attention(poolers) and encoder.attentions == "none":
+        raise ValueError(f"poolers {poolers} read the [CLS] attention: build the Encoder with attentions='cls'")
     settings = [
         BANK_VERSION,
         encoder.ref.fingerprint,

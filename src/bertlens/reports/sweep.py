@@ -53,7 +53,7 @@ def _num(x) -> float | None:
 def to_json(result: SweepResult) -> dict:
     return {
         "task": result.task,
-        "kind": result.kind,
+        "kind": result.kind.name,
         "model": result.model,
         "model_fingerprint": result.fingerprint,
         **provenance(),

@@ -10,7 +10,11 @@ from collections.abc import Sequence
 
 from bertlens.errors import BertlensError, did_you_mean
 
-POOLER_NAMES = ("cls", "mean", "max", "attention")  # poolers.POOLERS has one entry per name
+CLS_ATTENTION = "cls_attention"  # the [CLS] row of the last layer's attention (encoding/cls_attention.py)
+# What each pooler reads from the encoder beyond the hidden states: the encoder is built with these, and nothing
+# else asks a pooler's name (poolers.POOLERS has one function per name).
+POOLER_READS: dict[str, tuple[str, ...]] = {"cls": (), "mean": (), "max": (), "attention": (CLS_ATTENTION,)}
+POOLER_NAMES = tuple(POOLER_READS)
 DEFAULT_POOLERS = POOLER_NAMES  # what a sweep banks unless told otherwise
 MIXERS = ("single", "mean", "sum", "concat", "first_last", "scalar_mix")
 LINEAR_MIXERS = frozenset({"single", "mean", "sum", "concat", "first_last"})
@@ -18,9 +22,19 @@ PRECISIONS = ("fp32", "bf16", "auto")  # auto: bf16 where the hardware has it, e
 
 
 def check_pooler(name: str) -> str:
-    if name not in POOLER_NAMES:
-        raise BertlensError(f"unknown pooler '{name}': {did_you_mean(name, POOLER_NAMES)}")
+    if name not in POOLER_READS:
+        raise BertlensError(f"unknown pooler '{name}': {did_you_mean(name, POOLER_READS)}")
     return name
+
+
+def needs_cls_attention(poolers: Sequence[str]) -> bool:
+    """Whether any of these poolers reads the [CLS] attention (the encoder must then return it)."""
+    return any(CLS_ATTENTION in POOLER_READS[check_pooler(p)] for p in poolers)
+
+
+def attentions_for(poolers: Sequence[str]) -> str:
+    """The Encoder's `attentions` setting these poolers need: 'cls' or 'none'."""
+    return "cls" if needs_cls_attention(poolers) else "none"
 
 
 def check_mixer(name: str) -> str:

@@ -7,7 +7,7 @@ mix(pool(x)) == pool(mix(x)); max pooling and layer-normed ScalarMix do not comm
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import torch
@@ -97,6 +97,30 @@ def mix_pooled(
     return out
 
 
+def _single(chosen: torch.Tensor, scalar_mix: ScalarMix | None) -> torch.Tensor:
+    if len(chosen) != 1:
+        raise BertlensError(f"mixer 'single' takes exactly one layer, got {len(chosen)}; use 'mean', 'sum' or 'concat'")
+    return chosen[0]  # [..., H]
+
+
+def _scalar_mix(chosen: torch.Tensor, scalar_mix: ScalarMix | None) -> torch.Tensor:
+    if scalar_mix is None:
+        raise ValueError("mixer 'scalar_mix' needs its ScalarMix module (build a Representation from the recipe)")
+    return scalar_mix(chosen)  # [..., H]
+
+
+# How each mixer combines its chosen layers [K, ..., H]; adding a mixer is one entry here and its name in
+# choices.MIXERS (LINEAR_MIXERS when it is linear in the layers, so the bank scores it without a second pass).
+MIXER_FUNCTIONS: dict[str, Callable[[torch.Tensor, ScalarMix | None], torch.Tensor]] = {
+    "single": _single,
+    "mean": lambda chosen, _: chosen.mean(dim=0),  # [..., H]
+    "first_last": lambda chosen, _: chosen.mean(dim=0),  # [..., H]: layers 1 and L (mixed_layers picks them)
+    "sum": lambda chosen, _: chosen.sum(dim=0),  # [..., H]
+    "concat": lambda chosen, _: torch.cat(list(chosen), dim=-1),  # [..., K*H]
+    "scalar_mix": _scalar_mix,
+}
+
+
 def mix_layers(
     stack: torch.Tensor, mixer: str, layers: Sequence[int], scalar_mix: ScalarMix | None = None
 ) -> torch.Tensor:
@@ -109,19 +133,6 @@ def mix_layers(
     picked = mixed_layers(mixer, layers, stack.shape[0] - 1)
     if not picked:
         raise BertlensError(f"mixer '{mixer}' needs at least one layer")
-    if mixer == "single":
-        if len(picked) != 1:
-            raise BertlensError(
-                f"mixer 'single' takes exactly one layer, got {len(picked)}; use 'mean', 'sum' or 'concat'"
-            )
-        return stack[picked[0]]  # [..., H]
-    chosen = stack[list(picked)]  # [K, ..., H]
-    if mixer in {"mean", "first_last"}:
-        return chosen.mean(dim=0)  # [..., H]
-    if mixer == "sum":
-        return chosen.sum(dim=0)  # [..., H]
-    if mixer == "concat":
-        return torch.cat(list(chosen), dim=-1)  # [..., K*H]
-    if scalar_mix is None:
-        raise ValueError("mixer 'scalar_mix' needs its ScalarMix module (build a Representation from the recipe)")
-    return scalar_mix(chosen)  # [..., H]
+    if mixer == "single" and len(picked) == 1:
+        return stack[picked[0]]  # [..., H]: a view, no copy of the layer
+    return MIXER_FUNCTIONS[mixer](stack[list(picked)], scalar_mix)  # [K, ..., H] -> [..., H or K*H]

@@ -16,7 +16,7 @@ from pathlib import Path
 from bertlens.encoding.chunking import LongText, parse_long_text
 from bertlens.errors import BertlensError, did_you_mean
 from bertlens.io.atomic import write_text
-from bertlens.representation.choices import PRECISIONS, check_mixer, check_pooler, output_blocks
+from bertlens.representation.choices import PRECISIONS, check_mixer, check_pooler, needs_cls_attention, output_blocks
 
 SCHEMA_VERSION = 1
 ROLES = ("query", "document")  # what a text is for, in retrieval: each may have its own prompt
@@ -93,7 +93,7 @@ class Recipe:
 
     @property
     def needs_attentions(self) -> bool:
-        return self.pooler == "attention"
+        return needs_cls_attention((self.pooler,))
 
     @functools.cached_property
     def long_text_strategy(self) -> LongText | None:

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertlens.errors import BertlensError, did_you_mean
-
-KINDS = ("classification", "pair_classification", "similarity", "retrieval")
+from bertlens.tasks.kinds import TaskKind, task_kind
 
 
 @dataclass(frozen=True)
@@ -19,7 +18,7 @@ class TaskSpec:
     """
 
     name: str
-    kind: str
+    kind: TaskKind  # a name is resolved (tasks/kinds.py)
     file_format: str  # 'label_prefixed' ("LABEL text" lines), 'sts_csv' (s1,s2,score; no header), 'jsonl' (text,
     # label), 'beir' (a retrieval directory: corpus.jsonl, queries.jsonl, qrels/)
     splits: tuple[tuple[str, str], ...]
@@ -27,16 +26,16 @@ class TaskSpec:
     description: str = ""
     encoding: str = "utf-8"  # MR, SUBJ and TREC train are Latin-1, as SentEval reads them
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", task_kind(self.kind))
+
     @property
     def metric(self) -> str:
-        return METRICS.get(self.kind, "accuracy")
+        return self.kind.metric
 
     @property
     def uses_cv(self) -> bool:
         return "test" not in dict(self.splits)
-
-
-METRICS = {"similarity": "spearman", "retrieval": "ndcg@10"}  # every other kind: accuracy
 
 
 CATALOG: dict[str, TaskSpec] = {

@@ -14,7 +14,8 @@ import numpy as np
 
 from bertlens.errors import BertlensError, did_you_mean
 from bertlens.io.tables import TableSpec, check_file, first_lines, iter_records
-from bertlens.tasks.catalog import KINDS, METRICS, TaskSpec
+from bertlens.tasks.catalog import TaskSpec
+from bertlens.tasks.kinds import CLASSIFICATION, RETRIEVAL, TEXTS, USER_KINDS, TaskKind, task_kind
 from bertlens.tasks.retrieval import Collection, load_beir, load_pairs
 
 
@@ -32,15 +33,12 @@ class Split:
         return Split(pick(self.texts_a), None if self.texts_b is None else pick(self.texts_b), self.targets[rows])
 
 
-TEXTS_KIND = "texts"  # texts alone, no labels: only label-free measures apply
-
-
 @dataclass(frozen=True)
 class TaskData:
     """A loaded task. `splits` has 'train'/'dev'/'test' or just 'all' (cross-validated)."""
 
     name: str
-    kind: str
+    kind: TaskKind  # a name is resolved (tasks/kinds.py): an unknown one fails here, in one line
     splits: dict[str, Split]
     class_names: tuple[str, ...] = ()
     folds: int = 10
@@ -49,9 +47,12 @@ class TaskData:
     notes: tuple[str, ...] = field(default_factory=tuple)
     collection: Collection | None = None  # a retrieval task's corpus, queries and judgements (no splits)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", task_kind(self.kind))
+
     @property
     def metric(self) -> str:
-        return METRICS.get(self.kind, "accuracy")
+        return self.kind.metric
 
     @property
     def uses_cv(self) -> bool:
@@ -73,7 +74,7 @@ def texts_task(name: str, texts: list[str]) -> TaskData:
     """Distinct texts alone (first-seen order) as a task of kind 'texts': what `sweep --texts` and `recommend --texts`
     work on."""
     distinct = tuple(dict.fromkeys(texts))
-    return TaskData(name, TEXTS_KIND, {"all": Split(distinct, None, np.zeros(len(distinct)))})
+    return TaskData(name, TEXTS, {"all": Split(distinct, None, np.zeros(len(distinct)))})
 
 
 def _label_prefixed(path: Path, encoding: str) -> list[tuple[int, tuple[str, ...]]]:
@@ -102,14 +103,14 @@ READERS = {"label_prefixed": _label_prefixed, "sts_csv": _sts_csv, "jsonl": _tex
 MISSING = frozenset({"nan", "na", "n/a", "<na>", "null", "none", "nat", "-nan", "#n/a"})
 
 
-def _target_problem(target: str, kind: str) -> str | None:
+def _target_problem(target: str, kind: TaskKind) -> str | None:
     """Why a label or score cannot be used (None when it can)."""
-    field = "score" if kind == "similarity" else "label"
+    field = "label" if kind.classes else "score"
     if not target:
         return f"blank {field}"
     if target.lower() in MISSING:
         return f"missing value {target!r} as {field}"
-    if kind == "similarity":
+    if not kind.classes:
         try:
             value = float(target)
         except ValueError:
@@ -119,7 +120,7 @@ def _target_problem(target: str, kind: str) -> str | None:
     return None
 
 
-def _validate(rows, kind: str, where: str, drop_invalid: bool):
+def _validate(rows, kind: TaskKind, where: str, drop_invalid: bool):
     """Check text and target fields; returns clean rows and how many were dropped.
 
     A blank text, a blank or missing-value label ('nan', 'NA', 'null', ...) and a score that is not a
@@ -143,12 +144,11 @@ def _validate(rows, kind: str, where: str, drop_invalid: bool):
     return clean, sum(len(v) for v in bad.values())
 
 
-def _to_split(rows, kind: str, class_index: dict[str, int] | None) -> Split:
-    pair = kind != "classification"
+def _to_split(rows, kind: TaskKind, class_index: dict[str, int] | None) -> Split:
     texts_a = tuple(v[0] for _, v in rows)
-    texts_b = tuple(v[1] for _, v in rows) if pair else None
+    texts_b = tuple(v[1] for _, v in rows) if kind.pair else None
     raw = [v[-1].strip() for _, v in rows]
-    targets = np.array([float(t) for t in raw]) if kind == "similarity" else np.array([class_index[t] for t in raw])
+    targets = np.array([class_index[t] for t in raw]) if kind.classes else np.array([float(t) for t in raw])
     return Split(texts_a, texts_b, targets)
 
 
@@ -160,7 +160,7 @@ def _class_index(all_rows) -> dict[str, int]:
 
 
 def _check_classes(data: TaskData, where: str) -> None:
-    if data.kind == "similarity":
+    if not data.kind.classes:
         return
     for name, split in data.splits.items():
         if name in ("train", "all"):
@@ -179,7 +179,7 @@ def _check_classes(data: TaskData, where: str) -> None:
 
 def build_task(
     name: str,
-    kind: str,
+    kind: str | TaskKind,
     raw_splits: dict[str, list],
     where: str,
     *,
@@ -189,6 +189,7 @@ def build_task(
     wheres: dict[str, str] | None = None,
 ) -> TaskData:
     """Rows checked (`wheres`: the file of each split, when they differ) and turned into splits."""
+    kind = task_kind(kind, USER_KINDS)
     cleaned, dropped = {}, 0
     for split, rows in raw_splits.items():
         at = (wheres or {}).get(split, where)
@@ -196,7 +197,7 @@ def build_task(
         if not rows:
             raise BertlensError(f"{where} ({split}): no valid rows")
         cleaned[split], dropped = rows, dropped + n
-    index = _class_index(cleaned.values()) if kind != "similarity" else None
+    index = _class_index(cleaned.values()) if kind.classes else None
     splits = {split: _to_split(rows, kind, index) for split, rows in cleaned.items()}
     data = TaskData(name, kind, splits, tuple(index) if index else (), folds, dropped, source)
     _check_classes(data, where)
@@ -232,7 +233,7 @@ def load_catalog_task(
 def load_user_task(
     path: Path,
     *,
-    kind: str,
+    kind: str | TaskKind,
     text_cols: tuple[str | int, ...],
     label_col: str | int | None,
     header: bool = True,
@@ -252,8 +253,9 @@ def load_user_task(
     The user's own splits, instead of cross-validation: `split_col` names a column of train/dev/test values,
     or `split_files` gives {'test': FILE, 'dev': FILE} with the same columns (`path` is then the training data).
     """
+    kind = task_kind(kind, USER_KINDS)
     if label_first:
-        if kind != "classification":
+        if kind is not CLASSIFICATION:
             raise BertlensError("--label-first files hold one 'LABEL TEXT' per line, so they are classification tasks")
         data = build_task(
             path.stem,
@@ -265,14 +267,12 @@ def load_user_task(
             source=str(path),
         )
         return _check_fold_size(limit_examples(data, max_examples, seed), str(path))
-    if kind not in KINDS:
-        raise BertlensError(f"unknown task type '{kind}': valid: {', '.join(KINDS)}")
-    if kind == "retrieval":
+    if kind is RETRIEVAL:
         return _user_retrieval(path, text_cols, header, drop_invalid, encoding)
-    needed = 1 if kind == "classification" else 2
+    needed = 2 if kind.pair else 1
     if len(text_cols) != needed:
         raise BertlensError(
-            f"task type '{kind}' needs {needed} text column(s) (--text-col{' and --text-col2' if needed == 2 else ''})"
+            f"task type '{kind.name}' needs {needed} text column(s) (--text-col{' and --text-col2' if needed == 2 else ''})"
         )
     columns = (*text_cols, label_col, *(() if split_col is None else (split_col,)))
     spec = TableSpec(path, columns, header, encoding, texts=len(text_cols), multiline=multiline)
@@ -321,7 +321,7 @@ def retrieval_task(name: str, collection: Collection, source: str) -> TaskData:
     notes = tuple(f"dropped {n} {reason}" for reason, n in collection.dropped.items())
     return TaskData(
         name,
-        "retrieval",
+        RETRIEVAL,
         {},
         dropped=sum(collection.dropped.values()),
         source=source,
@@ -379,7 +379,7 @@ HF_SPLITS = {"train": "train", "validation": "dev", "dev": "dev", "test": "test"
 def load_hf_task(
     name: str,
     *,
-    kind: str,
+    kind: str | TaskKind,
     text_cols: tuple[str, ...],
     label_col: str,
     config: str | None = None,
@@ -415,7 +415,7 @@ def load_hf_task(
                 f"dataset '{name}' split '{split}' has no column '{missing[0]}': {did_you_mean(missing[0], rows.column_names)}"
             )
         labels = [str(v) for v in rows[label_col]]
-        if kind != "similarity" and all(v.lstrip("-").isdigit() and int(v) < 0 for v in labels):
+        if task_kind(kind).classes and all(v.lstrip("-").isdigit() and int(v) < 0 for v in labels):
             continue  # hidden test labels
         columns = [rows[c] for c in text_cols]
         raw[ours] = [(i + 1, (*(str(col[i]) for col in columns), labels[i])) for i in range(len(labels))]

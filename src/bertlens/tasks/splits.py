@@ -19,6 +19,7 @@ import numpy as np
 from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 
 from bertlens.errors import BertlensError
+from bertlens.tasks.kinds import TaskKind
 from bertlens.tasks.loaders import Split, TaskData
 
 DEV_FRACTION = 0.1
@@ -96,7 +97,7 @@ def task_splits(task: TaskData, max_dev: int | None = None, seed: int = 0) -> tu
     train, test = task.splits["train"], task.splits["test"]
     dev = task.splits.get("dev")
     if dev is None:
-        rows, held = carve_dev(np.arange(len(train)), train.targets, seed, stratify=task.kind != "similarity")
+        rows, held = carve_dev(np.arange(len(train)), train.targets, seed, stratify=task.kind.stratify)
         dev, train = train.subset(held), train.subset(rows)
     if max_dev and len(dev) > max_dev:
         dev = dev.subset(np.sort(np.random.default_rng(seed).choice(len(dev), max_dev, replace=False)))
@@ -108,15 +109,15 @@ def with_test_split(task: TaskData, seed: int, fraction: float = 0.2) -> TaskDat
     if not task.uses_cv:
         return task
     data = task.splits["all"]
-    train, test = carve_dev(np.arange(len(data)), data.targets, seed, task.kind != "similarity", fraction)
+    train, test = carve_dev(np.arange(len(data)), data.targets, seed, task.kind.stratify, fraction)
     return replace(task, splits={"train": data.subset(train), "test": data.subset(test)})
 
 
-def training_subset(train: Split, size: int, seed: int, kind: str) -> Split:
-    """The first `size` rows of a seeded permutation (nested across sizes); needs two classes."""
+def training_subset(train: Split, size: int, seed: int, kind: TaskKind) -> Split:
+    """The first `size` rows of a seeded permutation (nested across sizes); class labels need two classes."""
     rows = np.random.default_rng(seed).permutation(len(train))[:size]
     subset = train.subset(np.sort(rows))
-    if kind != "similarity" and len(np.unique(subset.targets)) < 2:
+    if kind.classes and len(np.unique(subset.targets)) < 2:
         raise BertlensError(f"a training subset of {size} examples (seed {seed}) has a single class; use a larger size")
     return subset
 

@@ -20,13 +20,15 @@ from bertlens.errors import BertlensError, did_you_mean
 from bertlens.io.atomic import atomic_path, write_json
 from bertlens.representation.logits import logit_loss, logit_width, predict_classes
 from bertlens.representation.pairs import pair_features, pair_width
+from bertlens.tasks.kinds import KINDS, TaskKind
 
-HEAD_KINDS = ("classification", "pair_classification", "similarity")
+KIND_OF_HEAD = {k.head: k for k in KINDS.values() if k.head}  # head name -> the task kind it is trained for
+HEAD_KINDS = tuple(KIND_OF_HEAD)
 
 
 @dataclass(frozen=True)
 class HeadSpec:
-    kind: str
+    kind: str  # the head's name (a task kind's `head`): saved in head.json
     dim: int
     classes: int = 0  # classification kinds
     score_max: float = 1.0  # similarity: gold scores are divided by this
@@ -36,13 +38,26 @@ class HeadSpec:
         if self.kind not in HEAD_KINDS:
             raise BertlensError(f"unknown head '{self.kind}': {did_you_mean(self.kind, HEAD_KINDS)}")
 
+    @property
+    def task_kind(self) -> TaskKind:
+        return KIND_OF_HEAD[self.kind]
+
+    @property
+    def cosine(self) -> bool:
+        """A score target: the head is the cosine of the two vectors, regressed onto the scaled gold score."""
+        return not self.task_kind.classes
+
     @classmethod
-    def for_task(cls, kind: str, dim: int, train_targets: np.ndarray, *other_targets: np.ndarray) -> HeadSpec:
+    def for_task(cls, kind: TaskKind, dim: int, train_targets: np.ndarray, *other_targets: np.ndarray) -> HeadSpec:
         """Size a head for a task: classes from every split's labels; similarity scores scaled by train's maximum."""
-        if kind == "similarity":
-            return cls(kind, dim, 0, float(max(np.max(train_targets), 1e-9)))
+        if kind.head is None:
+            raise BertlensError(
+                f"a {kind.name} task has no fine-tuning head; fine-tune on classification or similarity"
+            )
+        if not kind.classes:
+            return cls(kind.head, dim, 0, float(max(np.max(train_targets), 1e-9)))
         classes = int(max(np.max(t) for t in (train_targets, *other_targets))) + 1
-        return cls(kind, dim, classes)
+        return cls(kind.head, dim, classes)
 
 
 class Head(nn.Module):
@@ -51,25 +66,27 @@ class Head(nn.Module):
         self.spec = spec
         self.dropout = nn.Dropout(spec.dropout)
         self.linear = None
-        if spec.kind != "similarity":
-            width = pair_width(spec.dim, spec.kind) if spec.kind == "pair_classification" else spec.dim
+        kind = spec.task_kind
+        if not spec.cosine:
+            width = pair_width(spec.dim, kind) if kind.pair else spec.dim
             self.linear = nn.Linear(width, logit_width(spec.classes))
 
     def forward(self, u: torch.Tensor, v: torch.Tensor | None = None) -> torch.Tensor:
         """u, v [B, D] -> logits [B, K] (K = 1 for two classes) or cosine scores [B]."""
-        if self.spec.kind == "similarity":
+        if self.spec.cosine:
             return nn.functional.cosine_similarity(u, v, dim=-1)  # [B]
-        features = pair_features(u, v if self.spec.kind == "pair_classification" else None, self.spec.kind)
+        kind = self.spec.task_kind
+        features = pair_features(u, v if kind.pair else None, kind)
         return self.linear(self.dropout(features))  # [B, K]
 
     def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        if self.spec.kind == "similarity":
+        if self.spec.cosine:
             return nn.functional.mse_loss(outputs, targets.float() / self.spec.score_max)
         return logit_loss(outputs, targets)
 
     def predict(self, outputs: torch.Tensor) -> torch.Tensor:
         """Class ids [B] or similarity scores [B]."""
-        if self.spec.kind == "similarity":
+        if self.spec.cosine:
             return outputs
         return predict_classes(outputs)
 

@@ -26,6 +26,7 @@ from bertlens.errors import BertlensError
 from bertlens.io.cache import content_key
 from bertlens.metrics.bootstrap import spearman
 from bertlens.representation.apply import Representation
+from bertlens.tasks.kinds import TaskKind, task_kind
 from bertlens.tasks.loaders import Split
 from bertlens.training.heads import Head
 from bertlens.training.masking import IGNORE, mask_tokens, replacement_ids
@@ -55,11 +56,11 @@ def sentence_vectors(
     return representation(encoder.forward(tokenized, rows, differentiable=True))
 
 
-def score(predictions: np.ndarray, targets: np.ndarray, kind: str) -> float:
-    """Spearman for similarity, accuracy otherwise."""
-    if kind == "similarity":
-        return float(spearman(predictions, targets))
-    return float((predictions == targets).mean())
+def score(predictions: np.ndarray, targets: np.ndarray, kind: TaskKind) -> float:
+    """Accuracy for class labels, Spearman for scores (the kind's metric)."""
+    if kind.classes:
+        return float((predictions == targets).mean())
+    return float(spearman(predictions, targets))
 
 
 def info_nce(u: torch.Tensor, v: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -72,12 +73,18 @@ class Supervised:
     """A head on the recipe's vectors: classification, pair classification (u, v, |u-v|, u*v) or cosine regression."""
 
     def __init__(
-        self, encoder: Encoder, representation: Representation, head: Head, train: Encoded, dev: Encoded, kind: str
+        self,
+        encoder: Encoder,
+        representation: Representation,
+        head: Head,
+        train: Encoded,
+        dev: Encoded,
+        kind: TaskKind | str,
     ):
         if representation.recipe.pooler == "attention":
             raise BertlensError("fine-tuning with the 'attention' pooler is not supported; use cls, mean or max")
         self.encoder, self.representation, self.head = encoder, representation, head
-        self.train, self.dev, self.kind = train, dev, kind
+        self.train, self.dev, self.kind = train, dev, task_kind(kind)
         self.name = head.spec.kind
 
     @property
@@ -89,7 +96,7 @@ class Supervised:
 
     def identity(self) -> str:
         return content_key(
-            ["supervised", self.representation.recipe.to_dict(), self.kind],
+            ["supervised", self.representation.recipe.to_dict(), self.kind.name],
             arrays=[
                 *(np.asarray(ids, dtype=np.int64) for ids in self.train.a.input_ids),
                 np.asarray(self.train.targets),

@@ -134,7 +134,7 @@ def step_fine_tune(
     if ("full", small) in points and small != n:
         at_small = f"; at n={small}: frozen {points[('frozen', small)].mean:.4f}, fine-tuned {points[('full', small)].mean:.4f}"
     # a similarity task's frozen score is the cosine of frozen vectors: nothing is trained, so seeds agree
-    frozen_name = "frozen encoder (cosine, untrained)" if task.kind == "similarity" else "frozen probe"
+    frozen_name = "frozen probe" if task.kind.classes else "frozen encoder (cosine, untrained)"
     sampled = (
         f" (a seeded sample of the {len(train_split):,} training examples left after the dev split: what the budget "
         "affords)"
@@ -181,14 +181,12 @@ TRAIN = TrainConfig(checkpoint_every=200)
 
 FINE_TUNE_TEST = 2000  # test examples scored per run: intervals of about +-2 points on accuracy
 
-TUNABLE = ("classification", "similarity", "pair_classification")
-
 
 def fine_tune_or_rule(task, model, recipe, steps, seed, budget, progress) -> Decision:
     """Step 4 measured at the largest training size the budget affords (keeping 60 s for step 5), else the rule."""
     progress("frozen or fine-tuned", 3, 5)
     user_n = len(task.splits.get("train") or task.splits["all"])
-    why = f"{task.kind} tasks are not compared" if task.kind not in TUNABLE else ""
+    why = f"{task.kind.name} tasks are not compared" if task.kind.head is None else ""  # no head to fine-tune
     size, estimate = 0, 0.0
     if not why:
         tune_task = with_test_split(task, seed)

@@ -10,6 +10,7 @@ from bertlens.encoding.precision import choose_precision
 from bertlens.experiments.longdoc import compare_long_text, documents
 from bertlens.progress import Progress, silent
 from bertlens.representation.recipe import Recipe
+from bertlens.tasks.kinds import CLASSIFICATION
 from bertlens.tasks.loaders import Split, TaskData
 from bertlens.workflows.decision import Decision, sample_rows
 
@@ -54,7 +55,7 @@ def step_lengths(
             return measured
     strategy = "windows:mean" if np.median(lengths) > 2 * limit else head_tail
     if documents is None:
-        why = f"a {task.kind} task has no labels to compare strategies on"
+        why = f"a {task.kind.name} task has no labels to compare strategies on"
     elif len(documents) < LONGDOC_MIN:
         why = f"only {len(documents)} labelled documents (the comparison needs {LONGDOC_MIN})"
     elif not comparable or measure:
@@ -79,7 +80,7 @@ def _two_per_class(docs: Split) -> bool:
 
 def _long_documents(task: TaskData) -> Split | None:
     """Every labelled document of a classification task, or None (other kinds: no comparison to run)."""
-    return documents(task) if task.kind == "classification" else None
+    return documents(task) if task.kind is CLASSIFICATION else None
 
 
 def _measured_long_text(

@@ -25,11 +25,13 @@ import numpy as np
 
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
+from bertlens.experiments.sweep import SweepConfig, check_config
 from bertlens.io.atomic import write_json
 from bertlens.io.cache import cached_result, content_key
 from bertlens.progress import Progress, silent
 from bertlens.representation.recipe import Recipe
-from bertlens.tasks.loaders import TEXTS_KIND, TaskData
+from bertlens.tasks.kinds import RETRIEVAL
+from bertlens.tasks.loaders import TaskData
 from bertlens.workflows.decision import Budget, Decision, sample_rows
 from bertlens.workflows.domain_step import reference_corpus, step_domain
 from bertlens.workflows.fine_tune_step import fine_tune_or_rule
@@ -83,7 +85,7 @@ def _retrieval_decisions(task, model, encoder, steps, cache_dir, seed, budget, c
 def _representation(task, model, cache_dir, recipe_path, seed, budget, progress) -> Decision:
     """Step 3: the label-free sweep for texts alone, else a sweep on a sample sized to the budget; the recipe is
     saved next to the steps."""
-    if task.kind == TEXTS_KIND:
+    if not task.kind.labelled:
         decision, recipe = step_label_free(task, model, cache_dir, seed, progress)
     else:
         sweep_task, plan = sweep_sample(task, model, budget.left(), seed)
@@ -129,10 +131,11 @@ def run_recommend(
     """
     if budget_minutes <= 0:
         raise BertlensError("--budget-minutes must be positive")
+    check_config(SweepConfig(prompt_sets=tuple(prompt_sets)), task.kind, task.name)  # before any work
     budget = Budget(budget_minutes * 60)
     encoder = Encoder(model)
     prompts = [[p.name, p.query, p.document] for p in prompt_sets]  # a finished step is reused for the same ones
-    key = content_key([task.name, task.kind, model, encoder.ref.fingerprint, seed] + prompts, task.all_texts())
+    key = content_key([task.name, task.kind.name, model, encoder.ref.fingerprint, seed] + prompts, task.all_texts())
     steps = out / "steps"
     decisions = []
     notes = []
@@ -158,14 +161,14 @@ def run_recommend(
         settings = (served.to_dict(), latency_budget_ms, throughput_target, [str(a.path) for a in alternatives])
         return cached("latency", lambda: latency(served), (*settings, own_int8))
 
-    if task.kind == "retrieval":
+    if task.kind is RETRIEVAL:
         decisions, recipe = _retrieval_decisions(
             task, model, encoder, steps, cache_dir, seed, budget, cached, progress, prompt_sets
         )
         decisions.append(cached_latency(recipe))
         return Recommendation(task.name, model, tuple(decisions), recipe, budget.seconds - budget.left(), ())
     progress("text length", 0, 5)
-    measure_lengths = task.kind != TEXTS_KIND and budget.left() > 0.7 * budget.seconds
+    measure_lengths = task.kind.labelled and budget.left() > 0.7 * budget.seconds
     decisions.append(
         cached("lengths", lambda: step_lengths(task, encoder, seed, measure=measure_lengths, progress=progress))
     )
@@ -186,7 +189,7 @@ def run_recommend(
             "The representation was swept on truncated texts; the long-text strategy applies on top of the chosen "
             "recipe (pooling and layers chosen on the first window)."
         )
-    if task.kind == TEXTS_KIND:
+    if not task.kind.labelled:
         decisions.append(no_labels_fine_tune())
     else:
         decisions.append(

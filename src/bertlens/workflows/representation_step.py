@@ -76,10 +76,10 @@ def few_labels_advice(trust, labels: int) -> str:
 
 
 def step_representation(task: TaskData, model: str, cache_dir: Path, seed: int, progress: Progress, plan: str = ""):
-    postprocess = "whiten" if task.kind == "similarity" else None
+    main = task.kind.main_protocol
+    postprocess = "whiten" if main == "cosine" else None  # the cosine protocol scores post-processing
     labels = len(task.splits.get("train") or task.splits["all"])
-    few = task.kind in ("classification", "similarity") and labels < FEW_LABELS
-    main = "cosine" if task.kind == "similarity" else "probe"
+    few = "label_free" in task.kind.protocols and labels < FEW_LABELS
     protocols = (main, "label_free") if few else None
     config = SweepConfig(resamples=500, seed=seed, postprocess=postprocess, protocols=protocols)
     result = run_sweep(task, model, cache_dir=cache_dir, config=config, progress=progress)

@@ -1,0 +1,57 @@
+"""What a sweep is asked to do, and the check that it can do it on a task's kind (the library's, not the CLI's)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bertlens.errors import BertlensError, did_you_mean
+from bertlens.probing.candidates import PromptSet
+from bertlens.probing.fold_ridge import ALPHA_GRID
+from bertlens.probing.selection import C_GRID
+from bertlens.representation.choices import DEFAULT_POOLERS, check_pooler
+from bertlens.representation.postprocess import parse_steps
+from bertlens.tasks.kinds import RETRIEVAL, TaskKind
+from bertlens.tasks.splits import DEV_FRACTION
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    poolers: tuple[str, ...] = DEFAULT_POOLERS
+    layers: tuple[int, ...] | None = None
+    seed: int = 0
+    strengths: tuple[float, ...] = C_GRID  # logistic C grid
+    alphas: tuple[float, ...] = ALPHA_GRID  # ridge grid
+    resamples: int = 1000
+    dev_fraction: float = DEV_FRACTION
+    bank_dtype: str = "float16"
+    postprocess: str | None = None  # similarity tasks: also score every candidate with these steps (fitted on train);
+    # retrieval: fitted on the corpus, 'whiten' unless given
+    protocols: tuple[str, ...] | None = None  # None: every protocol the task supports (similarity: cosine, probe)
+    prompt_sets: tuple[PromptSet, ...] = ()  # retrieval: also score every candidate with each prompt set
+    long_documents: bool = False  # retrieval: also score ways of reading long documents (a pass per way of cutting)
+
+
+def check_config(config: SweepConfig, kind: TaskKind, task_name: str) -> None:
+    """Refuse, in one line and before any work, what this sweep cannot apply to a task of this kind: a Python
+    caller gets the same line as the CLI, never a setting silently ignored."""
+    for name in config.poolers:
+        check_pooler(name)
+    if not config.poolers:
+        raise BertlensError("--poolers names no pooler; give at least one of cls, mean, max, attention")
+    if config.postprocess:
+        parse_steps(config.postprocess)
+    for flag, given in (("--prompts", bool(config.prompt_sets)), ("--long-documents", config.long_documents)):
+        if given and kind is not RETRIEVAL:
+            raise BertlensError(f"{flag} applies to retrieval tasks; {task_name} is a {kind.name} task")
+    if config.prompt_sets and len({p.name for p in config.prompt_sets}) < len(config.prompt_sets):
+        raise BertlensError("--prompts: give every prompt set its own NAME")
+    if config.protocols is not None:
+        for name in config.protocols:
+            if name not in kind.protocols:
+                raise BertlensError(
+                    f"protocol '{name}' does not apply to a {kind.name} task: {did_you_mean(name, kind.protocols)}"
+                )
+        if kind.main_protocol not in config.protocols:
+            raise BertlensError(
+                f"a {kind.name} task is recommended by its '{kind.main_protocol}' protocol; include it in --protocols"
+            )

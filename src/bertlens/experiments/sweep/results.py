@@ -1,0 +1,67 @@
+"""What a sweep produces: one ProtocolResult per protocol, and the SweepResult with its recommendation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bertlens.metrics.bootstrap import Intervals
+from bertlens.probing.candidates import Candidate
+from bertlens.probing.label_free import LabelFreeScores
+from bertlens.probing.label_trust import Trust
+from bertlens.probing.screened_probe import LOGISTIC
+from bertlens.representation.postprocess import PostProcessor
+from bertlens.representation.recipe import Recipe
+from bertlens.tasks.kinds import TaskKind
+
+RECIPE_PROBES = (LOGISTIC, "cosine", "label_free")  # what a recommendation may rest on (not a ridge screen, not maxsim)
+
+
+@dataclass(frozen=True)
+class ProtocolResult:
+    protocol: str
+    metric: str
+    candidates: tuple[Candidate, ...]
+    validation: np.ndarray  # [C] score used for selection (dev, inner dev, or mean over folds)
+    test: Intervals
+    n_test: int
+    mix_weights: dict[str, tuple[float, ...]]
+    description: str
+    folds: int = 1  # > 1: scores are out-of-fold (cross-validation), not a test split
+    selection: Intervals | None = None  # cross-validation: the choice itself, made per fold on inner dev (nested)
+    selected: tuple[str, ...] = ()  # the candidate each fold chose
+    scored_by: tuple[str, ...] = ()  # per candidate, the probe behind its figures when they differ (screened probe)
+    seconds: dict[str, float] = field(default_factory=dict)  # wall time of the protocol's stages
+    split_name: str = ""  # where the scores come from, when neither a test split nor out-of-fold (clustering)
+    outputs: np.ndarray | None = field(default=None, repr=False)  # [C, n] per-example outputs the intervals came from
+    gold: np.ndarray | None = field(default=None, repr=False)  # [n] their targets (None: per-example scores)
+
+    @property
+    def split(self) -> str:
+        """Where the scores come from: 'test', or 'cv10' for 10-fold out-of-fold scores."""
+        return self.split_name or (f"cv{self.folds}" if self.folds > 1 else "test")
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    task: str
+    kind: TaskKind
+    model: str
+    fingerprint: str
+    seed: int
+    protocols: dict[str, ProtocolResult]
+    recommended: Candidate
+    recipe: Recipe
+    basis: str
+    disagreement: str | None
+    timings: dict[str, float]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    postprocessor: PostProcessor | None = None  # fitted for the recommended candidate, when it has one
+    label_free: LabelFreeScores | None = None  # every label-free component, when the label_free protocol ran
+    trust: Trust | None = None  # a labelled task: how far the label-free pick can be trusted on it
+
+    @property
+    def main(self) -> ProtocolResult:
+        """The protocol the recommendation is made by."""
+        return self.protocols[self.kind.main_protocol]

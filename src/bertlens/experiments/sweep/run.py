@@ -1,0 +1,164 @@
+"""`run_sweep` and `run_texts_sweep`: one encoding pass, then every protocol that applies, by one dispatch."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bertlens.encoding.encoder import Encoder
+from bertlens.errors import BertlensError
+from bertlens.features.bank import build_bank
+from bertlens.io.cache import default_cache_dir
+from bertlens.io.memory import release_freed_memory
+from bertlens.probing.candidates import candidate_features
+from bertlens.probing.truncation import similarity_loss
+from bertlens.progress import Progress, silent
+from bertlens.representation.choices import attentions_for
+from bertlens.representation.recipe import Recipe
+from bertlens.tasks.kinds import RETRIEVAL, SCORE, SIMILARITY
+from bertlens.tasks.loaders import TaskData, texts_task
+
+from .choice import make_result
+from .config import SweepConfig, check_config
+from .context import SweepContext, examples, sweep_folds
+from .label_free import labelled_trust, score_texts
+from .registry import OPT_IN, PROTOCOLS
+from .results import SweepResult
+from .retrieval import retrieval_dimension_loss, retrieval_protocols
+
+
+def run_sweep(
+    task: TaskData,
+    encoder: Encoder | str = "default",
+    base: Recipe = Recipe(),
+    cache_dir: Path | None = None,
+    config: SweepConfig = SweepConfig(),
+    progress: Progress = silent,
+) -> SweepResult:
+    """Score every candidate on `task` with one encoding pass; recommend a Recipe.
+
+    `encoder`: an Encoder, or a model name (built with what the poolers need); `base`: what every
+    candidate shares (max_length, precision, include_special, long_text); `cache_dir`: where banks
+    are cached (default $BERTLENS_CACHE or ~/.cache/bertlens). A setting the task's kind cannot apply
+    is refused before any work, in the CLI's words (sweep_pkg/config.check_config).
+    """
+    check_config(config, task.kind, task.name)
+    if not task.kind.labelled:
+        return run_texts_sweep(task.all_texts(), task.name, encoder, base, cache_dir, config, progress)
+    encoder = _sweep_encoder(encoder, base, config)
+    model = base.model if base.model != "default" else encoder.ref.name
+    base = base.replace(model=model, max_length=encoder.max_length)
+    torch.manual_seed(config.seed)
+    if task.kind is RETRIEVAL:
+        return _retrieval_sweep(task, encoder, base, cache_dir, config, progress)
+    texts = task.all_texts()
+    bank, timings = _bank(encoder, texts, base, cache_dir, config, progress)
+    release_freed_memory()  # the encoding pass's activations: not needed by the probes
+    ex, where = examples(task, {text: i for i, text in enumerate(texts)})
+    folds = sweep_folds(task, ex.targets, where, config)
+    ctx = SweepContext(task, bank, ex, folds, config, encoder, base, cache_dir, texts, progress)
+    protocols, label_free = {}, None
+    wanted = _wanted(task, config)
+    for number, name in enumerate(wanted):
+        progress(f"probing ({name})", number, len(wanted))
+        start = time.perf_counter()
+        protocol = PROTOCOLS[name]
+        outcome = protocol.run(ctx, protocol.plan(ctx))
+        protocols[name] = outcome.result
+        timings[f"{name}_seconds"] = time.perf_counter() - start
+        timings.update(outcome.result.seconds)
+        label_free = outcome.extra if name == "label_free" else label_free
+    trust = None
+    if label_free is not None:
+        trust = labelled_trust(label_free, protocols[task.kind.main_protocol], ctx)
+    result = make_result(task, encoder, base, config, bank.width, protocols, timings, ctx.fitted, f"{len(folds)} folds")
+    if task.kind.target == SCORE:
+        result = replace(result, recipe=result.recipe.replace(dimension_loss=_dimension_loss(result, ctx)))
+    return replace(result, label_free=label_free, trust=trust)
+
+
+def _wanted(task: TaskData, config: SweepConfig) -> tuple[str, ...]:
+    """The protocols to run, in the kind's order: those asked for, else every one that is not opt-in (and, for
+    similarity under cross-validation, cosine alone: the k-fold ridge probe costs several times the rest)."""
+    if config.protocols is not None:
+        return tuple(p for p in task.kind.protocols if p in config.protocols)
+    if task.uses_cv and task.kind is SIMILARITY:
+        return (task.kind.main_protocol,)
+    return tuple(p for p in task.kind.protocols if p not in OPT_IN)
+
+
+def _retrieval_sweep(task, encoder: Encoder, base: Recipe, cache_dir, config: SweepConfig, progress) -> SweepResult:
+    protocols, scores, timings, free, trust = retrieval_protocols(task, encoder, base, cache_dir, config, progress)
+    result = make_result(
+        task, encoder, base, config, encoder.hidden_size, protocols, timings, scores.processors, "the choosing queries"
+    )
+    loss = retrieval_dimension_loss(result, scores, task, config)
+    return replace(result, label_free=free, trust=trust, recipe=result.recipe.replace(dimension_loss=loss))
+
+
+def _sweep_encoder(encoder: Encoder | str, base: Recipe, config: SweepConfig) -> Encoder:
+    if not isinstance(encoder, str):
+        return encoder
+    attentions = attentions_for(config.poolers)
+    return Encoder(encoder, max_length=base.max_length, precision=base.precision, attentions=attentions)
+
+
+def _dimension_loss(result: SweepResult, ctx: SweepContext):
+    """The recommended recipe's cosine Spearman lost at each shorter width, on the rows it was scored on."""
+    chosen, main, ex = result.recommended, result.main, ctx.ex
+    rows = np.concatenate([f.test for f in ctx.folds])
+    weights = main.mix_weights.get(chosen.name)
+    mix = np.asarray(weights) if weights is not None else None
+    transform = result.postprocessor.transform if result.postprocessor is not None else (lambda x: x)
+    first, second = (transform(candidate_features(ctx.bank, chosen, side[rows], mix)) for side in (ex.a, ex.b))
+    return similarity_loss(first, second, ex.targets[rows]) or None
+
+
+def _bank(encoder: Encoder, texts: list[str], base: Recipe, cache_dir, config: SweepConfig, progress) -> tuple:
+    """The one encoding pass (every layer x pooler, as the shared recipe settings say) and its wall time."""
+    start = time.perf_counter()
+    bank = build_bank(
+        encoder,
+        texts,
+        default_cache_dir(cache_dir),
+        poolers=config.poolers,
+        include_special=base.include_special,
+        dtype=config.bank_dtype,
+        long_text=base.long_text_strategy,
+        progress=progress,
+    )
+    return bank, {"bank_seconds": time.perf_counter() - start}
+
+
+def run_texts_sweep(
+    texts: list[str],
+    name: str,
+    encoder: Encoder | str = "default",
+    base: Recipe = Recipe(),
+    cache_dir: Path | None = None,
+    config: SweepConfig = SweepConfig(),
+    progress: Progress = silent,
+) -> SweepResult:
+    """No labels: score every candidate from the texts alone and recommend the label-free pick.
+
+    One encoding pass builds the bank (shared with a later labelled sweep of the same texts), three
+    more over a sample of the texts build the augmented views."""
+    texts = list(dict.fromkeys(t for t in texts))
+    if len(texts) < 8:
+        raise BertlensError(f"{name}: {len(texts)} distinct texts; label-free scores need at least 8 (more is better)")
+    task = texts_task(name, texts)
+    check_config(config, task.kind, name)
+    encoder = _sweep_encoder(encoder, base, config)
+    model = base.model if base.model != "default" else encoder.ref.name
+    base = base.replace(model=model, max_length=encoder.max_length)
+    torch.manual_seed(config.seed)
+    bank, timings = _bank(encoder, texts, base, cache_dir, config, progress)
+    start = time.perf_counter()
+    protocol, scores = score_texts(bank, encoder, texts, base, cache_dir, config, progress)
+    timings["label_free_seconds"] = time.perf_counter() - start
+    result = make_result(task, encoder, base, config, bank.width, {"label_free": protocol}, timings, {}, "")
+    return replace(result, label_free=scores)
