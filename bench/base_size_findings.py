@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 from common import REPO, lscpu_summary, run_measured
@@ -34,8 +35,9 @@ def run_task(task: str, model: str, out: Path, precision: str) -> dict:
 
 def row_for(result: dict) -> str:
     protocol = MAIN_PROTOCOL[result["kind"]]
-    rows = [r for r in result["rows"] if r["protocol"] == protocol]
-    layers = max(int(r["candidate"].rsplit("/L", 1)[1]) for r in rows if "/L" in r["candidate"])
+    metric = result["protocols"][protocol]["metric"]  # retrieval rows carry one protocol and several metrics
+    rows = [r for r in result["rows"] if r["protocol"] == protocol and r["metric"] == metric]
+    layers = max(int(m.group(1)) for r in rows if (m := re.fullmatch(r"[a-z]+/L(\d+)", r["candidate"])))
     (last,) = [r for r in rows if r["candidate"] == f"mean/L{layers}"]
     (pick,) = [r for r in rows if r["candidate"] == result["recommended"]]
     chosen = result["protocols"][protocol].get("choice_cross_validated")

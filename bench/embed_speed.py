@@ -107,7 +107,7 @@ def main() -> None:
         (work / "texts.txt").write_text("\n".join(texts) + "\n")
         if not args.skip_onnx:
             from bertlens.embedding.onnx_backend import OnnxEmbedder
-            from bertlens.experiments.export import run_export_onnx
+            from bertlens.experiments.export import Int8Options, run_export_onnx
 
             calibration = texts[-1000:]  # judged on texts the speed rows also use; the gate's own split applies
             run_export_onnx(recipe, work / "onnx-fp32", texts[:512], "STS-B sentences")
@@ -116,8 +116,7 @@ def main() -> None:
                 work / "onnx-int8",
                 texts[:512],
                 "STS-B sentences",
-                quantize_int8=True,
-                calibration=calibration,
+                int8=Int8Options(calibration=calibration),
             )
             embedders["bertlens embed --backend onnx, fp32 (ONNX Runtime)"] = OnnxEmbedder(work / "onnx-fp32")
             kept = ", ".join(int8.kept_fp32) or "none"

@@ -43,7 +43,7 @@ def main() -> None:
 
     from bertlens.embedding.embedder import Embedder
     from bertlens.embedding.onnx_backend import MODEL_FILE, OnnxEmbedder
-    from bertlens.experiments.export import run_export_onnx
+    from bertlens.experiments.export import Int8Options, run_export_onnx
     from bertlens.io.cache import file_sha256
     from bertlens.metrics.geometry import row_cosine
     from bertlens.representation.recipe import Recipe
@@ -54,16 +54,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         run_export_onnx(Recipe(), work / "fp32", texts[:256], "STS-B")
-        gated = run_export_onnx(Recipe(), work / "gated", texts[:256], "STS-B", quantize_int8=True, calibration=texts)
+        gated = run_export_onnx(Recipe(), work / "gated", texts[:256], "STS-B", int8=Int8Options(calibration=texts))
         run_export_onnx(
             Recipe(),
             work / "static",
             texts[:256],
             "STS-B",
-            quantize_int8=True,
-            static=True,
-            calibration=texts,
-            force=True,
+            int8=Int8Options(static=True, calibration=texts, force=True),
         )
         variants = {
             "ONNX fp32": work / "fp32",

@@ -13,6 +13,7 @@ from safetensors.numpy import load_file
 
 from bertlens.embedding.embedder import Embedder
 from bertlens.experiments.distill import HELDOUT_LIMIT, run_distill
+from bertlens.io.run_context import RunContext
 from bertlens.probing.task_comparison import compare_on_task
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.catalog import get_task
@@ -30,7 +31,7 @@ CONFIG = replace(DISTILL_DEFAULTS, epochs=3, batch_size=16, lr=5e-4, checkpoint_
 def test_a_concatenation_is_distilled_into_a_plain_student(tiny_bert_dir, tmp_path):
     teacher = Recipe(model=str(tiny_bert_dir), layers=(-2, -1), mixer="concat", normalize=True)
     out = tmp_path / "student"
-    outcome = run_distill(teacher, StudentSpec(keep=(1,)), TEXTS, "test texts", out, config=CONFIG, cache_dir=tmp_path)
+    outcome = run_distill(teacher, StudentSpec(keep=(1,)), TEXTS, "test texts", RunContext(out, tmp_path), CONFIG)
     record = json.loads((out / "distill.json").read_text())
     saved = Recipe.load(out / "recipe.json")
     assert (saved.mixer, saved.pooler, saved.layers) == ("single", "mean", (-1,))
@@ -54,7 +55,7 @@ def test_a_concatenation_is_distilled_into_a_plain_student(tiny_bert_dir, tmp_pa
 def test_an_interrupted_distillation_resumes_to_the_same_weights(tiny_bert_dir, tmp_path):
     teacher = Recipe(model=str(tiny_bert_dir), pooler="cls")
     whole = tmp_path / "whole"
-    run_distill(teacher, StudentSpec(keep=(0,)), TEXTS, "t", whole, config=CONFIG, cache_dir=tmp_path)
+    run_distill(teacher, StudentSpec(keep=(0,)), TEXTS, "t", RunContext(whole, tmp_path), CONFIG)
 
     class Stop(Exception):
         pass
@@ -66,17 +67,10 @@ def test_an_interrupted_distillation_resumes_to_the_same_weights(tiny_bert_dir, 
     broken = tmp_path / "broken"
     with pytest.raises(Stop):
         run_distill(
-            teacher,
-            StudentSpec(keep=(0,)),
-            TEXTS,
-            "t",
-            broken,
-            config=CONFIG,
-            cache_dir=tmp_path,
-            progress=stop_at_seven,
+            teacher, StudentSpec(keep=(0,)), TEXTS, "t", RunContext(broken, tmp_path, progress=stop_at_seven), CONFIG
         )
     assert (broken / "checkpoint" / "state.json").is_file()
-    run_distill(teacher, StudentSpec(keep=(0,)), TEXTS, "t", broken, config=CONFIG, cache_dir=tmp_path)
+    run_distill(teacher, StudentSpec(keep=(0,)), TEXTS, "t", RunContext(broken, tmp_path), CONFIG)
     a, b = load_file(str(whole / "model.safetensors")), load_file(str(broken / "model.safetensors"))
     for name in a:
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)

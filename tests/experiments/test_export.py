@@ -11,7 +11,7 @@ import pytest
 from bertlens.embedding.embedder import Embedder
 from bertlens.embedding.onnx_backend import OnnxEmbedder
 from bertlens.errors import BertlensError
-from bertlens.experiments.export import Gate, run_export_onnx
+from bertlens.experiments.export import Gate, Int8Options, run_export_onnx
 from bertlens.representation.postprocess import PostProcessor, parse_steps
 from bertlens.representation.recipe import Recipe
 
@@ -66,9 +66,9 @@ def test_the_int8_gate_refuses_and_writes_nothing_then_force_records_it(tiny_ber
     recipe = Recipe(model=str(tiny_bert_dir))
     impossible = Gate(mean_cosine=1.0, min_cosine=1.0)
     with pytest.raises(BertlensError, match="fails the fidelity gate.*nothing was written"):
-        run_export_onnx(recipe, tmp_path / "q", TEXTS, "t", quantize_int8=True, gate=impossible)
+        run_export_onnx(recipe, tmp_path / "q", TEXTS, "t", int8=Int8Options(gate=impossible))
     assert list(tmp_path.iterdir()) == []  # no directory, no staging left behind
-    forced = run_export_onnx(recipe, tmp_path / "q", TEXTS, "t", quantize_int8=True, gate=impossible, force=True)
+    forced = run_export_onnx(recipe, tmp_path / "q", TEXTS, "t", int8=Int8Options(gate=impossible, force=True))
     record = json.loads((tmp_path / "q" / "export.json").read_text())
     assert not forced.passed and record["int8"]["forced"] and not record["int8"]["passed"]
     assert len(record["int8"]["sensitivity_mean_cosine_alone"]) == 12  # 2 layers x (q, k, v, out, ffn in, ffn out)
@@ -78,7 +78,7 @@ def test_the_int8_gate_refuses_and_writes_nothing_then_force_records_it(tiny_ber
 
 def test_int8_that_passes_keeps_the_most_sensitive_modules_in_fp32_first(tiny_bert_dir, tmp_path):
     recipe = Recipe(model=str(tiny_bert_dir))
-    outcome = run_export_onnx(recipe, tmp_path / "q", TEXTS, "t", quantize_int8=True, gate=Gate(0.9999, 0.999))
+    outcome = run_export_onnx(recipe, tmp_path / "q", TEXTS, "t", int8=Int8Options(gate=Gate(0.9999, 0.999)))
     record = json.loads((tmp_path / "q" / "export.json").read_text())["int8"]
     ranked = sorted(record["sensitivity_mean_cosine_alone"], key=record["sensitivity_mean_cosine_alone"].get)
     assert list(outcome.kept_fp32) == ranked[: len(outcome.kept_fp32)]
@@ -100,7 +100,7 @@ def test_static_int8_calibrates_activation_ranges_and_keeps_the_gate(tiny_bert_d
     import onnx
 
     recipe = Recipe(model=str(tiny_bert_dir))
-    outcome = run_export_onnx(recipe, tmp_path / "s", TEXTS, "t", quantize_int8=True, static=True, gate=Gate(0.0, 0.0))
+    outcome = run_export_onnx(recipe, tmp_path / "s", TEXTS, "t", int8=Int8Options(static=True, gate=Gate(0.0, 0.0)))
     record = json.loads((tmp_path / "s" / "export.json").read_text())
     assert record["precision"].startswith("int8 (static QDQ") and outcome.passed and outcome.quantized_modules == 12
     ops = {node.op_type for node in onnx.load(str(tmp_path / "s" / "model.onnx")).graph.node}

@@ -154,15 +154,11 @@ def test_under_cross_validation_every_fit_sees_only_its_folds_training_pairs(tmp
     their gold scores) and then used to score every fold, most of whose rows it was fitted on."""
     from bertlens.experiments.sweep import cosine as sweep_module
     from bertlens.representation.postprocess import PostProcessor
-    from bertlens.tasks.loaders import load_user_task
+    from bertlens.tasks.loaders import UserTable, load_user_task
     from bertlens.tasks.splits import make_folds
 
     task = load_user_task(
-        _noise_file(tmp_path, "similarity", rows=90),
-        kind="similarity",
-        text_cols=("a", "b"),
-        label_col="score",
-        folds=3,
+        _noise_file(tmp_path, "similarity", rows=90), UserTable("similarity", ("a", "b"), "score"), folds=3
     )
     mix_fits, post_fits = [], []
     real_mix, real_fit = sweep_module.fit_similarity_mix, PostProcessor.fit

@@ -64,11 +64,11 @@ def test_every_command_runs_at_base_size(command, base_model_dir, mini_data_dir,
 
 def test_the_int8_gate_passes_at_base_size_on_held_out_texts(base_model_dir, tmp_path):
     from bertlens.embedding.gate import Gate
-    from bertlens.experiments.export import run_export_onnx
+    from bertlens.experiments.export import Int8Options, run_export_onnx
     from bertlens.representation.recipe import Recipe
 
     texts = _sts_sentences(512)  # the CLI's default: 512 parity texts, which also calibrate
-    outcome = run_export_onnx(Recipe(model=str(base_model_dir)), tmp_path / "int8", texts, "STS-B", quantize_int8=True)
+    outcome = run_export_onnx(Recipe(model=str(base_model_dir)), tmp_path / "int8", texts, "STS-B", int8=Int8Options())
     gate = Gate()
     assert outcome.passed and outcome.int8.texts == 256
     assert outcome.int8.mean_cosine >= gate.mean_cosine and outcome.int8.min_cosine >= gate.min_cosine

@@ -5,7 +5,8 @@ import pytest
 
 from bertlens.metrics.bootstrap import spearman
 from bertlens.metrics.geometry import row_cosine
-from bertlens.probing.truncation import retrieval_loss, similarity_loss, truncate, widths_below
+from bertlens.probing.truncation import retrieval_loss, similarity_loss, widths_below
+from bertlens.representation.dimensions import truncate
 
 
 def test_truncate_keeps_the_first_dimensions_at_unit_length():

@@ -412,7 +412,7 @@ def test_sts_b_scored_through_http_equals_the_in_process_score(served, embedder)
 
 
 def test_dimensions_are_answered_only_where_the_recipe_measured_a_small_loss(tiny_bert_dir):
-    from bertlens.probing.truncation import truncate
+    from bertlens.representation.dimensions import truncate
 
     recipe = Recipe(model=str(tiny_bert_dir), dimension_loss=((16, 0.002), (8, 0.05)))
     embedder = Embedder(recipe)

@@ -2,7 +2,7 @@ import pytest
 
 from bertlens.errors import BertlensError
 from bertlens.tasks.catalog import get_task
-from bertlens.tasks.loaders import load_catalog_task, load_user_task
+from bertlens.tasks.loaders import UserTable, load_catalog_task, load_user_task
 from tests.conftest import DATA
 
 
@@ -53,8 +53,8 @@ def test_user_csv_with_header_and_tsv_without(tmp_path):
     rows = [("good film", "pos"), ("bad film", "neg")] * 10
     csv_path = write(tmp_path, "a.csv", "text,label\n" + "".join(f"{t},{label}\n" for t, label in rows))
     tsv_path = write(tmp_path, "a.tsv", "".join(f"{label}\t{t}\n" for t, label in rows))
-    a = load_user_task(csv_path, kind="classification", text_cols=("text",), label_col="label")
-    b = load_user_task(tsv_path, kind="classification", text_cols=(1,), label_col=0, header=False)
+    a = load_user_task(csv_path, UserTable("classification", ("text",), "label"))
+    b = load_user_task(tsv_path, UserTable("classification", (1,), 0, header=False))
     assert a.splits["all"].texts_a == b.splits["all"].texts_a
     assert a.splits["all"].targets.tolist() == b.splits["all"].targets.tolist()
     assert a.class_names == ("neg", "pos")
@@ -62,7 +62,7 @@ def test_user_csv_with_header_and_tsv_without(tmp_path):
 
 def test_user_similarity_pairs(tmp_path):
     path = write(tmp_path, "p.jsonl", "".join(f'{{"a": "x{i}", "b": "y{i}", "s": {i % 5}}}\n' for i in range(30)))
-    task = load_user_task(path, kind="similarity", text_cols=("a", "b"), label_col="s")
+    task = load_user_task(path, UserTable("similarity", ("a", "b"), "s"))
     assert task.splits["all"].targets[:3].tolist() == [0.0, 1.0, 2.0]
 
 
@@ -85,12 +85,12 @@ def test_bad_user_files_are_clear_errors(tmp_path, content, kind, cols, message)
     path = write(tmp_path, "bad.csv", content)
     label = "s" if kind == "similarity" else "label"
     with pytest.raises(BertlensError, match=message):
-        load_user_task(path, kind=kind, text_cols=cols, label_col=label)
+        load_user_task(path, UserTable(kind, cols, label))
 
 
 def test_drop_invalid_drops_and_counts(tmp_path):
     path = write(tmp_path, "a.csv", "text,label\n" + "a,1\nb,0\n" * 10 + "c,\n")
-    task = load_user_task(path, kind="classification", text_cols=("text",), label_col="label", drop_invalid=True)
+    task = load_user_task(path, UserTable("classification", ("text",), "label"), drop_invalid=True)
     assert task.dropped == 1 and len(task.splits["all"]) == 20
 
 

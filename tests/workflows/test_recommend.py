@@ -15,14 +15,15 @@ import bertlens.workflows.latency_step as latency_step
 import bertlens.workflows.length_step as length_step
 import bertlens.workflows.representation_step as representation_step
 from bertlens.embedding.embedder import Embedder
+from bertlens.io.run_context import RunContext
 from bertlens.reports.recommend import markdown as recommend_markdown
 from bertlens.reports.recommend import write_outputs
 from bertlens.representation.recipe import Recipe
-from bertlens.tasks.loaders import load_user_task
+from bertlens.tasks.loaders import UserTable, load_user_task
 from bertlens.tasks.splits import with_test_split
 from bertlens.workflows.decision import Budget
 from bertlens.workflows.fine_tune_step import FROZEN, TUNE, fine_tune_choice
-from bertlens.workflows.recommend import _int8_plan, run_recommend
+from bertlens.workflows.recommend import RecommendOptions, _int8_plan, run_recommend
 from tests.conftest import DATA
 from tests.reports.chromium import CHROMIUM, assert_report_renders
 
@@ -32,7 +33,7 @@ def _csv(path, texts, labels):
         writer = csv.writer(handle)
         writer.writerow(["text", "label"])
         writer.writerows(zip(texts, labels, strict=True))
-    return load_user_task(path, kind="classification", text_cols=(0,), label_col=1, folds=5, seed=0)
+    return load_user_task(path, UserTable("classification", (0,), 1), folds=5, seed=0)
 
 
 def test_fine_tune_choice_follows_the_measured_difference():
@@ -53,7 +54,7 @@ def test_the_sweep_sample_is_planned_from_the_time_left():
 def test_recommend_on_200_labelled_rows(tiny_bert_dir, tmp_path, monkeypatch):
     lines = (DATA / "sst2" / "train.txt").read_text().splitlines()[:200]
     task = _csv(tmp_path / "d.csv", [ln.split(" ", 1)[1] for ln in lines], [ln[0] for ln in lines])
-    result = run_recommend(task, str(tiny_bert_dir), tmp_path / "out", budget_minutes=10)
+    result = run_recommend(task, str(tiny_bert_dir), RunContext(tmp_path / "out"), RecommendOptions(10))
     steps = [d.step for d in result.decisions]
     assert steps == ["text length", "domain", "representation", "frozen or fine-tuned", "latency"]
     assert all(d.evidence and d.rule and d.confidence for d in result.decisions)
@@ -66,7 +67,7 @@ def test_recommend_on_200_labelled_rows(tiny_bert_dir, tmp_path, monkeypatch):
     assert tuned.decision in (TUNE, FROZEN) and "paired difference" in tuned.evidence
     assert "own ONNX int8 exported and gated on your texts" in result.decisions[4].evidence  # and timed with the rest
     assert (tmp_path / "out" / "onnx-int8" / "export.json").is_file()
-    rerun = run_recommend(task, str(tiny_bert_dir), tmp_path / "out", budget_minutes=10, own_int8=False)
+    rerun = run_recommend(task, str(tiny_bert_dir), RunContext(tmp_path / "out"), RecommendOptions(10, own_int8=False))
     assert [d.evidence for d in rerun.decisions[:4]] == [d.evidence for d in result.decisions[:4]]  # resumed
     assert "own ONNX int8" not in rerun.decisions[4].evidence  # the latency step's settings changed: measured again
     paths = write_outputs(result, tmp_path / "out")
@@ -81,7 +82,7 @@ def test_recommend_on_200_labelled_rows(tiny_bert_dir, tmp_path, monkeypatch):
 
     monkeypatch.setattr(representation_step, "run_sweep", no_more_sweeps)
     monkeypatch.setattr(fine_tune_step, "run_compare", no_more_sweeps)
-    again = run_recommend(task, str(tiny_bert_dir), tmp_path / "out", budget_minutes=10)
+    again = run_recommend(task, str(tiny_bert_dir), RunContext(tmp_path / "out"), RecommendOptions(10))
     assert [d.decision for d in again.decisions[:4]] == [d.decision for d in result.decisions[:4]]
     assert [d.seconds for d in again.decisions[:4]] == [d.seconds for d in result.decisions[:4]]  # kept, not re-timed
     if sum(d.seconds for d in again.decisions) > again.seconds + 1:
@@ -224,13 +225,14 @@ def test_recommend_on_a_retrieval_collection_with_training_judgements(tiny_bert_
     (root / "qrels" / "train.tsv").write_text(
         "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{g}\n" for q, d, g in train)
     )
-    task = load_user_task(root, kind="retrieval", text_cols=(), label_col=None)
+    task = load_user_task(root, UserTable("retrieval"))
     from bertlens.probing.candidates import PromptSet
 
     prompts = (PromptSet("e5", "query: ", "passage: "),)
-    result = run_recommend(
-        task, str(tiny_bert_dir), tmp_path / "out", budget_minutes=10, prompt_sets=prompts, own_int8=False
+    options = RecommendOptions(
+        10, prompt_sets=prompts, own_int8=False
     )  # the int8 export is checked on the labelled run
+    result = run_recommend(task, str(tiny_bert_dir), RunContext(tmp_path / "out"), options)
     steps = [d.step for d in result.decisions]
     assert steps == ["representation", "long documents", "frozen or fine-tuned", "latency"]
     assert "prompt sets @e5" in result.decisions[0].evidence
@@ -248,7 +250,7 @@ def test_recommend_on_texts_without_labels(tiny_bert_dir, tmp_path):
 
     lines = (DATA / "sst2" / "train.txt").read_text().splitlines()[:120]
     task = texts_task("reviews", [ln.split(" ", 1)[1] for ln in lines])
-    result = run_recommend(task, str(tiny_bert_dir), tmp_path / "out", budget_minutes=5, own_int8=False)
+    result = run_recommend(task, str(tiny_bert_dir), RunContext(tmp_path / "out"), RecommendOptions(5, own_int8=False))
     steps = {d.step: d for d in result.decisions}
     assert list(steps) == ["text length", "domain", "representation", "frozen or fine-tuned", "latency"]
     chosen = steps["representation"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
@@ -78,7 +79,8 @@ def _texts(args: argparse.Namespace) -> tuple[list[str], str]:
 
 
 def run(args: argparse.Namespace) -> None:
-    from bertlens.experiments.distill import run_distill
+    from bertlens.experiments.distill import DistillOptions, run_distill
+    from bertlens.io.run_context import RunContext
     from bertlens.tasks.loaders import load_catalog_task
     from bertlens.training.students import parse_student
 
@@ -93,21 +95,16 @@ def run(args: argparse.Namespace) -> None:
             raise BertlensError(f"--eval-task '{name}' has no test split; use stsb, sst2 or trec")
         eval_tasks.append(task)
     with progress_bar(f"distill {student.name}", unit="steps", enabled=not args.quiet) as update:
+        run_context = RunContext(args.out, args.cache_dir, config.seed, update, restart=args.restart)
+        options = DistillOptions(args.heldout, args.cosine_weight, args.projection, eval_tasks)
         outcome = run_distill(
             teacher,
             student,
             texts,
             source,
-            args.out,
-            config=config,
-            heldout=args.heldout,
-            cosine_weight=args.cosine_weight,
-            projection=args.projection,
-            eval_tasks=eval_tasks,
-            cache_dir=args.cache_dir,
-            restart=args.restart,
-            trust_remote_code=args.trust_remote_code,
-            progress=update,
+            replace(run_context, trust_remote_code=args.trust_remote_code),
+            config,
+            options,
         )
     record, fid = outcome.record, outcome.fidelity
     teacher_score = student_score = ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from bertlens.cli.commands import COMMANDS
@@ -10,6 +11,7 @@ from bertlens.cli.console import progress_bar, say
 from bertlens.cli.options import add_recipe_options, recipe_from_args
 from bertlens.errors import BertlensError
 from bertlens.io.tables import EMPTY_POLICIES, TableSpec, check_file, parse_column
+from bertlens.representation.choices import SERVED_BACKENDS
 
 
 def add_parser(subparsers) -> None:
@@ -51,7 +53,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--ray-workers", type=int, default=2, help="Ray actors, each with its own model (default 2)")
     parser.add_argument(
         "--backend",
-        choices=("torch", "onnx"),
+        choices=SERVED_BACKENDS,
         default="torch",
         help="onnx: --model is a directory from `bertlens export --format onnx` (the recipe is inside it)",
     )
@@ -60,37 +62,28 @@ def add_parser(subparsers) -> None:
 
 
 def _embedder(args: argparse.Namespace):
-    from bertlens.embedding.embedder import Embedder
+    """The encoder the flags name, built by the one factory (embedding/backends.py); `--engine ray` is the Ray
+    pool of the PyTorch backend."""
+    from bertlens.embedding.backends import BackendSpec, make_encoder
 
-    if args.backend == "torch":
-        if args.precision is None and args.recipe is None:
-            args.precision = "auto"  # embedding's default: bf16 only where this machine runs it fast
+    if args.backend == "onnx":
         if args.engine == "ray":
-            from bertlens.embedding.ray_engine import RayEmbedder
-
-            return RayEmbedder(
-                recipe_from_args(args),
-                address=args.ray_address,
-                workers=args.ray_workers,
-                trust_remote_code=args.trust_remote_code,
-            )
-        return Embedder(recipe_from_args(args), trust_remote_code=args.trust_remote_code, device=args.device)
-    if args.engine == "ray":
-        raise BertlensError("--engine ray runs the PyTorch backend; drop --backend onnx")
-    recipe_flags = (
-        *("recipe", "layers", "mixer", "pooler", "max_length", "precision", "postprocess", "long_text"),
-        *("query_prompt", "document_prompt"),
-    )
-    given = [f"--{flag.replace('_', '-')}" for flag in recipe_flags if getattr(args, flag) is not None]
-    if args.normalize or args.exclude_special:
-        given.append("--normalize/--exclude-special")
-    if given:
-        raise BertlensError(f"--backend onnx runs the recipe baked into the export; drop {', '.join(given)}")
-    if not args.model:
-        raise BertlensError("--backend onnx needs --model DIR, a directory from `bertlens export --format onnx`")
-    from bertlens.embedding.onnx_backend import OnnxEmbedder
-
-    return OnnxEmbedder(args.model)
+            raise BertlensError("--engine ray runs the PyTorch backend; drop --backend onnx")
+        recipe_flags = (
+            *("recipe", "layers", "mixer", "pooler", "max_length", "precision", "postprocess", "long_text"),
+            *("query_prompt", "document_prompt"),
+        )
+        given = [f"--{flag.replace('_', '-')}" for flag in recipe_flags if getattr(args, flag) is not None]
+        if args.normalize or args.exclude_special:
+            given.append("--normalize/--exclude-special")
+        if given:
+            raise BertlensError(f"--backend onnx runs the recipe baked into the export; drop {', '.join(given)}")
+        return make_encoder(BackendSpec("onnx", model_dir=args.model))
+    if args.precision is None and args.recipe is None:
+        args.precision = "auto"  # embedding's default: bf16 only where this machine runs it fast
+    backend = "ray" if args.engine == "ray" else "torch"
+    spec = BackendSpec(backend, recipe_from_args(args), device=args.device, trust_remote_code=args.trust_remote_code)
+    return make_encoder(replace(spec, ray_address=args.ray_address, ray_workers=args.ray_workers))
 
 
 def run(args: argparse.Namespace) -> None:

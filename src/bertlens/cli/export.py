@@ -76,7 +76,7 @@ def _parity_texts(args: argparse.Namespace) -> tuple[list[str], str]:
 
 
 def run(args: argparse.Namespace) -> None:
-    from bertlens.experiments.export import run_export_onnx
+    from bertlens.experiments.export import Int8Options, run_export_onnx
     from bertlens.tasks.loaders import load_catalog_task
 
     if args.format not in FORMATS:
@@ -113,12 +113,9 @@ def run(args: argparse.Namespace) -> None:
             args.out,
             texts,
             source,
-            quantize_int8=args.quantize is not None,
-            static=args.quantize == "int8-static",
-            calibration=calibration,
-            gate=gate,
-            force=args.force,
-            eval_task=eval_task,
+            int8=Int8Options(args.quantize == "int8-static", calibration, gate, args.force, eval_task)
+            if args.quantize is not None
+            else None,
             trust_remote_code=args.trust_remote_code,
             progress=update,
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 from bertlens.cli.commands import COMMANDS
@@ -43,8 +44,9 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from bertlens.experiments.pretrain import run_pretrain
+    from bertlens.experiments.pretrain import PretrainOptions, run_pretrain
     from bertlens.io.cache import content_key, file_sha256
+    from bertlens.io.run_context import RunContext
     from bertlens.tasks.loaders import load_catalog_task
     from bertlens.training import distributed
     from bertlens.training.students import initialise_from_scratch
@@ -72,21 +74,16 @@ def run(args: argparse.Namespace) -> None:
         distributed.barrier(world)
         model = str(args.out / ".init")
     with progress_bar("pretrain", unit="steps", enabled=not args.quiet and world.writer) as update:
+        run_context = RunContext(args.out, args.cache_dir, config.seed, update, restart=args.restart)
+        options = PretrainOptions(args.max_length, args.mask_unit, args.heldout, args.max_tokens)
         outcome = run_pretrain(
             model,
             texts,
             source,
             key,
-            args.out,
-            config=config,
-            max_length=args.max_length,
-            mask_unit=args.mask_unit,
-            heldout=args.heldout,
-            max_tokens=args.max_tokens,
-            cache_dir=args.cache_dir,
-            restart=args.restart,
-            trust_remote_code=args.trust_remote_code,
-            progress=update,
+            replace(run_context, trust_remote_code=args.trust_remote_code),
+            config,
+            options,
         )
     if not world.writer:
         return

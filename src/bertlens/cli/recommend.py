@@ -58,10 +58,11 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    from bertlens.io.run_context import RunContext
     from bertlens.probing.candidates import parse_prompt_set
     from bertlens.reports.recommend import write_outputs
     from bertlens.workflows.latency_step import load_alternative
-    from bertlens.workflows.recommend import run_recommend
+    from bertlens.workflows.recommend import RecommendOptions, run_recommend
 
     if args.budget_minutes <= 0:
         raise BertlensError("--budget-minutes must be positive")
@@ -73,21 +74,16 @@ def run(args: argparse.Namespace) -> None:
     prompt_sets = tuple(parse_prompt_set(p) for p in args.prompts or ())
     task = _texts_task(args) if args.texts is not None else load_task(args)
     with progress_bar("recommend", unit="steps", enabled=not args.quiet) as update:
-        result = run_recommend(
-            task,
-            args.model,
-            args.out,
-            budget_minutes=args.budget_minutes,
-            latency_budget_ms=args.latency_budget_ms,
-            throughput_target=args.throughput_target,
-            alternatives=alternatives,
+        options = RecommendOptions(
+            args.budget_minutes,
+            args.latency_budget_ms,
+            args.throughput_target,
+            alternatives,
             own_int8=not args.no_int8,
             data=data_dir(args.data_dir),
-            cache_dir=args.cache_dir,
-            seed=args.seed,
             prompt_sets=prompt_sets,
-            progress=update,
         )
+        result = run_recommend(task, args.model, RunContext(args.out, args.cache_dir, args.seed, update), options)
     paths = write_outputs(result, args.out)
     print_table(
         f"recommend: {result.task}",

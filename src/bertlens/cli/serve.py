@@ -10,7 +10,8 @@ from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import say
 from bertlens.cli.options import RECIPE_FLAGS, add_recipe_options, recipe_from_args
 from bertlens.errors import BertlensError
-from bertlens.serving.config import BACKENDS, LONG_TEXT_POLICIES, ServeLimits, ServeOptions
+from bertlens.representation.choices import SERVED_BACKENDS
+from bertlens.serving.config import LONG_TEXT_POLICIES, ServeLimits, ServeOptions
 
 DEFAULTS = ServeLimits()
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -33,7 +34,7 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("--name", default="bertlens", help="the model name reported in responses")
     parser.add_argument(
-        "--backend", choices=BACKENDS, default="torch", help="onnx: --model is a `bertlens export` directory"
+        "--backend", choices=SERVED_BACKENDS, default="torch", help="onnx: --model is a `bertlens export` directory"
     )
     parser.add_argument(
         "--workers",
@@ -120,7 +121,7 @@ def _check_port(host: str, port: int) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from bertlens.serving.app import create_app, load_encoder, run_server, threads_per_worker
+    from bertlens.serving.app import create_app, load_encoder, route_banner, run_server, threads_per_worker
 
     options = _options(args)
     _check_port(args.host, args.port)
@@ -148,8 +149,7 @@ def run(args: argparse.Namespace) -> None:
     threads = threads_per_worker(args.workers)
     say(
         f"serving {embedder.recipe.model} ({embedder.dim} dims, {embedder.recipe.precision}) on http://{args.host}:"
-        f"{args.port} with {args.workers} worker(s) x {threads} thread(s) (POST /v1/embeddings, POST /embed, "
-        "GET /health /info /metrics)"
+        f"{args.port} with {args.workers} worker(s) x {threads} thread(s) ({route_banner()})"
     )
     run_server(app, args.host, args.port)
 

@@ -77,7 +77,7 @@ def add_task_options(parser: argparse.ArgumentParser, texts: str | None = None) 
 
 def load_task(args: argparse.Namespace) -> TaskData:
     """The task named by --task / --data and their column flags."""
-    from bertlens.tasks.loaders import load_catalog_task, load_hf_task, load_user_task
+    from bertlens.tasks.loaders import UserTable, load_catalog_task, load_hf_task, load_user_task
 
     if args.folds < 2:
         raise BertlensError("--folds must be at least 2")
@@ -115,17 +115,14 @@ def load_task(args: argparse.Namespace) -> TaskData:
             folds=args.folds,
         )
     if args.label_first:
+        table = UserTable(args.task_type or CLASSIFICATION.name, (), 0, label_first=True, encoding=args.encoding)
         return load_user_task(
             args.data,
-            kind=args.task_type or CLASSIFICATION.name,
-            text_cols=(),
-            label_col=0,
+            table,
             drop_invalid=args.drop_invalid,
             folds=args.folds,
             max_examples=max_examples,
             seed=args.seed,
-            label_first=True,
-            encoding=args.encoding,
         )
     if args.task_type == RETRIEVAL.name or args.data.is_dir():
         return _user_retrieval(args)
@@ -133,20 +130,18 @@ def load_task(args: argparse.Namespace) -> TaskData:
         raise BertlensError("--data needs --text-col and --label-col (and --text-col2 for pairs), or --label-first")
     texts = tuple(parse_column(c) for c in (args.text_col, args.text_col2) if c is not None)
     kind = args.task_type or _default_kind(texts)
-    return load_user_task(
-        args.data,
-        split_col=parse_column(args.split_col) if args.split_col else None,
-        split_files=_split_files(args),
-        kind=kind,
-        text_cols=texts,
-        label_col=parse_column(args.label_col),
+    table = UserTable(
+        kind,
+        texts,
+        parse_column(args.label_col),
         header=not args.no_header,
-        drop_invalid=args.drop_invalid,
-        folds=args.folds,
-        max_examples=max_examples,
-        seed=args.seed,
         multiline=args.multiline,
         encoding=args.encoding,
+        split_col=parse_column(args.split_col) if args.split_col else None,
+        split_files=_split_files(args),
+    )
+    return load_user_task(
+        args.data, table, drop_invalid=args.drop_invalid, folds=args.folds, max_examples=max_examples, seed=args.seed
     )
 
 
@@ -162,20 +157,13 @@ def _split_files(args: argparse.Namespace) -> dict[str, Path]:
 
 def _user_retrieval(args: argparse.Namespace) -> TaskData:
     """--data DIR (BEIR layout) or --data FILE --text-col QUERY --text-col2 DOCUMENT, as a retrieval task."""
-    from bertlens.tasks.loaders import load_user_task
+    from bertlens.tasks.loaders import UserTable, load_user_task
 
     if args.task_type not in (None, RETRIEVAL.name):
         raise BertlensError(f"--data {args.data} is a directory: only --task-type retrieval reads one (a BEIR layout)")
     texts = tuple(parse_column(c) for c in (args.text_col, args.text_col2) if c is not None)
-    return load_user_task(
-        args.data,
-        kind=RETRIEVAL.name,
-        text_cols=texts,
-        label_col=None,
-        header=not args.no_header,
-        drop_invalid=args.drop_invalid,
-        encoding=args.encoding,
-    )
+    table = UserTable(RETRIEVAL.name, texts, None, header=not args.no_header, encoding=args.encoding)
+    return load_user_task(args.data, table, drop_invalid=args.drop_invalid)
 
 
 def add_data_dir_option(parser: argparse.ArgumentParser) -> None:

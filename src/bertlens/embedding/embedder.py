@@ -9,11 +9,12 @@ import numpy as np
 import torch
 
 from bertlens.embedding.long_text import encode_long
-from bertlens.embedding.protocol import Embeddings, TextEncoder, TokenCounter, token_counter_of
+from bertlens.embedding.protocol import TOKEN_VECTORS, Embeddings, TextEncoder, TokenCounter, token_counter_of
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
 from bertlens.progress import Progress, silent
 from bertlens.representation.apply import Representation, check_recipe_fits
+from bertlens.representation.choices import attentions_for
 from bertlens.representation.mixers import mix_layers
 from bertlens.representation.postprocess import PostProcessor
 from bertlens.representation.recipe import Recipe
@@ -21,6 +22,8 @@ from bertlens.representation.recipe import Recipe
 
 class Embedder(TextEncoder):
     """`Embedder(recipe).encode(texts)` -> np.ndarray [N, D] float32, rows in input order (PyTorch backend)."""
+
+    capabilities = frozenset({TOKEN_VECTORS})
 
     def __init__(
         self,
@@ -37,7 +40,7 @@ class Embedder(TextEncoder):
             self.recipe.model,
             max_length=self.recipe.max_length,
             precision=self.recipe.precision,
-            attentions="cls" if self.recipe.needs_attentions else "none",
+            attentions=attentions_for((self.recipe.pooler,)),
             trust_remote_code=trust_remote_code,
             device=device,
         )

@@ -16,10 +16,12 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from bertlens.errors import BertlensError
 from bertlens.progress import Progress, silent
 from bertlens.representation.recipe import Recipe
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
+TOKEN_VECTORS = "token_vectors"  # a capability: `token_vectors(texts)` gives every token's vector per text
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class TextEncoder(Protocol):
     dim: int  # width of the output vectors
     fingerprint: str  # identifies the weights (cache keys, resume checks)
     max_length: int  # tokens per text the model reads
+    capabilities: frozenset[str] = frozenset()  # optional parts it has (TOKEN_VECTORS); a route needing one checks
 
     def embed(self, texts: Sequence[str], progress: Progress = silent) -> Embeddings:
         """Embed texts; `progress("embedding", done, len(texts))` as batches finish."""
@@ -55,6 +58,11 @@ class TextEncoder(Protocol):
     def encode(self, texts: Sequence[str], progress: Progress = silent) -> np.ndarray:
         """Just the vectors [N, D] float32."""
         return self.embed(texts, progress).vectors
+
+    def token_vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """With TOKEN_VECTORS in `capabilities`: each text's token vectors [T_i, D] (the recipe's layers, before
+        pooling); a backend without it refuses in one line."""
+        raise BertlensError(f"{type(self).__name__} has no token vectors; use the PyTorch backend")
 
 
 def token_counter_of(tokenizer) -> TokenCounter:

@@ -28,10 +28,10 @@ from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
 from bertlens.io.atomic import write_json
 from bertlens.io.cache import default_cache_dir
+from bertlens.io.run_context import RunContext
 from bertlens.metrics.geometry import row_cosine
 from bertlens.models import resolve_model
 from bertlens.probing.task_comparison import TaskComparison, compare_on_task
-from bertlens.progress import Progress, silent
 from bertlens.representation.apply import Representation
 from bertlens.representation.postprocess import PostProcessor
 from bertlens.representation.recipe import Recipe
@@ -137,24 +137,28 @@ def _measure(teacher, student, texts, held_rows, targets, eval_tasks, seed, prog
     return measured, tuple(speeds), len(speed_texts), tuple(evaluations)
 
 
+@dataclass(frozen=True)
+class DistillOptions:
+    heldout: float = 0.05  # share of the texts held out for the fidelity figures
+    cosine_weight: float = 0.0  # weight of the cosine term beside MSE
+    projection: str = "auto"  # a learned projection to the teacher's width: auto, always or never
+    eval_tasks: Sequence[TaskData] = ()  # tasks teacher and student are scored on afterwards
+
+
 def run_distill(
     teacher_recipe: Recipe,
     student: StudentSpec,
     texts: Sequence[str],
     source: str,
-    out: Path,
-    *,
+    run: RunContext,
     config: TrainConfig = DISTILL_DEFAULTS,
-    heldout: float = 0.05,
-    cosine_weight: float = 0.0,
-    projection: str = "auto",
-    eval_tasks: Sequence[TaskData] = (),
-    cache_dir: Path | None = None,
-    restart: bool = False,
-    trust_remote_code: bool = False,
-    progress: Progress = silent,
+    options: DistillOptions = DistillOptions(),
 ) -> DistillOutcome:
-    """Train the student on `texts`; write OUT (model, recipe.json, distill.json); return the measured outcome."""
+    """Train the student on `texts`; write run.out (model, recipe.json, distill.json); return the measured outcome."""
+    out, cache_dir, restart, progress = run.out, run.cache_dir, run.restart, run.progress
+    trust_remote_code = run.trust_remote_code
+    heldout, cosine_weight, projection = options.heldout, options.cosine_weight, options.projection
+    eval_tasks = options.eval_tasks
     start = time.perf_counter()
     _check_options(projection, cosine_weight, heldout)
     teacher = Embedder(teacher_recipe, trust_remote_code=trust_remote_code)

@@ -200,11 +200,10 @@ def _export_fp32(
     return parity, {**record, "parity": {**asdict(parity), "texts_source": source}}
 
 
-def _quantize_gated(
-    staging: Path, encoder, reference_embedder, calibration, static, gate, force, eval_task, record, progress
-):
+def _quantize_gated(staging: Path, encoder, reference_embedder, calibration, options: Int8Options, record, progress):
     """Replace the staged fp32 model by int8, keeping the sensitive modules fp32, then judge it against the gate
     on the calibration texts that chose nothing (a refusal unless forced)."""
+    static, gate, force, eval_task = options.static, options.gate, options.force, options.eval_task
     if len(calibration) < 4:
         raise BertlensError("--quantize int8 needs at least 4 calibration texts (half choose, half judge)")
     started = time.perf_counter()
@@ -300,22 +299,29 @@ class _Int8:
     record: dict
 
 
+@dataclass(frozen=True)
+class Int8Options:
+    """The int8 step of an ONNX export: how it quantizes, on which texts, and the gate it must pass."""
+
+    static: bool = False  # static QDQ (calibrated activation ranges) instead of dynamic int8
+    calibration: Sequence[str] | None = None  # texts that choose (half) and judge (half); default the parity texts
+    gate: Gate = Gate()
+    force: bool = False  # write it even below the gate, with the figures recorded
+    eval_task: TaskData | None = None  # also gate the task metric's drop
+
+
 def run_export_onnx(
     recipe: Recipe,
     out: Path,
     texts: Sequence[str],
     texts_source: str,
     *,
-    quantize_int8: bool = False,
-    static: bool = False,
-    calibration: Sequence[str] | None = None,
-    gate: Gate = Gate(),
-    force: bool = False,
-    eval_task: TaskData | None = None,
+    int8: Int8Options | None = None,
     trust_remote_code: bool = False,
     progress: Progress = silent,
 ) -> ExportOutcome:
-    """Export, check parity (and the int8 gate), then publish OUT; on a failed check nothing is written."""
+    """Export, check parity (with `int8`: then quantize behind its gate), then publish OUT; on a failed check nothing
+    is written."""
     start = time.perf_counter()
     if len(texts) < 2:
         raise BertlensError(f"{texts_source}: need at least 2 texts to check the export against bertlens")
@@ -331,21 +337,20 @@ def run_export_onnx(
     staging = _staging(out)
     try:
         parity, record = _export_fp32(recipe, encoder, reference_embedder, staging, texts, texts_source, progress)
-        int8 = None
-        if quantize_int8:
-            calibration = list(calibration or texts)
-            int8 = _quantize_gated(
-                staging, encoder, reference_embedder, calibration, static, gate, force, eval_task, record, progress
-            )
-            record = int8.record
+        quantized = None
+        if int8 is not None:
+            calibration = list(int8.calibration or texts)
+            quantized = _quantize_gated(staging, encoder, reference_embedder, calibration, int8, record, progress)
+            record = quantized.record
         record = _record(staging, {**record, "seconds": round(time.perf_counter() - start, 1)})
         _publish(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    if int8 is None:
+    if quantized is None:
         return ExportOutcome(out, parity, None, (), 0, None, True, record)
-    return ExportOutcome(out, parity, int8.fidelity, int8.kept, int8.quantized, int8.evaluation, int8.passed, record)
+    q = quantized
+    return ExportOutcome(out, parity, q.fidelity, q.kept, q.quantized, q.evaluation, q.passed, record)
 
 
 def _gate_message(fid: Fidelity, gate: Gate, quantized: int, evaluation: TaskComparison | None) -> str:

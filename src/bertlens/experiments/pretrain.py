@@ -14,7 +14,6 @@ import shutil
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -22,6 +21,7 @@ from bertlens.encoding.encoder import Encoder
 from bertlens.encoding.token_stream import StreamRows, build_token_stream
 from bertlens.errors import BertlensError
 from bertlens.io.cache import default_cache_dir
+from bertlens.io.run_context import RunContext
 from bertlens.progress import DETAIL, Progress, silent
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.splits import hold_out_block
@@ -88,24 +88,33 @@ def _packed_rows(encoder, texts, source, source_key, cache, max_tokens, config, 
     return stream, rows
 
 
+@dataclass(frozen=True)
+class PretrainOptions:
+    max_length: int = 128  # tokens per packed row
+    mask_unit: str = "word"  # word (whole-word masking) or token
+    heldout: float = 0.02  # share of the packed rows held out for the held-out loss
+    max_tokens: int | None = None  # stop reading the corpus after this many tokens
+
+
 def run_pretrain(
     model: str,
     texts: Iterable[str],
     source: str,
     source_key: str,
-    out: Path,
-    *,
+    run: RunContext,
     config: TrainConfig = PRETRAIN_DEFAULTS,
-    max_length: int = 128,
-    mask_unit: str = "word",
-    heldout: float = 0.02,
-    max_tokens: int | None = None,
-    cache_dir: Path | None = None,
-    restart: bool = False,
-    trust_remote_code: bool = False,
-    progress: Progress = silent,
+    options: PretrainOptions = PretrainOptions(),
 ) -> PretrainOutcome:
-    """Continue masked-LM training of `model` on `texts`; write OUT as a Hugging Face directory with the head kept."""
+    """Continue masked-LM training of `model` on `texts` (`source` names them, `source_key` identifies them for the
+    token cache); write run.out as a Hugging Face directory with the head kept."""
+    out, cache_dir, restart, progress = run.out, run.cache_dir, run.restart, run.progress
+    trust_remote_code = run.trust_remote_code
+    max_length, mask_unit, heldout, max_tokens = (
+        options.max_length,
+        options.mask_unit,
+        options.heldout,
+        options.max_tokens,
+    )
     start = time.perf_counter()
     world = distributed.setup()  # under torchrun: data-parallel, rank 0 writes; otherwise one process
     if not world.writer:

@@ -15,18 +15,13 @@ import torch
 from bertlens.metrics.bootstrap import spearman
 from bertlens.metrics.geometry import row_cosine
 from bertlens.metrics.ranking import DEPTH, RANKING_METRICS, ranking_metrics, top_k
+from bertlens.representation.dimensions import truncate
 
 WIDTHS = (16, 32, 64, 128, 256, 512, 1024, 2048)
 
 
 def widths_below(width: int) -> tuple[int, ...]:
     return tuple(w for w in WIDTHS if w < width)
-
-
-def truncate(vectors: np.ndarray, width: int) -> np.ndarray:
-    """The first `width` dimensions of each row [n, D], renormalised to unit length: [n, width]."""
-    cut = np.asarray(vectors, dtype=np.float32)[:, :width]
-    return cut / np.maximum(np.linalg.norm(cut, axis=1, keepdims=True), 1e-12)
 
 
 def similarity_loss(first: np.ndarray, second: np.ndarray, gold: np.ndarray) -> tuple[tuple[int, float], ...]:

@@ -1,16 +1,19 @@
 """`bertlens serve` as a library: `load_encoder` + `create_app` give a Python caller exactly what the CLI runs.
 
-POST /v1/embeddings  OpenAI's request and response (input: a string or a list of strings; encoding_format
-                     float, base64, int8 or ubinary; dimensions: a shorter width only where the recipe's measured loss at it is
-                     within --max-dimension-loss, unless --any-dimensions; usage with token counts), so the
-                     official `openai` client works unchanged
-POST /embed          TEI-style: {"inputs": ..., "normalize": true, "truncate": false} -> [[...], ...]
-Both take "input_type": "query" | "document": the recipe's query_prompt or document_prompt goes before each text.
-POST /embed_all      TEI-style token output: every token's vector per input (the recipe's layers, before pooling)
-GET  /health         liveness (no key);  GET /info: recipe, model fingerprint, limits, backend;  GET /metrics:
-                     Prometheus (both behind the key when one is set)
-Every refusal is a JSON error with the right status: 400 bad JSON, 401 key, 413 too large, 415 not JSON,
-422 invalid input, 429 a client over its in-flight limit (when one is set), 503 queue full. Requests are
+Routes (`ROUTES` below: this list, the start-up banner and the README's table are rendered from it):
+<!-- routes -->
+POST /v1/embeddings  OpenAI's embeddings: input, encoding_format (float, base64, int8, ubinary), dimensions where measured
+POST /embed          TEI-style: inputs, normalize, truncate -> one vector per input
+POST /embed_all      TEI-style token output: every token's vector per input (backends with token vectors)
+GET  /v1/models      the recipes this server runs (OpenAI's model list)
+GET  /health         liveness, no key; 503 while draining
+GET  /info           recipe, model fingerprint, width, limits, backend
+GET  /metrics        Prometheus: requests, texts, tokens, batches, queue and encode time
+<!-- /routes -->
+Every route but /health needs the key when one is set. Both embedding routes take "input_type": "query" |
+"document": the recipe's query_prompt or document_prompt goes before each text. Every refusal is a JSON error
+with the right status: 400 bad JSON, 401 key, 413 too large, 415 not JSON, 422 invalid input, 429 a client over
+its in-flight limit (when one is set), 501 a route the backend cannot answer, 503 queue full. Requests are
 validated before they are queued (serving/service.py); the model runs on worker threads, off the event loop.
 
     encoder = load_encoder("torch", recipe=Recipe.load("recipe.json"), workers=2)
@@ -26,17 +29,19 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
-from bertlens.embedding.protocol import TextEncoder
-from bertlens.errors import BertlensError
-from bertlens.probing.truncation import truncate
+from bertlens.embedding.backends import BackendSpec, make_encoder
+from bertlens.embedding.protocol import TOKEN_VECTORS, TextEncoder
+from bertlens.errors import BertlensError, did_you_mean
+from bertlens.representation.choices import SERVED_BACKENDS
+from bertlens.representation.dimensions import truncate
 from bertlens.representation.recipe import Recipe
-from bertlens.serving.config import BACKENDS, ServeOptions
+from bertlens.serving.config import ServeOptions
 from bertlens.serving.metrics import CONTENT_TYPE, ServerMetrics
 from bertlens.serving.requests import (
     ENCODINGS,
@@ -70,23 +75,14 @@ def load_encoder(
     trust_remote_code: bool = False,
     device: str = "cpu",
 ) -> TextEncoder:
-    """The encoder a server runs: `recipe` on PyTorch, or an ONNX export directory; the cores split between
-    `workers` so concurrent batches share them instead of oversubscribing them."""
-    import torch
-
-    if backend not in BACKENDS:
-        raise BertlensError(f"unknown backend '{backend}': valid: {', '.join(BACKENDS)}")
-    threads = threads_per_worker(workers)
-    if backend == "onnx":
-        from bertlens.embedding.onnx_backend import OnnxEmbedder
-
-        if not model_dir:
-            raise BertlensError("--backend onnx needs --model DIR, a directory from `bertlens export --format onnx`")
-        return OnnxEmbedder(model_dir, threads=threads)
-    from bertlens.embedding.embedder import Embedder
-
-    torch.set_num_threads(threads)
-    return Embedder(recipe or Recipe(precision="auto"), trust_remote_code=trust_remote_code, device=device)
+    """The encoder a server runs (embedding/backends.make_encoder): `recipe` on PyTorch, or an ONNX export
+    directory; the cores split between `workers` so concurrent batches share them instead of oversubscribing."""
+    if backend not in SERVED_BACKENDS:
+        raise BertlensError(f"unknown backend '{backend}' for serving: {did_you_mean(backend, SERVED_BACKENDS)}")
+    spec = BackendSpec(
+        backend, recipe, model_dir, threads_per_worker(workers), device=device, trust_remote_code=trust_remote_code
+    )
+    return make_encoder(spec)
 
 
 def load_recipes(
@@ -94,16 +90,13 @@ def load_recipes(
 ) -> dict[str, TextEncoder]:
     """One PyTorch encoder per recipe; recipes that run the same model the same way (model, max length, precision,
     attention maps) share one Encoder, so its weights are loaded once."""
-    import torch
-
-    from bertlens.embedding.embedder import Embedder
-
-    torch.set_num_threads(threads_per_worker(workers))
+    threads = threads_per_worker(workers)
     shared: dict[tuple, object] = {}
     out: dict[str, TextEncoder] = {}
     for name, recipe in recipes.items():
         key = (recipe.model, recipe.max_length, recipe.precision, recipe.needs_attentions)
-        out[name] = Embedder(recipe, encoder=shared.get(key), trust_remote_code=trust_remote_code, device=device)
+        spec = BackendSpec("torch", recipe, threads=threads, device=device, trust_remote_code=trust_remote_code)
+        out[name] = make_encoder(replace(spec, encoder=shared.get(key)))
         shared.setdefault(key, out[name].encoder)
     return out
 
@@ -172,7 +165,7 @@ def _tei_route(pick: Chooser, limits) -> Callable[[Request], Awaitable[Response]
 def _tokens_route(services: dict[str, EmbeddingService], pick: Chooser, limits):
     """TEI's /embed_all: every token's vector per input, from one encoder copy of its own per recipe (PyTorch)."""
     copies = {
-        id(s): s.embedder.for_thread() if hasattr(s.embedder, "token_vectors") else None for s in services.values()
+        id(s): s.embedder.for_thread() if TOKEN_VECTORS in s.embedder.capabilities else None for s in services.values()
     }
     lock = asyncio.Lock()
 
@@ -181,7 +174,10 @@ def _tokens_route(services: dict[str, EmbeddingService], pick: Chooser, limits):
         service = pick(payload)
         tokens_encoder = copies[id(service)]
         if tokens_encoder is None:
-            raise ApiError(501, "token vectors need the PyTorch backend (this server runs an ONNX export)")
+            backend = type(service.embedder).__name__
+            raise ApiError(
+                501, f"/embed_all needs a backend with token vectors (PyTorch); this one ({backend}) has none"
+            )
         texts = prompted(payload, request_texts(payload, "inputs", service.limits), service.embedder.recipe)
         truncate = payload.get("truncate", False)
         if not isinstance(truncate, bool):
@@ -214,10 +210,126 @@ def _guarded(service: EmbeddingService, endpoint: str, work) -> Callable[[Reques
     return route
 
 
+@dataclass(frozen=True)
+class Route:
+    """One route of the server, as data: its handler's builder, and the line the docs render for it."""
+
+    method: str  # POST or GET
+    path: str
+    keyed: bool  # behind the API key (when one is set)
+    summary: str  # one line: the docstring, the start-up banner and the README's table
+    build: Callable[[Served], Callable[[Request], Awaitable[Response]]]  # the handler, given what is served
+
+
+@dataclass(frozen=True)
+class Served:
+    """What every route's handler reads: the services by recipe name, the one in front, the request chooser."""
+
+    services: dict[str, EmbeddingService]
+    front: EmbeddingService  # the key, admission and metrics are shared by all services; this one holds them
+    pick: Chooser
+    limits: object
+
+
+def _models(served: Served):
+    async def work(request: Request):  # OpenAI's model list: the recipes this server runs
+        data = [
+            {
+                "id": name,
+                "object": "model",
+                "created": int(s.started),
+                "owned_by": "bertlens",
+                "dimensions": s.embedder.dim,
+            }
+            for name, s in served.services.items()
+        ]
+        return {"object": "list", "data": data}
+
+    return work
+
+
+def _health(served: Served):
+    async def work(request: Request):  # 503 while draining, so a load balancer stops sending work here
+        return JSONResponse({"status": "draining"}, 503) if served.front.draining else {"status": "ok"}
+
+    return work
+
+
+def _info(served: Served):
+    async def work(request: Request):  # the recipe, model path and fingerprint
+        if len(served.services) == 1:
+            return served.front.info()
+        return {"models": [s.info() for s in served.services.values()]}
+
+    return work
+
+
+def _metrics(served: Served):
+    async def work(request: Request):
+        return Response(served.front.metrics.render(), media_type=CONTENT_TYPE)
+
+    return work
+
+
+ROUTES: tuple[Route, ...] = (
+    Route(
+        "POST",
+        "/v1/embeddings",
+        True,
+        "OpenAI's embeddings: input, encoding_format (float, base64, int8, ubinary), dimensions where measured",
+        lambda s: _openai_route(s.pick, s.limits),
+    ),
+    Route(
+        "POST", "/embed", True, "TEI-style: inputs, normalize, truncate -> one vector per input",
+        lambda s: _tei_route(s.pick, s.limits),
+    ),
+    Route(
+        "POST", "/embed_all", True, "TEI-style token output: every token's vector per input (backends with token vectors)",
+        lambda s: _tokens_route(s.services, s.pick, s.limits),
+    ),
+    Route("GET", "/v1/models", True, "the recipes this server runs (OpenAI's model list)", _models),
+    Route("GET", "/health", False, "liveness, no key; 503 while draining", _health),
+    Route("GET", "/info", True, "recipe, model fingerprint, width, limits, backend", _info),
+    Route("GET", "/metrics", True, "Prometheus: requests, texts, tokens, batches, queue and encode time", _metrics),
+)  # fmt: skip
+
+
+def route_lines(routes: tuple[Route, ...] = ROUTES) -> list[str]:
+    """The routes as the docstring lists them: 'POST /embed          TEI-style: ...'."""
+    return [f"{r.method:<4} {r.path:<15} {r.summary}" for r in routes]
+
+
+def route_table(routes: tuple[Route, ...] = ROUTES) -> str:
+    """The routes as the README's Markdown table."""
+    rows = [f"| `{r.method} {r.path}` | {'yes' if r.keyed else 'no'} | {r.summary} |" for r in routes]
+    return "\n".join(["| route | key | what |", "|---|---|---|", *rows])
+
+
+def route_banner(routes: tuple[Route, ...] = ROUTES) -> str:
+    """The start-up banner's list: 'POST /v1/embeddings /embed ..., GET /v1/models ...'."""
+    by_method: dict[str, list[str]] = {}
+    for route in routes:
+        by_method.setdefault(route.method, []).append(route.path)
+    return ", ".join(f"{method} {' '.join(paths)}" for method, paths in by_method.items())
+
+
+def _keyed(front: EmbeddingService, work):
+    """A GET route behind the key: the check, then the handler; a refusal is its JSON error."""
+
+    async def route(request: Request):
+        try:
+            check_key(request, front.options.api_key)
+        except ApiError as exc:
+            return _error(exc.status, exc.message, exc.kind)
+        return await work(request)
+
+    return route
+
+
 def create_app(embedder: TextEncoder | Mapping[str, TextEncoder], options: ServeOptions = ServeOptions()) -> FastAPI:
     """An ASGI app serving `embedder` with its own workers, batcher and metrics registry; or several recipes by name
     ({name: encoder}), each with its own workers and batcher, chosen by a request's `model`, sharing the key, the
-    per-client cap, the drain and one metrics registry."""
+    per-client cap, the drain and one metrics registry. Its routes are ROUTES."""
     if isinstance(embedder, Mapping):
         if not embedder:
             raise BertlensError("no recipe to serve")
@@ -229,7 +341,7 @@ def create_app(embedder: TextEncoder | Mapping[str, TextEncoder], options: Serve
     else:
         services = {options.name: EmbeddingService(embedder, options)}
     service = next(iter(services.values()))  # the front: key, admission and metrics are shared by all
-    pick, limits = _chooser(services), options.limits
+    served = Served(services, service, _chooser(services), options.limits)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -240,51 +352,12 @@ def create_app(embedder: TextEncoder | Mapping[str, TextEncoder], options: Serve
             await each.batcher.stop()  # graceful: queued and in-flight requests finish first
 
     app = FastAPI(title="bertlens", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
-    routes = {
-        "/v1/embeddings": _openai_route(pick, limits),
-        "/embed": _tei_route(pick, limits),
-        "/embed_all": _tokens_route(services, pick, limits),
-    }
-    for path, work in routes.items():
-        app.add_api_route(path, _guarded(service, path, work), methods=["POST"])
-
-    @app.get("/v1/models")
-    async def models(request: Request):  # OpenAI's model list: the recipes this server runs
-        try:
-            check_key(request, service.options.api_key)
-        except ApiError as exc:
-            return _error(exc.status, exc.message, exc.kind)
-        data = [
-            {
-                "id": name,
-                "object": "model",
-                "created": int(s.started),
-                "owned_by": "bertlens",
-                "dimensions": s.embedder.dim,
-            }
-            for name, s in services.items()
-        ]
-        return {"object": "list", "data": data}
-
-    @app.get("/health")
-    async def health():  # 503 while draining, so a load balancer stops sending work here
-        return JSONResponse({"status": "draining"}, 503) if service.draining else {"status": "ok"}
-
-    @app.get("/info")
-    async def info(request: Request):  # the recipe, model path and fingerprint: behind the key like the rest
-        try:
-            check_key(request, service.options.api_key)
-        except ApiError as exc:
-            return _error(exc.status, exc.message, exc.kind)
-        return service.info() if len(services) == 1 else {"models": [s.info() for s in services.values()]}
-
-    @app.get("/metrics")
-    async def metrics(request: Request):
-        try:
-            check_key(request, service.options.api_key)
-        except ApiError as exc:
-            return _error(exc.status, exc.message, exc.kind)
-        return Response(service.metrics.render(), media_type=CONTENT_TYPE)
+    for route in ROUTES:
+        work = route.build(served)
+        if route.method == "POST":  # embedding work: the key, the client's in-flight slot, /metrics counts
+            app.add_api_route(route.path, _guarded(service, route.path, work), methods=["POST"])
+        else:
+            app.add_api_route(route.path, _keyed(service, work) if route.keyed else work, methods=["GET"])
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception):  # the server answers, whatever happened

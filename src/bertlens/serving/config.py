@@ -8,7 +8,6 @@ from dataclasses import dataclass, field, fields
 from bertlens.errors import BertlensError
 
 LONG_TEXT_POLICIES = ("truncate", "refuse")
-BACKENDS = ("torch", "onnx")
 
 
 @dataclass(frozen=True)

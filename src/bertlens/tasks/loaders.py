@@ -230,29 +230,39 @@ def load_catalog_task(
     return limit_examples(data, max_examples, seed)
 
 
+@dataclass(frozen=True)
+class UserTable:
+    """What a user's file holds: its kind of task and where the texts, labels and splits are."""
+
+    kind: str | TaskKind
+    text_cols: tuple[str | int, ...] = ()  # one (single texts) or two (pairs); header names or 0-based indices
+    label_col: str | int | None = None  # the label or score column
+    header: bool = True
+    multiline: bool = False  # a quoted CSV field may span lines
+    label_first: bool = False  # a SentEval-style text file instead: one "LABEL TEXT" per line (classification)
+    encoding: str = "utf-8"
+    split_col: str | int | None = None  # a column of train/dev/test values: the user's own split
+    split_files: dict[str, Path] | None = None  # {'test': FILE, 'dev': FILE} with the same columns
+
+
 def load_user_task(
     path: Path,
+    table: UserTable,
     *,
-    kind: str | TaskKind,
-    text_cols: tuple[str | int, ...],
-    label_col: str | int | None,
-    header: bool = True,
     drop_invalid: bool = False,
     folds: int = 10,
     max_examples: int | None = None,
     seed: int = 0,
-    multiline: bool = False,
-    label_first: bool = False,
-    encoding: str = "utf-8",
-    split_col: str | int | None = None,
-    split_files: dict[str, Path] | None = None,
 ) -> TaskData:
     """A user's CSV/TSV/JSONL: one text column (classification) or two (pairs), plus a label/score column.
 
-    `label_first`: a SentEval-style text file instead, one "LABEL TEXT" per line (classification).
+    `table.label_first`: a SentEval-style text file instead, one "LABEL TEXT" per line (classification).
     The user's own splits, instead of cross-validation: `split_col` names a column of train/dev/test values,
     or `split_files` gives {'test': FILE, 'dev': FILE} with the same columns (`path` is then the training data).
     """
+    kind, text_cols, label_col, header = table.kind, table.text_cols, table.label_col, table.header
+    multiline, label_first, encoding = table.multiline, table.label_first, table.encoding
+    split_col, split_files = table.split_col, table.split_files
     kind = task_kind(kind, USER_KINDS)
     if label_first:
         if kind is not CLASSIFICATION:

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from bertlens.embedding.backends import BackendSpec, make_encoder
 from bertlens.embedding.embedder import Embedder
 from bertlens.embedding.speed import texts_per_second
 from bertlens.encoding.precision import native_bf16
@@ -31,11 +32,8 @@ class Alternative:
     onnx: bool  # an `export` directory (served with --backend onnx), else a recipe file
 
     def embedder(self):
-        if self.onnx:
-            from bertlens.embedding.onnx_backend import OnnxEmbedder
-
-            return OnnxEmbedder(self.path)
-        return Embedder(Recipe.load(self.path))
+        spec = BackendSpec("onnx", model_dir=self.path) if self.onnx else BackendSpec("torch", Recipe.load(self.path))
+        return make_encoder(spec)
 
 
 def load_alternative(path: Path) -> Alternative:
@@ -112,13 +110,11 @@ def own_int8(
 ) -> tuple[Alternative | None, str]:
     """The recipe exported to ONNX int8 behind the fidelity gate, judged on the user's own texts (written to `out`),
     or None and why not (a recipe ONNX cannot express, a gate refusal)."""
-    from bertlens.experiments.export import run_export_onnx
+    from bertlens.experiments.export import Int8Options, run_export_onnx
 
     sample = list(dict.fromkeys(texts))[:INT8_TEXTS]
     try:
-        run_export_onnx(
-            recipe, out, sample[:16], "your texts", quantize_int8=True, calibration=sample, progress=progress
-        )
+        run_export_onnx(recipe, out, sample[:16], "your texts", int8=Int8Options(calibration=sample), progress=progress)
     except BertlensError as error:
         return None, f"own ONNX int8 not offered: {error}"
     return load_alternative(out), ""
@@ -178,7 +174,8 @@ def step_latency(
         took = f"own ONNX int8 exported and gated on your texts in {time.perf_counter() - start:.0f} s"
         int8_note = refused or took + (f" ({int8_plan.removeprefix('own ONNX int8: ')})" if int8_plan else "")
     precisions = ["fp32"] + (["bf16"] if native_bf16()[0] else [])
-    timings = [Timing(p, *_timing(Embedder(recipe.replace(precision=p)), sample), own=True) for p in precisions]
+    own = [make_encoder(BackendSpec("torch", recipe.replace(precision=p))) for p in precisions]
+    timings = [Timing(p, *_timing(embedder, sample), own=True) for p, embedder in zip(precisions, own)]
     timings += [Timing(a.label, *_timing(a.embedder(), sample), own=False, fidelity=a.fidelity) for a in alternatives]
     evidence = "; ".join(
         f"{t.label}: {t.texts_per_s:,.0f} texts/s, {t.ms_one_text:.1f} ms for one text"

@@ -28,7 +28,7 @@ from bertlens.errors import BertlensError
 from bertlens.experiments.sweep import SweepConfig, check_config
 from bertlens.io.atomic import write_json
 from bertlens.io.cache import cached_result, content_key
-from bertlens.progress import Progress, silent
+from bertlens.io.run_context import RunContext
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.kinds import RETRIEVAL
 from bertlens.tasks.loaders import TaskData
@@ -105,30 +105,39 @@ def _int8_plan(served: Recipe, texts: list[str], out: Path, budget: Budget, own_
     return None, f"own ONNX int8 skipped: it needs {plan.describe()}, {max(budget.left(), 0):.0f} s of the budget left"
 
 
-def run_recommend(
-    task: TaskData,
-    model: str,
-    out: Path,
-    *,
-    budget_minutes: float = 15.0,
-    latency_budget_ms: float | None = None,
-    throughput_target: float | None = None,
-    alternatives: tuple[Alternative, ...] = (),
-    own_int8: bool = True,
-    data: Path | None = None,
-    cache_dir: Path | None = None,
-    seed: int = 0,
-    prompt_sets: tuple = (),
-    progress: Progress = silent,
-) -> Recommendation:
-    """Run the five steps within the budget; each finished step is cached in OUT/steps/.
+@dataclass(frozen=True)
+class RecommendOptions:
+    budget_minutes: float = 15.0  # the whole walk's time budget
+    latency_budget_ms: float | None = None  # one text's latency the served recipe must meet
+    throughput_target: float | None = None  # texts/s the served recipe must reach
+    alternatives: tuple[Alternative, ...] = ()  # faster things to serve, timed beside the recipe
+    own_int8: bool = True  # the latency step exports the recipe to ONNX int8 behind the fidelity gate itself
+    data: Path | None = None  # the shared data folder holding the domain step's reference corpus ($BERTLENS_DATA)
+    prompt_sets: tuple = ()  # retrieval: prompt sets to sweep
 
-    `data`: the shared data folder holding the domain step's reference corpus (default $BERTLENS_DATA).
-    `own_int8`: the latency step exports the recipe to ONNX int8 behind the fidelity gate (OUT/onnx-int8) and times
-    it with the rest, when the budget has time for it (latency_step.plan_int8: from a trial pass on the user's texts).
-    The time-hungry steps (the long-text comparison, fine-tuning) size themselves to what is left of the budget
-    and fall back to the rule of thumb, marked as such, when even their smallest version does not fit.
+
+def run_recommend(
+    task: TaskData, model: str, run: RunContext, options: RecommendOptions = RecommendOptions()
+) -> Recommendation:
+    """Run the five steps within the budget; each finished step is cached in run.out/steps/.
+
+    `options.own_int8`: the latency step exports the recipe to ONNX int8 behind the fidelity gate (OUT/onnx-int8)
+    and times it with the rest, when the budget has time for it (latency_step.plan_int8: from a trial pass on the
+    user's texts). The time-hungry steps (the long-text comparison, fine-tuning) size themselves to what is left of
+    the budget and fall back to the rule of thumb, marked as such, when even their smallest version does not fit.
     """
+    out, cache_dir, seed, progress = run.out, run.cache_dir, run.seed, run.progress
+    budget_minutes, latency_budget_ms, throughput_target = (
+        options.budget_minutes,
+        options.latency_budget_ms,
+        options.throughput_target,
+    )
+    alternatives, own_int8, data, prompt_sets = (
+        options.alternatives,
+        options.own_int8,
+        options.data,
+        options.prompt_sets,
+    )
     if budget_minutes <= 0:
         raise BertlensError("--budget-minutes must be positive")
     check_config(SweepConfig(prompt_sets=tuple(prompt_sets)), task.kind, task.name)  # before any work

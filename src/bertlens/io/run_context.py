@@ -1,0 +1,21 @@
+"""What every long job of a command shares: where it writes and caches, its seed, its progress, its device."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from bertlens.progress import Progress, silent
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """A run's surroundings, passed as one value instead of six parameters to every `run_*` function."""
+
+    out: Path | None = None  # the run's output directory (each command says what it writes there)
+    cache_dir: Path | None = None  # content-addressed caches (default $BERTLENS_CACHE or ~/.cache/bertlens)
+    seed: int = 0
+    progress: Progress = silent
+    device: str = "cpu"  # auto | cpu | cuda[:N]
+    trust_remote_code: bool = False  # a model's own code runs only when asked
+    restart: bool = False  # discard an unfinished run in `out` instead of resuming it
