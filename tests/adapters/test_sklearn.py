@@ -67,13 +67,13 @@ def test_every_recipe_field_is_a_parameter_and_round_trips(tiny_bert_dir):
     names = {f.name for f in dataclasses.fields(Recipe)}
     vectorizer = RecipeVectorizer(model=str(tiny_bert_dir), long_text="windows:mean", attention_layer=-2)
     params = vectorizer.get_params()
-    assert set(params) == names | {"cache"}  # a new Recipe field is a parameter without another edit here
+    assert set(params) == names | {"cache"}  # every Recipe field (the constructor test keeps the list in step)
     again = RecipeVectorizer(**params).set_params(pooler="cls")
     assert again.get_params() == {**params, "pooler": "cls"}
     assert again.fit(TEXTS[:2]).recipe_ == Recipe(
         model=str(tiny_bert_dir), long_text="windows:mean", attention_layer=-2, pooler="cls"
     )
-    with pytest.raises(TypeError, match="unknown RecipeVectorizer parameter"):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'poolr'"):
         RecipeVectorizer(poolr="cls")
 
 
@@ -87,3 +87,15 @@ def test_transform_needs_fit_and_the_cache_stays_within_its_bound(tiny_bert_dir)
     np.testing.assert_allclose(vectorizer.transform(TEXTS[:12]), first, atol=1e-6)  # re-encoded, the same
     own = RecipeVectorizer(model=str(tiny_bert_dir)).fit(TEXTS)
     assert own.cache_ is not RecipeVectorizer(model=str(tiny_bert_dir)).fit(TEXTS).cache_  # no process-wide state
+
+
+def test_the_constructor_lists_exactly_the_recipe_fields_with_their_defaults():
+    """Written out as scikit-learn reads it (no generated signature): a Recipe field added must be added here too."""
+    import dataclasses
+    import inspect
+
+    parameters = inspect.signature(RecipeVectorizer.__init__).parameters
+    expected = {f.name: f.default for f in dataclasses.fields(Recipe)} | {"cache": None}
+    assert {n: p.default for n, p in parameters.items() if n != "self"} == expected
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for n, p in parameters.items() if n != "self")
+    assert RecipeVectorizer(pooler="max").get_params()["pooler"] == "max"

@@ -36,7 +36,7 @@ def test_the_gpu_budget_grows_with_free_memory_and_fits_it():
     assert token_budget(1, **shape) == 512  # never below one full-length text
 
 
-def test_cpu_keeps_its_constant_and_cuda_asks_the_card(monkeypatch):
+def test_cpu_keeps_its_budget_of_kept_states_and_cuda_asks_the_card(monkeypatch):
     class Config:
         hidden_size, num_hidden_layers, num_attention_heads = 384, 6, 12
 
@@ -44,6 +44,13 @@ def test_cpu_keeps_its_constant_and_cuda_asks_the_card(monkeypatch):
         config = Config()
 
     assert batch_tokens("cpu", Model(), 256) == CPU_TOKENS
+
+    class Base:  # 12 x 768: the same bytes of kept hidden states per batch as the default model at CPU_TOKENS
+        class config:
+            hidden_size, num_hidden_layers, num_attention_heads = 768, 12, 12
+
+    assert batch_tokens("cpu", Base(), 256) == CPU_TOKENS * 7 * 384 // (13 * 768) == 4411
+    assert batch_tokens("cpu", Base(), 8192) == 8192  # never below one full-length text
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (40 * 2**30, 140 * 2**30))
     assert batch_tokens("cuda:0", Model(), 256) == token_budget(
         40 * 2**30, hidden_size=384, num_layers=6, heads=12, max_length=256

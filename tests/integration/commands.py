@@ -61,3 +61,25 @@ def serve_check(model: str) -> None:
     assert reply.status_code == 200, reply.text
     got = np.array([d["embedding"] for d in reply.json()["data"]])
     np.testing.assert_allclose(got, embedder.encode(TEXTS[:3]), atol=1e-5)
+
+
+def run_and_check(command: str, model: str, tmp: Path, data_dir: Path, capsys) -> None:
+    """Run `command` on `model` through the CLI and check what it wrote: the server's vectors, the
+    sentence-transformers directory against bertlens, the ONNX export's parity."""
+    from bertlens.cli.main import main
+
+    if command == "serve":
+        serve_check(model)
+        return
+    code = main([*command_call(command, model, tmp, data_dir), "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    if command == "export st":
+        from sentence_transformers import SentenceTransformer
+
+        st = SentenceTransformer(str(tmp / "export-st"), device="cpu")
+        np.testing.assert_allclose(st.encode(TEXTS[:3]), Embedder(Recipe(model=model)).encode(TEXTS[:3]), atol=1e-5)
+    if command == "export onnx":
+        import json
+
+        record = json.loads((tmp / "export-onnx" / "export.json").read_text())
+        assert record["parity"]["min_cosine"] >= 0.99999

@@ -15,7 +15,7 @@ import pytest
 
 from bertlens.cli.main import main
 from tests.conftest import DATA
-from tests.integration.commands import TEXTS, command_call, serve_check
+from tests.integration.commands import run_and_check
 from tests.integration.test_family_matrix import COMMANDS
 
 pytestmark = pytest.mark.extended
@@ -42,24 +42,9 @@ def test_embed_fp32_equals_sentence_transformers_per_vector(base_model_dir, tmp_
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_runs_at_base_size(command, base_model_dir, mini_data_dir, tmp_path, capsys):
-    model = str(base_model_dir)
-    if command == "serve":
-        serve_check(model)
-        return
-    code = main([*command_call(command, model, tmp_path, mini_data_dir), "--quiet"])
-    assert code == 0, capsys.readouterr().err
-    if command == "export st":
-        from sentence_transformers import SentenceTransformer
-
-        from bertlens.embedding.embedder import Embedder
-        from bertlens.representation.recipe import Recipe
-
-        st = SentenceTransformer(str(tmp_path / "export-st"), device="cpu")
-        expected = Embedder(Recipe(model=model)).encode(TEXTS[:3])
-        np.testing.assert_allclose(st.encode(TEXTS[:3]), expected, atol=1e-5)
+    run_and_check(command, str(base_model_dir), tmp_path, mini_data_dir, capsys)
     if command == "export onnx":
-        record = json.loads((tmp_path / "export-onnx" / "export.json").read_text())
-        assert record["parity"]["min_cosine"] >= 0.99999 and record["dim"] == 768
+        assert json.loads((tmp_path / "export-onnx" / "export.json").read_text())["dim"] == 768
 
 
 def test_the_int8_gate_passes_at_base_size_on_held_out_texts(base_model_dir, tmp_path):

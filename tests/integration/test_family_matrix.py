@@ -16,13 +16,12 @@ import pytest
 import torch
 
 from bertlens.cli.commands import COMMANDS as CLI_COMMANDS
-from bertlens.cli.main import main
 from bertlens.embedding.embedder import Embedder
 from bertlens.encoding.encoder import Encoder
 from bertlens.representation.apply import Representation
 from bertlens.representation.recipe import Recipe
 from tests.conftest import FAMILY_CONFIGS, REPO
-from tests.integration.commands import TEXTS, command_call, serve_check
+from tests.integration.commands import TEXTS, run_and_check
 
 FAMILIES = tuple(FAMILY_CONFIGS)  # model types: bert, roberta, xlm-roberta, distilbert, albert, deberta-v2, ...
 # every CLI command (export in both formats): a new command joins the matrix, and needs its call in _command
@@ -163,16 +162,7 @@ def test_pretrain_starts_from_the_checkpoints_own_masked_lm_head(family, family_
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_command_runs_on_every_family(family, command, family_dir, mini_data_dir, tmp_path, capsys):
     model = str(family_dir(family))
-    if command == "serve":
-        serve_check(model)
-        return
-    code = main([*command_call(command, model, tmp_path, mini_data_dir), "--quiet"])
-    assert code == 0, capsys.readouterr().err
-    if command == "export st":
-        from sentence_transformers import SentenceTransformer
-
-        st = SentenceTransformer(str(tmp_path / "export-st"), device="cpu")
-        np.testing.assert_allclose(st.encode(TEXTS[:3]), Embedder(Recipe(model=model)).encode(TEXTS[:3]), atol=1e-5)
+    run_and_check(command, model, tmp_path, mini_data_dir, capsys)
     if command == "pretrain":
         record = json.loads((tmp_path / "pretrain" / "training.json").read_text())
         assert record["head"].startswith("the model's own masked-LM head"), record["head"]

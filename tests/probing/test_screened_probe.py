@@ -39,23 +39,31 @@ def test_contenders_keep_candidates_that_can_still_tie_and_drop_clear_losers():
     assert set(contenders(np.stack([loser, best, tied]))) == {1, 2}
 
 
-def test_the_best_gets_the_logistic_probe_and_its_figures_equal_an_independent_fit_per_fold():
-    features, labels, folds = _task()
-    scores = screened_probe(_source(features), [16, 16, 16], set(), folds, labels)
-    assert scores.scored_by[0] == LOGISTIC and scores.scored_by[2] == SCREEN
-    offset = 0
-    for k, fold in enumerate(folds):  # no warm start: each fold's fit is the one made from zero on its rows
+def _assert_logistic_figures(scores, candidate: int, fitted: list[int], features, labels, folds) -> None:
+    """`candidate`'s figures in every fold are those of a logistic fit from zero on that fold's rows alone, fitted
+    beside the candidates `fitted` (the batch it was fitted in)."""
+    offset, position = 0, fitted.index(candidate)
+    for k, fold in enumerate(folds):
         rows = np.concatenate([fold.train, fold.dev, fold.test])
-        alone = logistic_on_dev(
-            torch.from_numpy(features[[0]][:, rows]),
+        fit = logistic_on_dev(
+            torch.from_numpy(features[fitted][:, rows]),
             len(fold.train),
             len(fold.dev),
             labels[fold.train],
             labels[fold.dev],
         )
-        np.testing.assert_array_equal(scores.predictions[0, offset : offset + len(fold.test)], alone.predictions[0])
-        assert scores.per_fold[k, 0] == alone.dev_accuracy[0]
+        np.testing.assert_array_equal(
+            scores.predictions[candidate, offset : offset + len(fold.test)], fit.predictions[position]
+        )
+        assert scores.per_fold[k, candidate] == fit.dev_accuracy[position]
         offset += len(fold.test)
+
+
+def test_the_best_gets_the_logistic_probe_and_its_figures_equal_an_independent_fit_per_fold():
+    features, labels, folds = _task()
+    scores = screened_probe(_source(features), [16, 16, 16], set(), folds, labels)
+    assert scores.scored_by[0] == LOGISTIC and scores.scored_by[2] == SCREEN
+    _assert_logistic_figures(scores, 0, [0], features, labels, folds)  # no warm start: each fold from zero
     accuracy = (scores.predictions == labels[np.concatenate([f.test for f in folds])]).mean(axis=1)
     assert accuracy[0] > accuracy[1] > accuracy[2] - 0.05  # the screen still ranks the others sensibly
     assert abs(accuracy[2] - 1 / 3) < 0.1  # noise stays at chance: nothing leaks from test rows
@@ -75,19 +83,7 @@ def test_the_default_gets_the_logistic_probe_even_when_the_screen_rules_it_out(m
     monkeypatch.setattr(sp, "LOGISTIC_UNITS", 0)  # no room beyond the best: `always` is outside the caps
     scores = screened_probe(_source(features), [16, 16, 16], set(), folds, labels, always=(2,))
     assert scores.scored_by == (LOGISTIC, SCREEN, LOGISTIC)
-    offset = 0
-    for k, fold in enumerate(folds):  # its figures are the logistic fit's (fitted beside the best), not the screen's
-        rows = np.concatenate([fold.train, fold.dev, fold.test])
-        fit = logistic_on_dev(
-            torch.from_numpy(features[[0, 2]][:, rows]),
-            len(fold.train),
-            len(fold.dev),
-            labels[fold.train],
-            labels[fold.dev],
-        )
-        np.testing.assert_array_equal(scores.predictions[2, offset : offset + len(fold.test)], fit.predictions[1])
-        assert scores.per_fold[k, 2] == fit.dev_accuracy[1]
-        offset += len(fold.test)
+    _assert_logistic_figures(scores, 2, [0, 2], features, labels, folds)  # the logistic fit's, beside the best
     assert not np.array_equal(scores.predictions[2], plain.predictions[2])  # the screen's figures were replaced
 
 

@@ -1,7 +1,8 @@
 """`RecipeVectorizer`: a recipe as a scikit-learn transformer (texts -> vectors), for Pipelines and grid searches.
 
-Its parameters are the fields of `Recipe`, every one, taken from the dataclass (no list to keep in step),
-stored unchanged by the constructor: scikit-learn's `clone`, `get_params` and `set_params` round-trip them,
+Its parameters are the fields of `Recipe`, every one, written out in the constructor as scikit-learn reads them
+(a test keeps them equal to the dataclass's fields and defaults), stored unchanged by the constructor: scikit-learn's
+`clone`, `get_params` and `set_params` round-trip them,
 so a `GridSearchCV` can search poolers and layers as well as the classifier's C. `fit` validates them into
 `recipe_` and loads the encoder (`embedder_`); it learns nothing from the texts (a fitted post-processing
 belongs to the recipe's `postprocess` file, fitted with `bertlens postprocess` on texts of its own).
@@ -14,7 +15,6 @@ for every C and every fold re-encodes nothing.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from collections import OrderedDict
 from collections.abc import Sequence
 
@@ -72,12 +72,31 @@ class RecipeVectorizer(TransformerMixin, BaseEstimator):
     several layers with the default mixer 'single' are averaged.
     """
 
-    def __init__(self, **params):
-        unknown = set(params) - {*RECIPE_DEFAULTS, "cache"}
-        if unknown:
-            raise TypeError(f"unknown RecipeVectorizer parameter(s): {', '.join(sorted(unknown))}")
-        for name, default in {**RECIPE_DEFAULTS, "cache": None}.items():
-            setattr(self, name, params.get(name, default))
+    def __init__(
+        self,
+        *,
+        model="default",
+        layers=(-1,),
+        mixer="single",
+        pooler="mean",
+        include_special=True,
+        attention_layer=-1,
+        normalize=False,
+        max_length=None,
+        precision="fp32",
+        mix_weights=None,
+        mix_gamma=1.0,
+        mix_layer_norm=False,
+        postprocess=None,
+        long_text=None,
+        query_prompt=None,
+        document_prompt=None,
+        dimension_loss=None,
+        cache=None,
+    ):
+        given = dict(locals())
+        for name in (*RECIPE_DEFAULTS, "cache"):  # stored unchanged: scikit-learn's convention
+            setattr(self, name, given[name])
 
     def _recipe(self) -> Recipe:
         fields = {name: getattr(self, name) for name in RECIPE_DEFAULTS}
@@ -106,13 +125,3 @@ class RecipeVectorizer(TransformerMixin, BaseEstimator):
         tags.input_tags.string = True
         tags.input_tags.two_d_array = False
         return tags
-
-
-# scikit-learn reads an estimator's parameters from its constructor's signature: give it every Recipe field.
-RecipeVectorizer.__init__.__signature__ = inspect.Signature(
-    [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    + [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
-        for name, default in {**RECIPE_DEFAULTS, "cache": None}.items()
-    ]
-)

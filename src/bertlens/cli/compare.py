@@ -61,20 +61,16 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> None:
     from bertlens.experiments.compare import CompareConfig, drift_probe, payoff, run_compare
     from bertlens.reports.compare import table_rows, write_outputs
-    from bertlens.tasks.splits import resolve_sizes, task_splits
 
     if args.seeds < 1:
         raise BertlensError("--seeds must be at least 1")
     task = load_task(args)
     recipe = recipe_from_args(args)
     strategies = parse_strategies(args.strategies, resolve_model(recipe.model).num_layers)
-    train, _, _ = task_splits(task, args.max_dev, args.seed)
-    sizes = resolve_sizes(args.sizes, len(train))
-    frozen_sizes = resolve_sizes(args.frozen_sizes, len(train), "--frozen-sizes") if args.frozen_sizes.strip() else ()
     config = CompareConfig(
-        sizes=sizes,
+        sizes=args.sizes,  # resolved against the training split by run_compare, which makes it
         strategies=strategies,
-        frozen_sizes=frozen_sizes,
+        frozen_sizes=args.frozen_sizes,
         seeds=tuple(range(args.seeds)),
         train=training_config(args, 0),
         drift_texts=args.drift_texts,

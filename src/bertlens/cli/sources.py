@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from bertlens.errors import BertlensError
 from bertlens.io.tables import is_blank, iter_texts, parse_column
 from bertlens.tasks.catalog import CATALOG, data_dir, get_task
-from bertlens.tasks.kinds import CLASSIFICATION, RETRIEVAL, SIMILARITY, USER_KINDS
+from bertlens.tasks.kinds import CLASSIFICATION, RETRIEVAL, SIMILARITY, user_kinds
 
 if TYPE_CHECKING:  # annotations only: the module loads without heavy imports (`--help`)
     from bertlens.tasks.loaders import TaskData
@@ -36,7 +36,7 @@ def add_task_options(parser: argparse.ArgumentParser, texts: str | None = None) 
     add_data_dir_option(parser)
     parser.add_argument(
         "--task-type",
-        choices=USER_KINDS,
+        choices=user_kinds(),
         help="for --data: classification (default with one text column), "
         "pair_classification, similarity (default with two text columns), or retrieval (a BEIR directory, or "
         "--text-col QUERY --text-col2 RELEVANT_DOCUMENT; the default for a directory)",

@@ -157,7 +157,6 @@ def print_trust(trust) -> None:
 
 def _run_texts(args: argparse.Namespace, poolers: tuple[str, ...]) -> None:
     """sweep --texts FILE: no labels; the label-free protocol chooses."""
-    import numpy as np
 
     from bertlens.cli.sources import unlabelled_texts
     from bertlens.experiments.sweep import SweepConfig, run_texts_sweep
@@ -173,14 +172,13 @@ def _run_texts(args: argparse.Namespace, poolers: tuple[str, ...]) -> None:
     texts, skipped = unlabelled_texts(args)
     if skipped:
         say(skipped)
-    if args.max_examples is not None:
-        if args.max_examples < 8:
-            raise BertlensError("--max-examples must be at least 8 for --texts")
-        keep = np.sort(np.random.default_rng(args.seed).permutation(len(texts))[: args.max_examples])
-        texts = [texts[i] for i in keep]
+    if args.max_examples is not None and args.max_examples < 8:  # before the model loads; run_texts_sweep samples
+        raise BertlensError("--max-examples must be at least 8 for --texts")
     base, encoder = _base_and_encoder(args, poolers)
     layers = parse_layers(args.layers, encoder.num_layers) if args.layers else None
-    config = SweepConfig(poolers=poolers, layers=layers, seed=args.seed, bank_dtype=args.bank_dtype)
+    config = SweepConfig(
+        poolers=poolers, layers=layers, seed=args.seed, bank_dtype=args.bank_dtype, max_texts=args.max_examples
+    )
     name = args.texts.stem
     with progress_bar(f"sweep {name} (texts alone)", enabled=not args.quiet) as update:
         result = run_texts_sweep(

@@ -12,7 +12,11 @@ import torch
 from bertlens.errors import BertlensError
 
 DEVICES = ("auto", "cpu", "cuda", "cuda:N")
-CPU_TOKENS = 16384  # the CPU's batch budget (encoding/batching.py cuts by padded tokens)
+CPU_TOKENS = 16384  # the CPU's batch budget (encoding/batching.py cuts by padded tokens), for models up to 6 x 384
+# ... and at most this many floats of kept hidden states ((L+1) x H per token) for a larger model: the default model's
+# 16,384 tokens x 7 x 384. A base model (13 x 768) gets 4,411 tokens: its bank of long texts peaked at 5.6 GB with
+# 16,384 and at 2.3 GB with 4,096, at the same speed (docs/results.md, issue #37)
+CPU_STATE_FLOATS = CPU_TOKENS * 7 * 384
 MEMORY_SHARE = 0.5  # of the free memory a batch may use: the rest is the allocator's slack and other work
 MAX_GPU_TOKENS = 1 << 20
 
@@ -59,11 +63,13 @@ def token_budget(
 
 
 def batch_tokens(device: str, model, max_length: int) -> int:
-    """The batch budget for `model` on `device`: the CPU's constant, or sized to the GPU's free memory now."""
-    if not device.startswith("cuda"):
-        return CPU_TOKENS
-    free, _ = torch.cuda.mem_get_info(torch.device(device))
+    """The batch budget for `model` on `device`: on the CPU the constant, scaled down for a model whose kept hidden
+    states per token exceed the default model's; on a GPU sized to its free memory now."""
     config = model.config
+    if not device.startswith("cuda"):
+        per_token = (config.num_hidden_layers + 1) * config.hidden_size
+        return max(max_length, min(CPU_TOKENS, CPU_STATE_FLOATS // per_token))
+    free, _ = torch.cuda.mem_get_info(torch.device(device))
     return token_budget(
         free,
         hidden_size=config.hidden_size,

@@ -36,7 +36,7 @@ from bertlens.representation.recipe import Recipe
 from bertlens.tasks.catalog import CATALOG, get_task
 from bertlens.tasks.kinds import CLASSIFICATION
 from bertlens.tasks.loaders import Split, TaskData, load_catalog_task
-from bertlens.tasks.splits import task_splits, training_subset
+from bertlens.tasks.splits import resolve_sizes, task_splits, training_subset
 from bertlens.training.config import TrainConfig
 from bertlens.training.heads import Head, HeadSpec
 from bertlens.training.loop import fine_tune
@@ -48,10 +48,10 @@ DRIFT_TRAIN, DRIFT_TEST = 1000, 500  # a seeded sample of the drift task: enough
 
 @dataclass(frozen=True)
 class CompareConfig:
-    sizes: tuple[int, ...]
+    sizes: tuple[int, ...] | str  # training sizes, or a spec like '100,300,full' resolved against the training split
     strategies: tuple[Strategy, ...]
     seeds: tuple[int, ...] = (0, 1, 2)
-    frozen_sizes: tuple[int, ...] = ()  # extra sizes for the frozen probe only (cheap), e.g. the full train set
+    frozen_sizes: tuple[int, ...] | str = ()  # extra sizes for the frozen probe only (cheap), e.g. the full train set
     train: TrainConfig = TrainConfig()
     drift_texts: int = 500
     max_dev: int | None = None  # a seeded cap on dev examples (dev is scored every epoch)
@@ -258,6 +258,15 @@ def _run_from_dict(data: dict) -> RunResult:
     return RunResult(**{**data, "cka": tuple(data["cka"]) if data["cka"] is not None else None})
 
 
+def _resolved(config: CompareConfig, train_size: int) -> CompareConfig:
+    """Size specs ('100,300,full') turned into sizes against the training split, checked there (errors name the flag)."""
+    sizes = resolve_sizes(config.sizes, train_size) if isinstance(config.sizes, str) else config.sizes
+    frozen = config.frozen_sizes
+    if isinstance(frozen, str):
+        frozen = resolve_sizes(frozen, train_size, "--frozen-sizes") if frozen.strip() else ()
+    return replace(config, sizes=sizes, frozen_sizes=frozen)
+
+
 def run_compare(
     task: TaskData,
     model: str,
@@ -271,6 +280,7 @@ def run_compare(
 ) -> CompareResult:
     """Every strategy x size x seed; finished fine-tuning runs are cached in `runs_dir` (a rerun resumes)."""
     splits = _Splits(*task_splits(task, config.max_dev, seed))
+    config = _resolved(config, len(splits.train))
     frozen_sizes = tuple(sorted(set(config.sizes) | set(config.frozen_sizes)))
     for size in frozen_sizes:
         if size > len(splits.train):

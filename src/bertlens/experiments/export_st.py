@@ -32,7 +32,9 @@ from bertlens.representation.postprocess import PostProcessor
 from bertlens.representation.recipe import ROLES, Recipe
 
 MAX_ABS_DIFF = 1e-5
-ST_POOLERS = ("cls", "mean", "max")
+# bertlens pooler -> sentence-transformers' Pooling mode. A new bertlens pooler that sentence-transformers also has
+# gets its entry here; one it lacks is refused (with the distil advice) until it does.
+ST_POOLERS = {"cls": "cls", "mean": "mean", "max": "max"}
 RECORD_FILE = "bertlens-export.json"
 
 
@@ -80,7 +82,10 @@ def layer_weights(recipe: Recipe, num_layers: int) -> LayerWeights | None:
 
 def check_expressible(recipe: Recipe) -> None:
     if recipe.pooler not in ST_POOLERS:
-        raise not_expressible(f"the '{recipe.pooler}' pooler")
+        raise not_expressible(
+            f"the '{recipe.pooler}' pooler (sentence-transformers' Pooling has {', '.join(ST_POOLERS.values())}; "
+            "a pooler it gains goes into experiments/export_st.py: ST_POOLERS)"
+        )
     if not recipe.include_special and recipe.pooler != "cls":
         raise not_expressible("pooling without [CLS]/[SEP] (include_special false)")
     if recipe.long_text_strategy is not None and recipe.long_text != "head":
@@ -124,7 +129,7 @@ def build_modules(recipe: Recipe) -> list:
                 layer_weights=torch.nn.Parameter(torch.tensor(mix.weights, dtype=torch.float32), requires_grad=False),
             )
         )
-    modules.append(Pooling(width, pooling_mode=recipe.pooler))
+    modules.append(Pooling(width, pooling_mode=ST_POOLERS[recipe.pooler]))
     if mix is not None and mix.scale != 1.0:
         modules.append(_dense(np.eye(width) * mix.scale, None))
     if recipe.normalize:

@@ -294,19 +294,22 @@ ROUTES: tuple[Route, ...] = (
 )  # fmt: skip
 
 
-def route_lines(routes: tuple[Route, ...] = ROUTES) -> list[str]:
+def route_lines(routes: tuple[Route, ...] | None = None) -> list[str]:
     """The routes as the docstring lists them: 'POST /embed          TEI-style: ...'."""
+    routes = ROUTES if routes is None else routes
     return [f"{r.method:<4} {r.path:<15} {r.summary}" for r in routes]
 
 
-def route_table(routes: tuple[Route, ...] = ROUTES) -> str:
+def route_table(routes: tuple[Route, ...] | None = None) -> str:
     """The routes as the README's Markdown table."""
+    routes = ROUTES if routes is None else routes
     rows = [f"| `{r.method} {r.path}` | {'yes' if r.keyed else 'no'} | {r.summary} |" for r in routes]
     return "\n".join(["| route | key | what |", "|---|---|---|", *rows])
 
 
-def route_banner(routes: tuple[Route, ...] = ROUTES) -> str:
+def route_banner(routes: tuple[Route, ...] | None = None) -> str:
     """The start-up banner's list: 'POST /v1/embeddings /embed ..., GET /v1/models ...'."""
+    routes = ROUTES if routes is None else routes
     by_method: dict[str, list[str]] = {}
     for route in routes:
         by_method.setdefault(route.method, []).append(route.path)

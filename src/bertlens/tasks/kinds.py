@@ -62,13 +62,18 @@ RETRIEVAL = TaskKind("retrieval", True, JUDGEMENTS, "ndcg@10", ("cosine", "label
 TEXTS = TaskKind("texts", False, NONE, "combined", ("label_free",), None, False)  # texts alone: label-free only
 
 KINDS: dict[str, TaskKind] = {k.name: k for k in (CLASSIFICATION, PAIR_CLASSIFICATION, SIMILARITY, RETRIEVAL, TEXTS)}
-USER_KINDS = tuple(name for name, k in KINDS.items() if k.labelled)  # what --task-type names (texts: `--texts`)
 
 
-def task_kind(name: str | TaskKind, valid: tuple[str, ...] = tuple(KINDS)) -> TaskKind:
-    """The kind called `name` (a TaskKind passes through), or one line naming the known ones."""
+def user_kinds() -> tuple[str, ...]:
+    """The kinds a user's labelled file can be (--task-type); texts alone come in through --texts."""
+    return tuple(name for name, k in KINDS.items() if k.labelled)
+
+
+def task_kind(name: str | TaskKind, valid: tuple[str, ...] | None = None) -> TaskKind:
+    """The kind called `name` (a TaskKind passes through), or one line naming the known ones (or those `valid`)."""
     if isinstance(name, TaskKind):
         return name
+    valid = tuple(KINDS) if valid is None else valid
     if name not in valid:
         raise BertlensError(f"unknown task type '{name}': {did_you_mean(str(name), valid)}")
     return KINDS[name]

@@ -15,7 +15,7 @@ import numpy as np
 from bertlens.errors import BertlensError, did_you_mean
 from bertlens.io.tables import TableSpec, check_file, first_lines, iter_records
 from bertlens.tasks.catalog import TaskSpec
-from bertlens.tasks.kinds import CLASSIFICATION, RETRIEVAL, TEXTS, USER_KINDS, TaskKind, task_kind
+from bertlens.tasks.kinds import CLASSIFICATION, RETRIEVAL, TEXTS, TaskKind, task_kind, user_kinds
 from bertlens.tasks.retrieval import Collection, load_beir, load_pairs
 
 
@@ -189,7 +189,7 @@ def build_task(
     wheres: dict[str, str] | None = None,
 ) -> TaskData:
     """Rows checked (`wheres`: the file of each split, when they differ) and turned into splits."""
-    kind = task_kind(kind, USER_KINDS)
+    kind = task_kind(kind, user_kinds())
     cleaned, dropped = {}, 0
     for split, rows in raw_splits.items():
         at = (wheres or {}).get(split, where)
@@ -263,7 +263,7 @@ def load_user_task(
     kind, text_cols, label_col, header = table.kind, table.text_cols, table.label_col, table.header
     multiline, label_first, encoding = table.multiline, table.label_first, table.encoding
     split_col, split_files = table.split_col, table.split_files
-    kind = task_kind(kind, USER_KINDS)
+    kind = task_kind(kind, user_kinds())
     if label_first:
         if kind is not CLASSIFICATION:
             raise BertlensError("--label-first files hold one 'LABEL TEXT' per line, so they are classification tasks")

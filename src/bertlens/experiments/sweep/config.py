@@ -29,6 +29,7 @@ class SweepConfig:
     protocols: tuple[str, ...] | None = None  # None: every protocol the task supports (similarity: cosine, probe)
     prompt_sets: tuple[PromptSet, ...] = ()  # retrieval: also score every candidate with each prompt set
     long_documents: bool = False  # retrieval: also score ways of reading long documents (a pass per way of cutting)
+    max_texts: int | None = None  # texts alone (run_texts_sweep): a seeded sample of this many (at least 8)
 
 
 def check_config(config: SweepConfig, kind: TaskKind, task_name: str) -> None:

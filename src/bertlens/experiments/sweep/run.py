@@ -148,6 +148,11 @@ def run_texts_sweep(
     One encoding pass builds the bank (shared with a later labelled sweep of the same texts), three
     more over a sample of the texts build the augmented views."""
     texts = list(dict.fromkeys(t for t in texts))
+    if config.max_texts is not None:
+        if config.max_texts < 8:
+            raise BertlensError("--max-examples must be at least 8 for --texts")
+        keep = np.sort(np.random.default_rng(config.seed).permutation(len(texts))[: config.max_texts])
+        texts = [texts[i] for i in keep]
     if len(texts) < 8:
         raise BertlensError(f"{name}: {len(texts)} distinct texts; label-free scores need at least 8 (more is better)")
     task = texts_task(name, texts)
