@@ -86,6 +86,17 @@ def _retrieval_files(tmp: Path) -> None:
     (tmp / "beir-no-qrels").mkdir(exist_ok=True)
     (tmp / "beir-no-qrels" / "corpus.jsonl").write_text('{"_id": "d1", "title": "", "text": "x"}\n')
     (tmp / "beir-no-qrels" / "queries.jsonl").write_text('{"_id": "q1", "text": "x"}\n')
+    _beir(tmp / "beir-good", good)
+    _beir(tmp / "beir-header-only", [])
+    _beir(tmp / "beir-trec-qrels", good)
+    (tmp / "beir-trec-qrels" / "qrels" / "test.tsv").write_text("q0\t0\td0\t1\n")
+    _beir(tmp / "beir-latin1", good)
+    corpus = tmp / "beir-latin1" / "corpus.jsonl"
+    corpus.write_bytes(corpus.read_bytes().replace(b"document 1", b"caf\xe9 1"))
+    _beir(tmp / "beir-empty-corpus", good)
+    (tmp / "beir-empty-corpus" / "corpus.jsonl").write_text("")
+    prompted = {"schema_version": 1, "query_prompt": "query: "}
+    (tmp / "recipe-prompted.json").write_text(json.dumps(prompted))
     (tmp / "split.csv").write_text(
         "text,label,part\n" + "".join(f"text {i},{i % 2},{('train', 'test', 'holdout')[i % 3]}\n" for i in range(30))
     )
@@ -101,7 +112,6 @@ RETRIEVAL_CASES: list[tuple[str, list[str], str]] = [
     ("qrels naming an unknown document", [*SWEEP, "--data", "{tmp}/beir-unknown-doc"], "a document id that corpus"),
     ("qrels naming an unknown query", [*SWEEP, "--data", "{tmp}/beir-unknown-query"], "a query id that queries"),
     ("duplicate document _id", [*SWEEP, "--data", "{tmp}/beir-duplicate-id"], "duplicate _id values, e.g. 'd3'"),
-    ("a query with no judgement", [*SWEEP, "--data", "{tmp}/beir-unjudged"], "no relevant document in any qrels"),
     ("an empty document", [*SWEEP, "--data", "{tmp}/beir-empty-doc"], "have an empty title and text"),
     ("a relevance grade that is not an integer", [*SWEEP, "--data", "{tmp}/beir-grade"], "not an integer grade"),
     ("a BEIR directory without qrels/test.tsv", [*SWEEP, "--data", "{tmp}/beir-no-qrels"], "qrels/test.tsv does not"),
@@ -123,6 +133,25 @@ RETRIEVAL_CASES: list[tuple[str, list[str], str]] = [
     ),
     ("--dev without --test", [*SWEEP, "--data", "{tmp}/ok.csv", *USER, "--dev", "{tmp}/ok.csv"], "--dev needs --test"),
     ("--split-col on a catalog task", [*SWEEP, "--task", "sst2", "--split-col", "part"], "applies to --data tables"),
+    # issue #40: BEIR files in another encoding, flags a collection cannot apply, unclear layout lines
+    ("a corpus that is not UTF-8", [*SWEEP, "--data", "{tmp}/beir-latin1"], "corpus.jsonl: not utf-8 text (byte"),
+    ("qrels/test.tsv with only its header", [*SWEEP, "--data", "{tmp}/beir-header-only"], "holds no judgements"),
+    ("TREC-style 4-column qrels", [*SWEEP, "--data", "{tmp}/beir-trec-qrels"], "this looks like TREC qrels"),
+    ("an empty corpus.jsonl", [*SWEEP, "--data", "{tmp}/beir-empty-corpus"], "corpus.jsonl holds no documents"),
+    ("--folds on a BEIR directory", [*SWEEP, "--data", "{tmp}/beir-good", "--folds", "5"], "--folds does not apply"),
+    ("--text-col on a BEIR directory", [*SWEEP, "--data", "{tmp}/beir-good", "--text-col", "t"], "does not apply"),
+    ("--test on a BEIR directory", [*SWEEP, "--data", "{tmp}/beir-good", "--test", "{tmp}/ok.csv"], "does not apply"),
+    (
+        "--max-examples on a BEIR directory",
+        [*SWEEP, "--data", "{tmp}/beir-good", "--max-examples", "3"],
+        "does not apply",
+    ),
+    (
+        "--max-examples on a catalog collection",
+        [*SWEEP, "--task", "cranfield", "--max-examples", "9"],
+        "does not apply",
+    ),
+    ("--data that does not exist", [*SWEEP, "--data", "{tmp}/nope.csv", *USER], "nope.csv does not exist"),
 ]
 
 CASES: list[tuple[str, list[str], str]] = [
@@ -664,6 +693,35 @@ CASES += [  # issue #28: what a newcomer found (numbers accepted silently or fai
         "cannot write in /proc",
     ),
     ("serve --api-key with an unset variable", ["serve", "--model", "{model}", "--api-key", ""], "is empty"),
+    # numbers that used to reach numpy or torch (issue #40): refused before any work
+    ("--max-examples -1", [*SWEEP, *TASK[:4], "--max-examples", "-1"], "--max-examples must be at least 1"),
+    ("--max-examples 0 (not 'no limit')", [*SWEEP, *TASK[:4], "--max-examples", "0"], "leave it out for no limit"),
+    ("--resamples 0", [*SWEEP, *TASK[:4], "--resamples", "0"], "--resamples must be a whole number of at least 20"),
+    ("--resamples 1 (no interval)", [*SWEEP, *TASK[:4], "--resamples", "1"], "tails need draws of their own"),
+    ("--seed -1", [*SWEEP, *TASK[:4], "--seed", "-1"], "--seed must be between 0 and 4294967295"),
+    ("--seed over 2**32", [*SWEEP, *TASK[:4], "--seed", "4294967296"], "--seed must be between 0 and 4294967295"),
+    ("--poolers ''", [*SWEEP, *TASK[:4], "--poolers", ""], "--poolers names no pooler"),
+    (
+        "recommend --seed -1 (failed after two steps)",
+        ["recommend", "--data", "{tmp}/ok.csv", *USER, "--seed", "-1", "--out", "{tmp}/rec"],
+        "--seed must be between 0",
+    ),
+    (
+        "an unknown flag (argparse: exit 2 before)",
+        ["embed", "{tmp}/ok.txt", "--out", "{tmp}/o.npy", "--poolr", "mean"],
+        "unrecognized arguments: --poolr",
+    ),
+    ("--folds 1", [*SWEEP, "--data", "{tmp}/ok.csv", *USER, "--folds", "1"], "--folds must be at least 2"),
+    (
+        "embed a prompted recipe without --role (embedded without prompts before)",
+        ["embed", "{tmp}/ok.txt", "--recipe", "{tmp}/recipe-prompted.json", "--out", "{tmp}/o.npy"],
+        "say which these texts are with --role query or --role document",
+    ),
+    (
+        "embed --query-prompt without --role (ignored before)",
+        ["embed", "{tmp}/ok.txt", "--model", "{model}", "--query-prompt", "q: ", "--out", "{tmp}/o.npy"],
+        "the recipe has prompts (query 'q: ')",
+    ),
     (
         "serve on every address without a key",
         ["serve", "--model", "{model}", "--host", "0.0.0.0"],

@@ -18,9 +18,9 @@ from bertlens.cli.main import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     try:
-        main([sys.argv[1], "--help"])
+        code = main([sys.argv[1], "--help"])  # argparse's exit comes back as main's return code
     except SystemExit as exc:
-        code = exc.code
+        code = -1
 print(json.dumps({{"code": code, "help": out.getvalue(), "heavy": [m for m in HEAVY if m in sys.modules]}}))
 """
 

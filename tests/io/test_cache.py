@@ -77,3 +77,21 @@ def test_a_cached_result_is_recomputed_when_its_payload_changed(tmp_path):
         assert cached_result(path, "k", compute, dict, dict) == {"score": 0.5}
     assert len(calls) == 2
     assert cached_result(path, "other key", compute, dict, dict) == {"score": 0.5} and len(calls) == 3
+
+
+def test_half_built_entries_of_stopped_processes_are_removed_and_live_ones_kept(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from bertlens.io.cache import staging_dir
+
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(done.stdout)  # a process that has exited
+    stale = tmp_path / f".abc.tmp{dead}"
+    stale.mkdir()
+    (stale / "vectors.npy").write_bytes(b"x" * 100)
+    live = tmp_path / f".def.tmp{os.getppid()}"  # the parent (the test runner's shell or pytest): alive
+    live.mkdir()
+    fresh = staging_dir(tmp_path / "ghi")
+    assert not stale.exists() and live.is_dir() and fresh.is_dir()

@@ -83,3 +83,18 @@ def test_dimension_loss_round_trips_and_is_checked(tmp_path):
         Recipe.from_json('{"schema_version": 1, "dimension_loss": {"x": 1}}')
     with pytest.raises(BertlensError, match="dimension_loss"):
         Recipe(dimension_loss=((0, 0.1),))
+
+
+def test_a_relative_model_directory_is_saved_as_its_absolute_path(tmp_path, tiny_bert_dir, monkeypatch):
+    import shutil
+
+    shutil.copytree(tiny_bert_dir, tmp_path / "models" / "mine")
+    monkeypatch.chdir(tmp_path)
+    path = Recipe(model="models/mine", pooler="cls").save(tmp_path / "out" / "recipe.json")
+    saved = Recipe.load(path)
+    assert saved.model == str((tmp_path / "models" / "mine").resolve()) and saved.pooler == "cls"
+    monkeypatch.chdir(tmp_path / "out")  # from elsewhere the recipe still finds its model
+    from bertlens.embedding.embedder import Embedder
+
+    assert Embedder(Recipe.load("recipe.json")).encode(["a text"]).shape == (1, 32)
+    assert Recipe.load(Recipe(model="default").save(tmp_path / "d.json")).model == "default"  # names stay names

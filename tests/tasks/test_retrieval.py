@@ -1,4 +1,5 @@
 import json
+import re
 
 import numpy as np
 import pytest
@@ -42,7 +43,6 @@ def test_a_beir_directory_loads_with_rows_for_ids(tmp_path):
         (DOCS, QUERIES, QRELS + [("q0", "d99", 1)], "name a document id that corpus.jsonl lacks"),
         (DOCS, QUERIES, QRELS + [("q9", "d1", 1)], "name a query id that queries.jsonl lacks"),
         (DOCS + [("d1", "again", "x")], QUERIES, QRELS, "duplicate _id values, e.g. 'd1'"),
-        (DOCS, QUERIES + [("q7", "unjudged")], QRELS, "1 queries have no relevant document"),
         (DOCS + [("d10", "", "  ")], QUERIES, QRELS, "1 documents have an empty title and text"),
         (DOCS, QUERIES, QRELS + [("q0", "d1", "high")], "is not an integer grade"),
         (DOCS, QUERIES, QRELS + [("q0", "d0", 1)], "are judged twice"),
@@ -59,9 +59,56 @@ def test_drop_invalid_counts_what_it_drops(tmp_path):
     assert collection.dropped == {
         "empty documents": 1,
         "judgements of unknown documents": 1,
-        "queries without judgements": 1,
+        "queries without a relevant judgement (ignored, as BEIR and MTEB do)": 1,
     }
     assert len(collection.documents) == 10 and len(collection.queries) == 6
+
+
+def test_queries_nothing_judges_are_ignored_and_counted_as_beir_does(tmp_path):
+    """BEIR's SciFact ships every query in queries.jsonl but keeps only qrels/test.tsv: the others are not errors."""
+    collection = load_beir(write_beir(tmp_path / "c", DOCS, QUERIES + [("q7", "unjudged"), ("q8", "also")], QRELS))
+    assert len(collection.queries) == 6 and "unjudged" not in collection.queries
+    assert collection.dropped == {"queries without a relevant judgement (ignored, as BEIR and MTEB do)": 2}
+
+
+@pytest.mark.parametrize(
+    ("damage", "expected"),
+    [
+        (
+            lambda root: (root / "corpus.jsonl").write_bytes(b'{"_id": "d1", "text": "caf\xe9"}\n'),
+            "not utf-8 text (byte",
+        ),
+        (lambda root: (root / "corpus.jsonl").write_text(""), "corpus.jsonl holds no documents"),
+        (lambda root: (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n"), "holds no judgements"),
+        (lambda root: (root / "qrels" / "test.tsv").write_text("q0\t0\td0\t1\n"), "this looks like TREC qrels"),
+        (
+            lambda root: (root / "qrels" / "test.tsv").write_text("q0\td42\t1\n"),
+            "name a document id that corpus.jsonl lacks (e.g. 'd42'",
+        ),
+    ],
+    ids=["latin-1 corpus", "empty corpus", "header-only qrels", "TREC qrels", "unknown id shown"],
+)
+def test_a_damaged_collection_gets_a_line_that_names_what(tmp_path, damage, expected):
+    root = write_beir(tmp_path / "c", DOCS, QUERIES, QRELS)
+    damage(root)
+    with pytest.raises(BertlensError, match=re.escape(expected)):
+        load_beir(root)
+
+
+def test_a_bom_and_another_encoding_are_read(tmp_path):
+    root = write_beir(tmp_path / "c", DOCS, QUERIES, QRELS)
+    qrels = root / "qrels" / "test.tsv"
+    qrels.write_bytes(b"\xef\xbb\xbf" + qrels.read_bytes())  # a byte-order mark before the header
+    assert len(load_beir(root).qrels["test"]) == 6
+    root = write_beir(tmp_path / "latin", DOCS, QUERIES, QRELS)
+    corpus = root / "corpus.jsonl"
+    corpus.write_bytes(corpus.read_bytes().replace(b"text number 1", "caf\u00e9 1".encode("latin-1")))
+    assert "café 1" in " ".join(load_beir(root, encoding="latin-1").documents)
+
+
+def test_a_one_document_corpus_is_too_small_to_rank(tmp_path):
+    with pytest.raises(BertlensError, match="the corpus has 1 document; ranking needs at least 2"):
+        load_beir(write_beir(tmp_path / "c", DOCS[:1], QUERIES[:1], [("q0", "d0", 1)]))
 
 
 def test_without_dev_qrels_a_seeded_half_chooses_and_the_other_half_scores(tmp_path):

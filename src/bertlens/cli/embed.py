@@ -26,10 +26,12 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--out", type=Path, required=True, help="output .npy (rows in input order) or .parquet (id, embedding)"
     )
-    parser.add_argument("--column", help="CSV/TSV/Parquet text column: header name, or 0-based index")
+    parser.add_argument(
+        "--column", help="the text column (CSV/TSV/Parquet: header name or 0-based index) or field (JSONL)"
+    )
     parser.add_argument("--no-header", action="store_true", help="the CSV/TSV file has no header row")
     parser.add_argument("--multiline", action="store_true", help="CSV quoted fields really span lines (see README)")
-    parser.add_argument("--field", help="JSONL field holding the text")
+    parser.add_argument("--field", help="JSONL field holding the text (the same as --column)")
     parser.add_argument(
         "--empty", choices=EMPTY_POLICIES, default="error", help="what to do with empty texts (default: error)"
     )
@@ -99,7 +101,10 @@ def run(args: argparse.Namespace) -> None:
     )
     check_file(spec.path)
     check_output(args.out)  # before the model loads: a bad --out fails in a second, not after the run
+    if args.backend == "torch":
+        _check_role(recipe_from_args(args), args.role)  # before the model loads
     backend = _embedder(args)
+    _check_role(backend.recipe, args.role)
     embedder = with_role(backend, args.role)
     with progress_bar("embed", enabled=not args.quiet) as update:
         summary = run_embed(
@@ -123,3 +128,14 @@ def run(args: argparse.Namespace) -> None:
     if args.role and not embedder.recipe.prompt(args.role):
         notes.append(f"the recipe has no {args.role}_prompt: texts embedded as given")
     say(f"wrote {summary.rows} x {summary.dim} vectors to {summary.out}" + "".join(f"; {n}" for n in notes))
+
+
+def _check_role(recipe, role: str | None) -> None:
+    """A recipe with prompts embeds each text as a query or a document: without --role the prompts would be
+    silently left out, and the vectors would not be the ones the sweep scored."""
+    prompts = {name: p for name, p in (("query", recipe.query_prompt), ("document", recipe.document_prompt)) if p}
+    if role is None and prompts:
+        shown = ", ".join(f"{name} {p!r}" for name, p in prompts.items())
+        raise BertlensError(
+            f"the recipe has prompts ({shown}): say which these texts are with --role query or --role document"
+        )

@@ -8,7 +8,7 @@ from pathlib import Path
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
 from bertlens.cli.options import add_recipe_options, add_run_options, recipe_from_args
-from bertlens.cli.sources import add_task_options, load_task
+from bertlens.cli.sources import add_task_options, folds_of, load_task
 from bertlens.errors import BertlensError
 
 
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> None:
             split.targets,
             strategies,
             task=task.name,
-            folds=args.folds,
+            folds=folds_of(args),
             seed=args.seed,
             resamples=args.resamples,
             progress=update,

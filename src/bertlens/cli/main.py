@@ -17,16 +17,27 @@ import warnings
 from bertlens.cli.commands import COMMANDS
 from bertlens.errors import BertlensError
 from bertlens.io.atomic import check_out_dir
+from bertlens.io.run_context import check_seed
 from bertlens.version import __version__
 
 NEGATIVE_VALUE_OPTIONS = ("--layers",)  # take values such as '-4:' that argparse would read as flags
+# whole-number options every command reads the same way: name -> (lowest, why); checked before any work
+INTEGER_FLOORS = {
+    "max_examples": (1, "leave it out for no limit"),
+    "folds": (2, "cross-validation needs two folds or more"),
+}
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's own complaints (an unknown flag, a missing value) as one line and exit 1, like every other error."""
+
+    def error(self, message: str):
+        self.exit(1, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The full parser of `command` (its module imported now); every other command is a light stub."""
-    parser = argparse.ArgumentParser(
-        prog="bertlens", description="Find and serve the right BERT representation for a task."
-    )
+    parser = Parser(prog="bertlens", description="Find and serve the right BERT representation for a task.")
     parser.add_argument("--version", action="version", version=f"bertlens {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an unexpected error")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -63,6 +74,16 @@ def check_arguments(args: argparse.Namespace) -> None:
     max_length = getattr(args, "max_length", None)
     if max_length is not None and max_length < 2:
         raise BertlensError(f"--max-length must be at least 2 tokens, got {max_length}")
+    if getattr(args, "seed", None) is not None:
+        check_seed(args.seed)
+    for name, (lowest, why) in INTEGER_FLOORS.items():
+        value = getattr(args, name, None)
+        if value is not None and value < lowest:
+            raise BertlensError(f"--{name.replace('_', '-')} must be at least {lowest} ({why}), got {value}")
+    if getattr(args, "resamples", None) is not None:
+        from bertlens.metrics.bootstrap import check_resamples
+
+        check_resamples(args.resamples)
     if getattr(args, "out_is_dir", False) and getattr(args, "out", None) is not None:
         check_out_dir(args.out)
 
@@ -70,7 +91,10 @@ def check_arguments(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     argv = join_negative_values(sys.argv[1:] if argv is None else list(argv))
-    args = build_parser(requested_command(argv)).parse_args(argv)
+    try:
+        args = build_parser(requested_command(argv)).parse_args(argv)
+    except SystemExit as done:  # --help, --version (0) or a line from Parser.error (1): the code, not an exception
+        return done.code if isinstance(done.code, int) else 1
     debug = args.debug or os.environ.get("BERTLENS_DEBUG") == "1"
     # a library warning (e.g. whitening dropping constant directions) reaches users as one line, not a code excerpt
     warnings.formatwarning = lambda message, category, *rest, **kw: f"bertlens {args.command}: warning: {message}\n"

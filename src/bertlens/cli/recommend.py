@@ -82,6 +82,7 @@ def run(args: argparse.Namespace) -> None:
             own_int8=not args.no_int8,
             data=data_dir(args.data_dir),
             prompt_sets=prompt_sets,
+            sources=command_sources(args),
         )
         result = run_recommend(task, args.model, RunContext(args.out, args.cache_dir, args.seed, update), options)
     paths = write_outputs(result, args.out)
@@ -102,3 +103,28 @@ def _texts_task(args: argparse.Namespace):
     if skipped:
         say(skipped)
     return texts_task(args.texts.stem, texts)
+
+
+DATA_FLAGS = (
+    *("task", "data", "data_dir", "task_type", "text_col", "text_col2", "label_col", "split_col", "test", "dev"),
+    *("encoding", "folds"),
+)
+DATA_SWITCHES = ("no_header", "label_first", "multiline")
+
+
+def command_sources(args: argparse.Namespace):
+    """What the printed commands' DATA and TEXTS stand for: the flags that read this run's data, and a file of its
+    texts (a table's text column, a BEIR corpus, the --texts file), so each printed command runs as printed."""
+    from bertlens.workflows.decision import CommandSources
+
+    flags = [f"--{name.replace('_', '-')} {getattr(args, name)}" for name in DATA_FLAGS if getattr(args, name, None)]
+    flags += [f"--{name.replace('_', '-')}" for name in DATA_SWITCHES if getattr(args, name, False)]
+    texts = "TEXTS"
+    if args.texts is not None:
+        texts = f"{args.texts}" + (f" --column {args.column}" if args.column else "")
+    elif args.data is not None and args.data.is_dir():
+        texts = f"{args.data / 'corpus.jsonl'} --column text"
+    elif args.data is not None and args.text_col is not None and not args.label_first:
+        texts = f"{args.data} --column {args.text_col}" + (" --no-header" if args.no_header else "")
+    data = " ".join(flags) if args.texts is None else f"--texts {texts}"
+    return CommandSources(data=data, texts=texts)

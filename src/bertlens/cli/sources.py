@@ -45,7 +45,9 @@ def add_task_options(parser: argparse.ArgumentParser, texts: str | None = None) 
     parser.add_argument("--text-col2", help="for --data: second text column (pair tasks)")
     parser.add_argument("--label-col", help="for --data: label or score column")
     parser.add_argument("--no-header", action="store_true", help="for --data: the CSV/TSV has no header row")
-    parser.add_argument("--folds", type=int, default=10, help="cross-validation folds for data without a test split")
+    parser.add_argument(
+        "--folds", type=int, help=f"cross-validation folds for data without a test split (default {FOLDS})"
+    )
     parser.add_argument(
         "--split-col",
         help="for --data: a column of train / dev (or validation) / test values: your own split instead of "
@@ -79,15 +81,17 @@ def load_task(args: argparse.Namespace) -> TaskData:
     """The task named by --task / --data and their column flags."""
     from bertlens.tasks.loaders import UserTable, load_catalog_task, load_hf_task, load_user_task
 
-    if args.folds < 2:
-        raise BertlensError("--folds must be at least 2")
     own_split = [flag for flag in ("split_col", "test", "dev") if getattr(args, flag, None) is not None]
     if own_split and (args.task or args.label_first or args.task_type == "retrieval"):
         raise BertlensError(
             f"--{own_split[0].replace('_', '-')} applies to --data tables (catalog tasks, --label-first files and "
             "retrieval data bring their own splits)"
         )
+    if args.data is not None and not args.data.exists():
+        raise BertlensError(f"--data {args.data} does not exist; give a CSV/TSV/JSONL file or a BEIR directory")
+    _refuse_on_retrieval(args)
     max_examples = getattr(args, "max_examples", None)
+    folds = folds_of(args)
     if args.task and args.task.startswith("hf:"):
         name, _, config = args.task[3:].partition(":")
         if args.text_col is None or args.label_col is None:
@@ -101,7 +105,7 @@ def load_task(args: argparse.Namespace) -> TaskData:
             label_col=args.label_col,
             config=config or None,
             drop_invalid=args.drop_invalid,
-            folds=args.folds,
+            folds=folds,
             max_examples=max_examples,
             seed=args.seed,
         )
@@ -112,7 +116,7 @@ def load_task(args: argparse.Namespace) -> TaskData:
             drop_invalid=args.drop_invalid,
             max_examples=max_examples,
             seed=args.seed,
-            folds=args.folds,
+            folds=folds,
         )
     if args.label_first:
         table = UserTable(args.task_type or CLASSIFICATION.name, (), 0, label_first=True, encoding=args.encoding)
@@ -120,7 +124,7 @@ def load_task(args: argparse.Namespace) -> TaskData:
             args.data,
             table,
             drop_invalid=args.drop_invalid,
-            folds=args.folds,
+            folds=folds,
             max_examples=max_examples,
             seed=args.seed,
         )
@@ -141,7 +145,7 @@ def load_task(args: argparse.Namespace) -> TaskData:
         split_files=_split_files(args),
     )
     return load_user_task(
-        args.data, table, drop_invalid=args.drop_invalid, folds=args.folds, max_examples=max_examples, seed=args.seed
+        args.data, table, drop_invalid=args.drop_invalid, folds=folds, max_examples=max_examples, seed=args.seed
     )
 
 
@@ -264,3 +268,31 @@ def load_texts(args: argparse.Namespace, seed: int = 0) -> tuple[list[str], str,
 def _default_kind(texts: tuple) -> str:
     """Without --task-type: one text column is classification, two are similarity."""
     return (CLASSIFICATION if len(texts) == 1 else SIMILARITY).name
+
+
+FOLDS = 10  # --folds when not given
+
+
+def folds_of(args: argparse.Namespace) -> int:
+    return args.folds if getattr(args, "folds", None) is not None else FOLDS
+
+
+RETRIEVAL_UNUSED = ("folds", "split_col", "test", "dev", "max_examples", "label_col", "label_first")
+
+
+def _refuse_on_retrieval(args: argparse.Namespace) -> None:
+    """A retrieval collection (a BEIR directory, a catalog collection) brings its own splits (the qrels files) and
+    fields: flags that would only apply to a labelled table are refused, not silently ignored."""
+    catalog = args.task in CATALOG and CATALOG[args.task].file_format == "beir" if args.task else False
+    directory = args.data is not None and args.data.is_dir()
+    if not (catalog or directory):
+        return
+    given = [f for f in RETRIEVAL_UNUSED if getattr(args, f, None) not in (None, False)]
+    if directory:
+        given += [f for f in ("text_col", "text_col2") if getattr(args, f, None) is not None]
+    if given:
+        where = f"--task {args.task}" if catalog else f"--data {args.data} (a BEIR directory)"
+        raise BertlensError(
+            f"--{given[0].replace('_', '-')} does not apply to {where}: a retrieval collection's splits are its qrels "
+            "files and its texts are corpus.jsonl and queries.jsonl; drop it"
+        )

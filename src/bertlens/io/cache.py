@@ -57,11 +57,36 @@ def payload_sha256(data) -> str:
 
 
 def staging_dir(final: Path) -> Path:
-    """A fresh private directory next to `final` to build a cache entry in."""
+    """A fresh private directory next to `final` to build a cache entry in; the half-built entries that stopped
+    processes left beside it (an interrupted sweep's bank: tens of MB each) are removed first."""
+    remove_stale_staging(final.parent)
     tmp = final.with_name(f".{final.name}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     return tmp
+
+
+def remove_stale_staging(folder: Path) -> int:
+    """Remove `.<key>.tmp<PID>` directories in `folder` whose process is gone; returns how many."""
+    removed = 0
+    for path in folder.glob(".*.tmp*") if folder.is_dir() else ():
+        pid = path.name.rsplit(".tmp", 1)[-1]
+        if path.is_dir() and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)  # signal 0: is there such a process (it may be another user's: then it is alive too)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def publish(tmp: Path, final: Path, meta: dict) -> None:

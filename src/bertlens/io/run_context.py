@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from bertlens.errors import BertlensError
 from bertlens.progress import Progress, silent
+
+SEED_LIMIT = 2**32 - 1  # numpy's and torch's seeds: non-negative, and this fits every generator
+
+
+def check_seed(seed: int) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_LIMIT:
+        raise BertlensError(f"--seed must be between 0 and {SEED_LIMIT}, got {seed}")
+    return seed
 
 
 @dataclass(frozen=True)
@@ -19,3 +28,6 @@ class RunContext:
     device: str = "cpu"  # auto | cpu | cuda[:N]
     trust_remote_code: bool = False  # a model's own code runs only when asked
     restart: bool = False  # discard an unfinished run in `out` instead of resuming it
+
+    def __post_init__(self) -> None:
+        check_seed(self.seed)  # before any work, not after the first steps

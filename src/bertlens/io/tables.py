@@ -132,7 +132,7 @@ def _delimited_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]
 
 def _jsonl_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]:
     if not spec.columns:
-        raise BertlensError(f"{spec.path}: name the JSON field with --field")
+        raise BertlensError(f"{spec.path}: name the JSON field with --column")
     for number, line in enumerate(_decoded_lines(spec.path, spec.encoding), start=1):
         if not line.strip():
             continue
@@ -153,7 +153,7 @@ def _jsonl_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]:
                 kind = "null" if value is None else type(value).__name__
                 raise BertlensError(
                     f"{spec.path} line {number}: field '{key}' holds {kind} ({json.dumps(value)[:40]}), not text; "
-                    "fix the record (texts must be JSON strings) or choose another --field"
+                    "fix the record (texts must be JSON strings) or choose another --column"
                 )
             values.append(value if isinstance(value, str) else json.dumps(value) if value is not None else "")
         yield number, tuple(values)

@@ -18,9 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import rankdata
 
+from bertlens.errors import BertlensError
 from bertlens.metrics.ranking import RANKING_METRICS
 
 PER_EXAMPLE = RANKING_METRICS  # metrics that are a mean of per-example scores given as the outputs
+METRICS = ("accuracy", "spearman", *PER_EXAMPLE)  # what these intervals compute; any other name is refused
+MIN_RESAMPLES = 20  # fewer draws leave a 95% interval's 2.5% tails without a draw of their own
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,23 @@ def _resample_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return ranks
 
 
+def check_resamples(resamples: int) -> int:
+    """A resample count that can hold a 95% interval (the CLI's --resamples, a library caller's `resamples`)."""
+    if isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer)) or resamples < MIN_RESAMPLES:
+        raise BertlensError(
+            f"--resamples must be a whole number of at least {MIN_RESAMPLES} (a 95% interval's tails need draws of "
+            f"their own), got {resamples}"
+        )
+    return int(resamples)
+
+
+def _check_metric(metric: str) -> None:
+    if metric not in METRICS:
+        raise ValueError(f"no interval for metric {metric!r}: known are {', '.join(METRICS)}")
+
+
 def _draws(units: int, resamples: int, seed: int) -> np.ndarray:
+    check_resamples(resamples)
     rng = np.random.default_rng(seed)
     # float32 holds every count exactly (and sums of them up to 2^24): half the memory of float64 at 100k rows
     return np.stack([np.bincount(rng.integers(0, units, units), minlength=units) for _ in range(resamples)]).astype(
@@ -114,6 +133,7 @@ def bootstrap(
 
 def point_estimates(outputs: np.ndarray, gold: np.ndarray, metric: str) -> np.ndarray:
     """Each row's score on the full test set [C]."""
+    _check_metric(metric)
     if metric in PER_EXAMPLE:
         return outputs.mean(axis=-1)
     return accuracy(outputs, gold) if metric == "accuracy" else spearman(outputs, gold)

@@ -155,10 +155,13 @@ class Recipe:
         return cls.from_dict(data, where)
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write atomically (temporary file, then rename)."""
+        """Write atomically (temporary file, then rename). A model given as a relative directory is stored as its
+        absolute path, so the recipe works from any directory (a hub id or 'default' is kept as it is)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_text(path, self.to_json())
+        model = Path(self.model).expanduser()
+        portable = self.replace(model=str(model.resolve())) if not model.is_absolute() and model.is_dir() else self
+        write_text(path, portable.to_json())
         return path
 
     @classmethod

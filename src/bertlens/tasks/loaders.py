@@ -343,7 +343,7 @@ def retrieval_task(name: str, collection: Collection, source: str) -> TaskData:
 def _user_retrieval(path: Path, text_cols: tuple, header: bool, drop_invalid: bool, encoding: str) -> TaskData:
     """A BEIR directory, or a table of (query, relevant document) rows (--text-col, --text-col2)."""
     if path.is_dir():
-        return retrieval_task(path.name, load_beir(path, drop_invalid=drop_invalid), str(path))
+        return retrieval_task(path.name, load_beir(path, drop_invalid=drop_invalid, encoding=encoding), str(path))
     if len(text_cols) != 2:
         raise BertlensError(
             f"{path}: a retrieval table needs --text-col (the query) and --text-col2 (a relevant document); "

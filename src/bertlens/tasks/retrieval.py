@@ -8,6 +8,7 @@ counted and dropped with `drop_invalid`.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 from collections import Counter
@@ -51,13 +52,30 @@ def document_text(title: str, text: str) -> str:
     return f"{title} {text}".strip()
 
 
-def _jsonl_rows(path: Path, fields: tuple[str, ...]) -> list[tuple[int, dict]]:
+def _reading(encoding: str) -> str:
+    """UTF-8 read as 'utf-8-sig': a byte-order mark before the first line is not part of the data."""
+    return "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
+
+
+@contextlib.contextmanager
+def _decoding(path: Path, encoding: str):
+    """A file that is not text in `encoding` is one line naming the file and the byte, not a traceback."""
+    try:
+        yield
+    except UnicodeDecodeError as exc:
+        raise BertlensError(
+            f"{path}: not {encoding} text (byte {exc.start}: {exc.object[exc.start : exc.start + 1]!r}); give "
+            "--encoding (e.g. latin-1) or save the file as UTF-8"
+        ) from None
+
+
+def _jsonl_rows(path: Path, fields: tuple[str, ...], encoding: str = "utf-8") -> list[tuple[int, dict]]:
     if not path.is_file():
         raise BertlensError(
             f"{path} does not exist; a BEIR directory has corpus.jsonl, queries.jsonl and qrels/test.tsv"
         )
     rows = []
-    with open(path, encoding="utf-8") as handle:
+    with _decoding(path, encoding), open(path, encoding=_reading(encoding)) as handle:
         for line, raw in enumerate(handle, start=1):
             if not raw.strip():
                 continue
@@ -82,13 +100,18 @@ def _unique_ids(path: Path, rows: list[tuple[int, dict]]) -> None:
         )
 
 
-def _qrels(path: Path) -> list[tuple[int, str, str, int]]:
+def _qrels(path: Path, encoding: str = "utf-8") -> list[tuple[int, str, str, int]]:
     """(line, query id, document id, grade) from a BEIR qrels TSV (header `query-id corpus-id score`)."""
     rows = []
-    with open(path, encoding="utf-8", newline="") as handle:
+    with _decoding(path, encoding), open(path, encoding=_reading(encoding), newline="") as handle:
         for line, row in enumerate(csv.reader(handle, delimiter="\t"), start=1):
             if not row or (line == 1 and row[0].strip().lower() in ("query-id", "query_id", "qid")):
                 continue
+            if len(row) == 4:
+                raise BertlensError(
+                    f"{path}:{line}: 4 tab-separated fields {row}: this looks like TREC qrels (query-id iteration "
+                    "doc-id relevance); BEIR's have 3 (query-id corpus-id score): drop the second column"
+                )
             if len(row) < 3:
                 raise BertlensError(f"{path}:{line}: expected 3 tab-separated fields (query-id corpus-id score)")
             try:
@@ -115,13 +138,17 @@ class _Problems:
         self.dropped[reason] += count
 
 
-def load_beir(directory: Path, *, drop_invalid: bool = False) -> Collection:
+def load_beir(directory: Path, *, drop_invalid: bool = False, encoding: str = "utf-8") -> Collection:
     """A BEIR-layout directory; every id, judgement and document checked (see the module docstring)."""
     directory = Path(directory)
     if not directory.is_dir():
         raise BertlensError(f"{directory} is not a directory; a retrieval task needs a BEIR layout directory")
-    corpus_rows = _jsonl_rows(directory / "corpus.jsonl", ("title", "text"))
-    query_rows = _jsonl_rows(directory / "queries.jsonl", ("text",))
+    corpus_rows = _jsonl_rows(directory / "corpus.jsonl", ("title", "text"), encoding)
+    if not corpus_rows:
+        raise BertlensError(f"{directory}/corpus.jsonl holds no documents; a retrieval task needs a corpus")
+    query_rows = _jsonl_rows(directory / "queries.jsonl", ("text",), encoding)
+    if not query_rows:
+        raise BertlensError(f"{directory}/queries.jsonl holds no queries")
     _unique_ids(directory / "corpus.jsonl", corpus_rows)
     _unique_ids(directory / "queries.jsonl", query_rows)
     splits = {s: directory / "qrels" / f"{s}.tsv" for s in QRELS_SPLITS if (directory / "qrels" / f"{s}.tsv").is_file()}
@@ -146,25 +173,31 @@ def load_beir(directory: Path, *, drop_invalid: bool = False) -> Collection:
         f"{directory}/queries.jsonl: {len(blank)} queries are empty (lines {first_lines(blank)})",
     )
     queries = {i: text for i, text in queries.items() if not is_blank(text)}
-    judgements = {split: _checked_qrels(path, documents, queries, problems) for split, path in splits.items()}
+    judgements = {split: _checked_qrels(path, documents, queries, problems, encoding) for split, path in splits.items()}
     return _collection(documents, queries, judgements, problems, f"{directory}/queries.jsonl")
 
 
-def _checked_qrels(path: Path, documents: dict, queries: dict, problems: _Problems) -> list[tuple[str, str, float]]:
-    rows = _qrels(path)
-    unknown_query = [line for line, q, _, _ in rows if q not in queries]
+def _checked_qrels(
+    path: Path, documents: dict, queries: dict, problems: _Problems, encoding: str = "utf-8"
+) -> list[tuple[str, str, float]]:
+    rows = _qrels(path, encoding)
+    if not rows:
+        raise BertlensError(
+            f"{path} holds no judgements (only a header, or nothing); add query-id corpus-id score rows"
+        )
+    unknown_query = [(line, q) for line, q, _, _ in rows if q not in queries]
     problems.found(
         "judgements of unknown queries",
         len(unknown_query),
-        f"{path}: {len(unknown_query)} judgements name a query id that queries.jsonl lacks (lines "
-        f"{first_lines(unknown_query)})",
+        f"{path}: {len(unknown_query)} judgements name a query id that queries.jsonl lacks (e.g. "
+        f"'{unknown_query[0][1] if unknown_query else ''}'; lines {first_lines([n for n, _ in unknown_query])})",
     )
-    unknown_doc = [line for line, q, d, _ in rows if q in queries and d not in documents]
+    unknown_doc = [(line, d) for line, q, d, _ in rows if q in queries and d not in documents]
     problems.found(
         "judgements of unknown documents",
         len(unknown_doc),
-        f"{path}: {len(unknown_doc)} judgements name a document id that corpus.jsonl lacks (lines "
-        f"{first_lines(unknown_doc)})",
+        f"{path}: {len(unknown_doc)} judgements name a document id that corpus.jsonl lacks (e.g. "
+        f"'{unknown_doc[0][1] if unknown_doc else ''}'; lines {first_lines([n for n, _ in unknown_doc])})",
     )
     seen: dict[tuple[str, str], int] = {}
     for line, q, d, _ in rows:
@@ -177,14 +210,16 @@ def _checked_qrels(path: Path, documents: dict, queries: dict, problems: _Proble
 
 
 def _collection(documents: dict, queries: dict, judgements: dict, problems: _Problems, where: str) -> Collection:
-    """Rows from ids; queries that no split judges (or that judge nothing relevant) are a layout problem."""
+    """Rows from ids; queries that no split judges (or that judge nothing relevant) are left out and counted, as
+    BEIR and MTEB leave them out (a collection kept with only qrels/test.tsv lists every query of the others)."""
+    if len(documents) < 2:
+        raise BertlensError(
+            f"{where}: the corpus has {len(documents)} document; ranking needs at least 2 (a useful sweep, hundreds)"
+        )
     relevant = {q for rows in judgements.values() for q, _, grade in rows if grade > 0}
     unjudged = [q for q in queries if q not in relevant]
-    problems.found(
-        "queries without judgements",
-        len(unjudged),
-        f"{where}: {len(unjudged)} queries have no relevant document in any qrels file (ids {first_lines(unjudged)})",
-    )
+    if unjudged:
+        problems.dropped["queries without a relevant judgement (ignored, as BEIR and MTEB do)"] += len(unjudged)
     doc_ids, query_ids = tuple(documents), tuple(q for q in queries if q in relevant)
     doc_row, query_row = {d: i for i, d in enumerate(doc_ids)}, {q: i for i, q in enumerate(query_ids)}
     qrels: dict[str, Judgements] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field, replace
 
@@ -24,6 +25,29 @@ class Decision:
     @classmethod
     def from_dict(cls, data: dict) -> Decision:
         return cls(**{**data, "commands": tuple(data["commands"])})
+
+
+# Placeholders in a decision's commands, filled by `fill_commands` with what the run read and wrote, so a printed
+# command runs as printed: OUT (the run's output directory), DATA (the flags that read the task: `--task sst2`,
+# `--data reviews.csv --text-col text --label-col label`), TEXTS (a texts source: `reviews.csv --column text`).
+PLACEHOLDERS = ("OUT", "DATA", "TEXTS")
+
+
+@dataclass(frozen=True)
+class CommandSources:
+    """What the placeholders stand for in this run (a Python caller keeps the placeholder names by default)."""
+
+    out: str = "OUT"
+    data: str = "DATA"
+    texts: str = "TEXTS"
+
+
+def fill_commands(decision: Decision, sources: CommandSources) -> Decision:
+    """The decision with its commands' placeholders (whole words) replaced by this run's paths and flags."""
+    values = {"OUT": sources.out, "DATA": sources.data, "TEXTS": sources.texts}
+    pattern = re.compile(r"\b(" + "|".join(PLACEHOLDERS) + r")\b")
+    filled = tuple(pattern.sub(lambda m: values[m.group(1)], command) for command in decision.commands)
+    return replace(decision, commands=filled)
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ def step_domain(task: TaskData, encoder: Encoder, reference: tuple[list[str], st
             evidence + "; " + "; ".join(result.reasons),
             RULE,
             confidence,
-            (f"bertlens pretrain --from {result.model} --texts your_corpus.txt --out models/dapt",),
+            (f"bertlens pretrain --from {result.model} --texts TEXTS --out OUT/dapt",),
         )
     return Decision("domain", "no adaptation needed", evidence, RULE, confidence)
 

@@ -154,7 +154,9 @@ def step_fine_tune(
     choice, confidence = fine_tune_choice(paired, user_n)
     if confidence == "measured" and n < len(train_split):
         confidence = f"measured at n={n} of {len(train_split):,} (more labels usually favour fine-tuning more)"
-    commands = ("bertlens finetune --task ... --strategy full --out models/tuned",) if choice == TUNE else ()
+    commands = (
+        ("bertlens finetune DATA --recipe OUT/recipe.json --strategy full --out OUT/tuned",) if choice == TUNE else ()
+    )
     return Decision("frozen or fine-tuned", choice, evidence, rule, confidence, commands)
 
 

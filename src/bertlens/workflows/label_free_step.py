@@ -43,7 +43,7 @@ def step_label_free(task: TaskData, model: str, cache_dir: Path, seed: int, prog
         "form chosen on the catalog tasks' validation scores); " + CATALOG_TRUST,
         "label-free: measured on your texts; label 100-200 examples and run `bertlens sweep --data FILE ... "
         "--protocols probe,label_free` to check it",
-        ("bertlens embed texts.txt --recipe OUT/recipe.json --out vectors.npy",),
+        ("bertlens embed TEXTS --recipe OUT/recipe.json --out vectors.npy",),
     )
     return decision, result.recipe
 
@@ -56,5 +56,5 @@ def no_labels_fine_tune() -> Decision:
         "without labels only unsupervised adaptation applies (`bertlens contrastive --texts` for SimCSE, `bertlens "
         "pretrain` for domain-adaptive pre-training)",
         "rule of thumb: no labels",
-        ("bertlens contrastive --texts FILE --out models/simcse",),
+        ("bertlens contrastive --mode simcse --texts TEXTS --recipe OUT/recipe.json --out OUT/simcse",),
     )

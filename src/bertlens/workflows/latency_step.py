@@ -213,7 +213,7 @@ def step_latency(
         return Decision(
             "latency", f"serve {best.label}: the recipe itself misses the budget", evidence, rule, "measured", (serve,)
         )
-    distil = "bertlens distill --teacher OUT/recipe.json --student layers:3 --texts corpus.txt --out models/student"
+    distil = "bertlens distill --teacher OUT/recipe.json --student layers:3 --texts TEXTS --out OUT/student"
     if int8_out is not None:  # int8 was tried here: timed above, or refused with the reason in the evidence
         return Decision(
             "latency",

@@ -69,7 +69,10 @@ def step_lengths(
         rule + "; windows when the median text is over twice the limit, head+tail otherwise (measured on "
         "movie_reviews in docs/results.md: both beat truncation)",
         f"rule of thumb: {why}; lengths measured (compare strategies with `bertlens longdoc`)",
-        ("bertlens longdoc --data ... --out out/longdoc", f"bertlens embed texts.txt --long-text {strategy} ..."),
+        (
+            "bertlens longdoc DATA --out OUT/longdoc",
+            f"bertlens embed TEXTS --recipe OUT/recipe.json --long-text {strategy} --out vectors.npy",
+        ),
         {"long_text": strategy},
     )
 
@@ -131,6 +134,9 @@ def _measured_long_text(
         evidence,
         rule,
         "measured",
-        (f"bertlens embed texts.txt --long-text {name} ...", "bertlens longdoc --data ... --out out/longdoc"),
+        (
+            f"bertlens embed TEXTS --recipe OUT/recipe.json --long-text {name} --out vectors.npy",
+            "bertlens longdoc DATA --out OUT/longdoc",
+        ),
         {"long_text": name},
     )

@@ -32,7 +32,7 @@ from bertlens.io.run_context import RunContext
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.kinds import RETRIEVAL
 from bertlens.tasks.loaders import TaskData
-from bertlens.workflows.decision import Budget, Decision, sample_rows
+from bertlens.workflows.decision import Budget, CommandSources, Decision, fill_commands, sample_rows
 from bertlens.workflows.domain_step import reference_corpus, step_domain
 from bertlens.workflows.fine_tune_step import fine_tune_or_rule
 from bertlens.workflows.label_free_step import no_labels_fine_tune, step_label_free
@@ -114,6 +114,7 @@ class RecommendOptions:
     own_int8: bool = True  # the latency step exports the recipe to ONNX int8 behind the fidelity gate itself
     data: Path | None = None  # the shared data folder holding the domain step's reference corpus ($BERTLENS_DATA)
     prompt_sets: tuple = ()  # retrieval: prompt sets to sweep
+    sources: CommandSources = CommandSources()  # what the printed commands' DATA and TEXTS stand for (OUT: run.out)
 
 
 def run_recommend(
@@ -138,6 +139,7 @@ def run_recommend(
         options.data,
         options.prompt_sets,
     )
+    sources = replace(options.sources, out=str(out)) if options.sources.out == "OUT" and out else options.sources
     if budget_minutes <= 0:
         raise BertlensError("--budget-minutes must be positive")
     check_config(SweepConfig(prompt_sets=tuple(prompt_sets)), task.kind, task.name)  # before any work
@@ -175,7 +177,7 @@ def run_recommend(
             task, model, encoder, steps, cache_dir, seed, budget, cached, progress, prompt_sets
         )
         decisions.append(cached_latency(recipe))
-        return Recommendation(task.name, model, tuple(decisions), recipe, budget.seconds - budget.left(), ())
+        return _finished(task, model, decisions, recipe, budget, (), sources)
     progress("text length", 0, 5)
     measure_lengths = task.kind.labelled and budget.left() > 0.7 * budget.seconds
     decisions.append(
@@ -210,4 +212,10 @@ def run_recommend(
     progress("done", 5, 5)
     for decision in decisions:
         recipe = recipe.replace(**decision.recipe_changes) if decision.recipe_changes else recipe
-    return Recommendation(task.name, model, tuple(decisions), recipe, budget.seconds - budget.left(), tuple(notes))
+    return _finished(task, model, decisions, recipe, budget, tuple(notes), sources)
+
+
+def _finished(task, model, decisions, recipe, budget: Budget, notes, sources: CommandSources) -> Recommendation:
+    """The walk's result, its printed commands filled with this run's paths and data flags."""
+    filled = tuple(fill_commands(d, sources) for d in decisions)
+    return Recommendation(task.name, model, filled, recipe, budget.seconds - budget.left(), notes)

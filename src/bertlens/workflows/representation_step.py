@@ -105,6 +105,6 @@ def step_representation(task: TaskData, model: str, cache_dir: Path, seed: int, 
         evidence,
         "the candidate with the best validation score (never test); ties go to fewer dimensions, then single layers",
         "measured",
-        ("bertlens embed texts.txt --recipe OUT/recipe.json --out vectors.npy",),
+        ("bertlens embed TEXTS --recipe OUT/recipe.json --out vectors.npy",),
     )
     return decision, result.recipe

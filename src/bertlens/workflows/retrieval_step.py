@@ -58,7 +58,7 @@ def step_retrieval_representation(
         f"test queries; tied with the best: {', '.join(tied[:6]) or 'none'}; {protocol.description}",
         "the candidate with the best nDCG@10 on the choosing queries (never the scoring ones)",
         "measured",
-        ("bertlens embed docs.txt --recipe OUT/recipe.json --role document --out docs.npy",),
+        ("bertlens embed TEXTS --recipe OUT/recipe.json --role document --out docs.npy",),
     )
     return representation, _long_document_decision(result, over_limit, long_documents), result.recipe, result
 
@@ -98,17 +98,23 @@ def _retrieve(recipe: Recipe, task: TaskData, rows: np.ndarray, judgements: list
     return ranking_metrics(ranked.numpy(), judgements)[RANKING_METRICS[0]]
 
 
-def training_pairs(task: TaskData, recipe: Recipe, limit: int, seed: int) -> Examples:
-    """(query, relevant document) pairs of the training judgements, prompts applied, a seeded sample of `limit`."""
+def training_pairs(task: TaskData, recipe: Recipe, limit: int, seed: int) -> tuple[Examples, int]:
+    """(query, relevant document) pairs of the training judgements, prompts applied, a seeded sample of `limit`;
+    and how many training queries were left out because they are also judged for choosing or scoring (by row or by
+    identical text): fine-tuning on them would score the model on queries it was trained on."""
     collection = task.collection
+    held = {q for split, judged in collection.qrels.items() if split != "train" for q in judged}
+    held_texts = {collection.queries[q] for q in held}
+    train = collection.qrels["train"]
+    kept = {q: judged for q, judged in train.items() if q not in held and collection.queries[q] not in held_texts}
     pairs = [
         (recipe.prompt("query") + collection.queries[q], recipe.prompt("document") + collection.documents[d])
-        for q, judged in collection.qrels["train"].items()
+        for q, judged in kept.items()
         for d, grade in judged.items()
         if grade >= 1
     ]
     examples = Examples([q for q, _ in pairs], [d for _, d in pairs], "qrels/train.tsv")
-    return examples.sample(limit, seed)
+    return examples.sample(limit, seed), len(train) - len(kept)
 
 
 def step_retrieval_fine_tune(
@@ -124,10 +130,27 @@ def step_retrieval_fine_tune(
             "the collection has no qrels/train.tsv",
             rule,
             "rule of thumb: nothing to measure",
-            ("bertlens contrastive --data PAIRS.csv --text-col query --text-col2 document --out tuned/",),
+            (
+                "bertlens contrastive --mode pairs --pairs PAIRS.csv --text-col query --text-col2 document "
+                "--recipe OUT/recipe.json --out OUT/tuned",
+            ),
         )
     split = query_split(collection, seed)
-    examples = training_pairs(task, recipe, MAX_TRAIN_PAIRS, seed)
+    examples, shared = training_pairs(task, recipe, MAX_TRAIN_PAIRS, seed)
+    removed = (
+        f"; {shared} training queries also judged in the test or dev qrels were left out of training (the gain is "
+        "measured on them)"
+        if shared
+        else ""
+    )
+    if not examples.anchors:
+        return Decision(
+            "frozen or fine-tuned",
+            "frozen (no training judgements left to fine-tune on)",
+            f"every training query is also judged for testing or choosing{removed}",
+            rule,
+            "rule of thumb: nothing to measure",
+        )
     start = time.perf_counter()
     frozen = _retrieve(recipe, task, split.test, list(split.test_judgements))
     encode_seconds = time.perf_counter() - start
@@ -137,7 +160,7 @@ def step_retrieval_fine_tune(
             "frozen or fine-tuned",
             "frozen (fine-tuning not measured)",
             f"{len(examples.anchors)} training pairs; about {planned:.0f} s to fine-tune and re-encode, "
-            f"{max(budget.left(), 0):.0f} s of the budget left",
+            f"{max(budget.left(), 0):.0f} s of the budget left{removed}",
             rule,
             "rule of thumb: over the time budget",
         )
@@ -151,9 +174,9 @@ def step_retrieval_fine_tune(
         "fine-tune (contrastive, in-batch negatives)" if better else "stay frozen",
         f"nDCG@10 on {len(split.test)} test queries: frozen {frozen.mean():.4f}, fine-tuned on "
         f"{len(examples.anchors)} train pairs {tuned.mean():.4f}; gain {gain:+.4f} [{low:+.4f}, {high:+.4f}] "
-        "(paired bootstrap over queries)",
+        f"(paired bootstrap over queries){removed}",
         "fine-tune when the paired interval of the gain is above 0",
         "measured",
-        (f"bertlens embed docs.txt --model {tuned_recipe.model} --role document ...",) if better else (),
+        (f"bertlens embed TEXTS --model {tuned_recipe.model} --role document --out docs.npy",) if better else (),
         {"model": tuned_recipe.model, "postprocess": None} if better else {},
     )

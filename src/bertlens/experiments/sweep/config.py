@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bertlens.errors import BertlensError, did_you_mean
+from bertlens.io.run_context import check_seed
+from bertlens.metrics.bootstrap import check_resamples
 from bertlens.probing.candidates import PromptSet
 from bertlens.probing.fold_ridge import ALPHA_GRID
 from bertlens.probing.selection import C_GRID
@@ -35,6 +37,8 @@ class SweepConfig:
 def check_config(config: SweepConfig, kind: TaskKind, task_name: str) -> None:
     """Refuse, in one line and before any work, what this sweep cannot apply to a task of this kind: a Python
     caller gets the same line as the CLI, never a setting silently ignored."""
+    check_seed(config.seed)
+    check_resamples(config.resamples)
     for name in config.poolers:
         check_pooler(name)
     if not config.poolers:
