@@ -201,3 +201,24 @@ def default_max_length(ref: ModelRef, tokenizer) -> int:
         family = family_of(config.get("model_type"))
         limits.append(int(config["max_position_embeddings"]) - (family.position_offset if family else 0))
     return min(limits)
+
+
+ST_POOLING_MODES = {
+    "pooling_mode_cls_token": "cls",
+    "pooling_mode_mean_tokens": "mean",
+    "pooling_mode_max_tokens": "max",
+}
+
+
+def own_pooler(ref: ModelRef) -> str:
+    """The pooling the model was trained with, as its sentence-transformers directory says (modules.json's Pooling
+    module config), or 'mean' when it has none (a raw encoder, or a mode bertlens has no pooler for)."""
+    modules = ref.path / "modules.json"
+    try:
+        entries = json.loads(modules.read_text()) if modules.is_file() else []
+        pooling = next((e for e in entries if str(e.get("type", "")).endswith("Pooling")), None)
+        config = json.loads((ref.path / pooling["path"] / "config.json").read_text()) if pooling else {}
+    except (OSError, ValueError, TypeError, KeyError):
+        return "mean"  # an unreadable config says nothing the model was trained with
+    on = [pooler for key, pooler in ST_POOLING_MODES.items() if config.get(key)]
+    return on[0] if len(on) == 1 else "mean"

@@ -133,8 +133,8 @@ def test_a_recommended_whitened_candidate_is_saved_and_reproduces_its_score(tmp_
     from bertlens.tasks.catalog import get_task
     from bertlens.tasks.loaders import load_catalog_task
 
-    def choose_whitened(result, bank):
-        return next(i for i, c in enumerate(result.candidates) if c.name == "mean/L2+whiten")
+    def choose_whitened(result, width, default=None, seed=0):
+        return next(i for i, c in enumerate(result.candidates) if c.name == "mean/L2+whiten"), ""
 
     monkeypatch.setattr(sweep_module, "choose", choose_whitened)
     out = tmp_path / "sw"

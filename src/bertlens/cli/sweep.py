@@ -197,7 +197,10 @@ def _run_texts(args: argparse.Namespace, poolers: tuple[str, ...]) -> None:
         ("#", "candidate", "score [95% range]", ""),
         leaderboard(protocol),
     )
-    STDERR.print(f"recommended [bold]{result.recommended.name}[/] from {len(texts)} texts, no labels: {result.basis}")
+    swept = (
+        min(len(texts), args.max_examples) if args.max_examples is not None else len(texts)
+    )  # run_texts_sweep samples
+    STDERR.print(f"recommended [bold]{result.recommended.name}[/] from {swept} texts, no labels: {result.basis}")
     say(
         f"how far this can be trusted: {CATALOG_TRUST}; with a few labels, `bertlens sweep --data FILE ... "
         "--protocols probe,label_free` says how far it holds on your task"

@@ -50,6 +50,7 @@ class ProbeScores:
     scored_by: tuple[str, ...]  # per candidate: LOGISTIC or SCREEN
     capped: int = 0  # contenders left to the screen by MAX_CONTENDERS / LOGISTIC_UNITS
     seconds: tuple[float, float] = (0.0, 0.0)  # (screen, logistic) wall time
+    dev_predictions: np.ndarray | None = None  # [C, sum of dev rows]: each fold's dev rows, by the probe that scored
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class _Screen:
     predictions: np.ndarray  # [C, n_test_total]
     per_fold: np.ndarray  # [F, C]
     dev_correct: np.ndarray  # [C, sum of dev rows] bool: right or wrong on every dev row of every fold
+    dev_predictions: np.ndarray  # [C, sum of dev rows] class ids
 
 
 def _offsets(folds: list[Fold]) -> list[int]:
@@ -71,14 +73,17 @@ def _screen(
     predictions = np.zeros((count, offsets[-1]), dtype=np.int64)
     per_fold = np.zeros((len(folds), count))
     dev_correct = np.zeros((count, dev_offsets[-1]), dtype=bool)
+    dev_predictions = np.zeros((count, dev_offsets[-1]), dtype=np.int64)
 
     def choose(dev: torch.Tensor, rows: np.ndarray) -> np.ndarray:
         return (dev.argmax(-1).numpy() == targets[rows]).mean(-1).argmax(-1)  # [C]; ties: the weakest strength
 
     def record(ids: list[int], k: int, out) -> None:
         picks = torch.arange(len(ids)), torch.as_tensor(out.chosen)
-        right = out.dev[picks].argmax(-1).numpy() == targets[folds[k].dev]  # [C, n_dev]
+        predicted = out.dev[picks].argmax(-1).numpy()  # [C, n_dev]
+        right = predicted == targets[folds[k].dev]
         dev_correct[ids, dev_offsets[k] : dev_offsets[k + 1]] = right
+        dev_predictions[ids, dev_offsets[k] : dev_offsets[k + 1]] = predicted
         per_fold[k, ids] = right.mean(-1)
         predictions[ids, offsets[k] : offsets[k + 1]] = out.test.argmax(-1).numpy()
 
@@ -96,7 +101,7 @@ def _screen(
                 record([i], k, out)
         done += len(ids)
         progress("screening candidates (ridge)", done, count)
-    return _Screen(predictions, per_fold, dev_correct)
+    return _Screen(predictions, per_fold, dev_correct, dev_predictions)
 
 
 def contenders(dev_correct: np.ndarray, z: float = CONTENDER_Z, slack: float = CONTENDER_SLACK) -> list[int]:
@@ -151,6 +156,7 @@ def _logistic(source: FeatureSource, batch: list[int], folds, targets, strengths
     two cores), when two folds' working memory fits the batch budget.
     """
     offsets = _offsets(folds)
+    dev_offsets = list(np.cumsum([0] + [len(f.dev) for f in folds]))
 
     def fit(k: int):
         fold = folds[k]
@@ -166,6 +172,7 @@ def _logistic(source: FeatureSource, batch: list[int], folds, targets, strengths
     for k, selected in enumerate(fitted):
         scores.predictions[batch, offsets[k] : offsets[k + 1]] = selected.predictions
         scores.per_fold[k, batch] = selected.dev_accuracy
+        scores.dev_predictions[batch, dev_offsets[k] : dev_offsets[k + 1]] = selected.dev_predictions
 
 
 def _in_turn(fit: Callable, count: int, done: Callable[[int, int], None]) -> list:
@@ -203,7 +210,13 @@ def screened_probe(
     ranked = contenders(screen.dev_correct)
     fitted = _affordable(ranked, widths, outputs, always)
     scored_by = tuple(LOGISTIC if i in fitted else SCREEN for i in range(len(widths)))
-    scores = ProbeScores(screen.predictions, screen.per_fold, scored_by, len(set(ranked) - set(fitted)))
+    scores = ProbeScores(
+        screen.predictions,
+        screen.per_fold,
+        scored_by,
+        len(set(ranked) - set(fitted)),
+        dev_predictions=screen.dev_predictions,
+    )
     start = time.perf_counter()
     # per candidate: float32 + two bf16 copies of the features (8 bytes x width), logits, softmax and gradients
     # (about 20 bytes x outputs)

@@ -22,6 +22,7 @@ class Selected:
     chosen: np.ndarray
     dev_accuracy: np.ndarray
     predictions: np.ndarray
+    dev_predictions: np.ndarray | None = None  # [C, n_dev] at the chosen strength (the choice's own evidence)
 
 
 def logistic_on_dev(
@@ -39,4 +40,4 @@ def logistic_on_dev(
     dev_acc = (held_out[..., :n_dev] == y_dev).mean(axis=-1)  # [C, R]
     chosen = dev_acc.argmax(axis=1)  # [C]
     picks = np.arange(len(chosen))
-    return Selected(chosen, dev_acc[picks, chosen], held_out[picks, chosen, n_dev:])
+    return Selected(chosen, dev_acc[picks, chosen], held_out[picks, chosen, n_dev:], held_out[picks, chosen, :n_dev])

@@ -6,6 +6,8 @@ import numpy as np
 
 from bertlens.errors import BertlensError
 from bertlens.features.bank import Bank
+from bertlens.metrics.bootstrap import paired_difference
+from bertlens.models import own_pooler
 from bertlens.probing.candidates import LIMITATIONS
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.kinds import RETRIEVAL, SIMILARITY
@@ -42,15 +44,48 @@ def rank(validation: np.ndarray, test_value: np.ndarray, candidates, width: int,
     )
 
 
-def choose(result: ProtocolResult, width: int) -> int:
-    """Best validation score among candidates whose score is defined; never an undefined one."""
+def own_reading(num_layers: int, pooler: str) -> str:
+    """The candidate that is the model's own reading: its trained pooling (models.own_pooler) of its last layer."""
+    return f"{pooler}/L{num_layers}"
+
+
+def prefer_own(order: list[int], names: list[str], default: str | None, outputs, gold, metric: str, seed: int):
+    """The first of `order`, unless the model's own reading `default` is tied with it on the choosing data (a paired
+    bootstrap of their difference on `outputs` [C, n] includes 0): then `default`. A user is moved off the reading
+    the model was trained with only when the evidence says the move is better. Returns (index, why)."""
+    best = order[0]
+    if default is None or default not in names or names[best] == default or outputs is None:
+        return best, ""
+    own = names.index(default)
+    pair = np.asarray(outputs)[[own, best]]
+    if own not in order or not np.isfinite(pair).all() or pair.shape[1] < 2:
+        return best, ""
+    gain, low, high = paired_difference(pair, gold, metric, resamples=1000, seed=seed)
+    figures = f"{gain:+.4f} [{low:+.4f}, {high:+.4f}] on the choosing data (paired bootstrap)"
+    if low <= 0:
+        return own, (
+            f"; {names[best]} scored higher on the choosing data but is tied there with the model's own reading "
+            f"{default} ({figures}): the model's own reading is kept"
+        )
+    return best, f"; better than the model's own reading {default} by {figures}"
+
+
+def choose(result: ProtocolResult, width: int, default: str | None = None, seed: int = 0) -> tuple[int, str]:
+    """Best validation score among candidates whose score is defined (never an undefined one), unless it is tied
+    with the model's own reading on the choosing data (prefer_own); (index, why) for the basis."""
     order = rank(result.validation, result.test.value, result.candidates, width, result.scored_by)
     if not order:
         raise BertlensError(
             f"no candidate has a defined {result.metric} under protocol '{result.protocol}' (constant vectors or "
             "constant targets?); check the task's labels or scores"
         )
-    return order[0]
+    names = [c.name for c in result.candidates]
+    if result.validation_outputs is None and result.protocol == "label_free" and default in names:
+        own = names.index(default)  # no labels: its evidence is the paired subsamples the intervals come from
+        if own in order and order[0] != own and bool(result.test.tied_with_best[own]):
+            return own, f"; tied with the model's own reading {default} over the subsamples: it is kept"
+        return order[0], ""
+    return prefer_own(order, names, default, result.validation_outputs, result.validation_gold, result.metric, seed)
 
 
 def nested_selection(
@@ -61,13 +96,23 @@ def nested_selection(
     bank: Bank,
     test_value: np.ndarray,
     scored_by: tuple[str, ...] = (),
+    own: tuple | None = None,
 ) -> tuple[np.ndarray, tuple[str, ...]]:
     """Cross-validation of the choice itself: in each fold, the candidate chosen on that fold's inner dev
-    split, scored on that fold's held-out rows. Returns its out-of-fold outputs [n] and the names chosen."""
-    chosen, selected, offset = [], np.zeros(outputs.shape[1]), 0
+    split (by the same rule as the recommendation: `own` = (default name, validation outputs [C, sum of dev rows],
+    their gold, metric, seed) keeps the model's own reading when tied), scored on that fold's held-out rows.
+    Returns its out-of-fold outputs [n] and the names chosen."""
+    chosen, selected, offset, dev_offset = [], np.zeros(outputs.shape[1]), 0, 0
+    names = [c.name for c in candidates]
     for k, fold in enumerate(folds):
         order = rank(per_fold[k], test_value, candidates, bank.width, scored_by)
         pick = order[0] if order else 0
+        if order and own is not None and own[1] is not None:
+            default, dev_outputs, dev_gold, metric, seed = own
+            rows = slice(dev_offset, dev_offset + len(fold.dev))
+            gold = None if dev_gold is None else dev_gold[rows]
+            pick, _ = prefer_own(order, names, default, dev_outputs[:, rows], gold, metric, seed)
+        dev_offset += len(fold.dev)
         selected[offset : offset + len(fold.test)] = outputs[pick, offset : offset + len(fold.test)]
         chosen.append(candidates[pick].name)
         offset += len(fold.test)
@@ -131,7 +176,7 @@ def notes(task: TaskData, base: Recipe, config: SweepConfig) -> tuple[str, ...]:
 def make_result(task, encoder, base, config, width: int, protocols, timings, fitted, validated_by: str) -> SweepResult:
     """The recommendation from the main protocol's validation scores, and everything the reports need."""
     main = protocols[task.kind.main_protocol]
-    chosen = choose(main, width)
+    chosen, why = choose(main, width, own_reading(encoder.num_layers, own_pooler(encoder.ref)), config.seed)
     recommended = main.candidates[chosen]
     recipe = recommended.recipe(base, main.mix_weights.get(recommended.name))
     split_word = f"mean inner-dev score over {validated_by}" if task.uses_cv else "dev score"
@@ -141,7 +186,7 @@ def make_result(task, encoder, base, config, width: int, protocols, timings, fit
         split_word = "the mean combined label-free score over the subsamples"
     basis = (
         f"protocol '{main.protocol}' ({main.description}); chosen by {split_word} "
-        f"{main.validation[chosen]:.4f}, ties broken by fewer dimensions then single layers"
+        f"{main.validation[chosen]:.4f}, ties broken by fewer dimensions then single layers{why}"
     )
     if task.kind.main_protocol == "cosine":
         basis += f"; cosine is how {task.kind.name} embeddings are used and needs no training"

@@ -10,6 +10,7 @@ import torch
 
 from bertlens.encoding.encoder import Encoder
 from bertlens.features.bank import Bank
+from bertlens.models import own_pooler
 from bertlens.probing.candidates import Candidate, candidate_features, enumerate_candidates
 from bertlens.progress import Progress, silent
 from bertlens.representation.pairs import pair_features
@@ -75,6 +76,11 @@ class SweepContext:
     texts: list[str]
     progress: Progress = silent
     fitted: dict[str, PostProcessor] = field(default_factory=dict)
+
+    @property
+    def own_reading(self) -> str:
+        """The candidate that is the model's own reading (its trained pooling of its last layer)."""
+        return f"{own_pooler(self.encoder.ref)}/L{self.bank.num_layers}"
 
     @property
     def test_gold(self) -> np.ndarray:

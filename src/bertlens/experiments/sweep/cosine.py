@@ -51,9 +51,10 @@ def cosine_scores(ctx: SweepContext, candidates: list[Candidate]) -> Scored:
     bank, ex, folds, config = ctx.bank, ctx.ex, ctx.folds, ctx.config
     scores = np.zeros((len(candidates), sum(len(f.test) for f in folds)))
     per_fold = np.zeros((len(folds), len(candidates)))
+    dev_cosines = np.full((len(candidates), sum(len(f.dev) for f in folds)), np.nan)  # the choosing pairs' cosines
     mix_weights = {}
     for i, candidate in enumerate(candidates):
-        offset, learned = 0, []
+        offset, dev_offset, learned = 0, 0, []
         if candidate.mixer == "scalar_mix":  # one fit per fold, independent: run them on every core
 
             def fit(fold: Fold, c: Candidate = candidate) -> np.ndarray:
@@ -72,8 +73,10 @@ def cosine_scores(ctx: SweepContext, candidates: list[Candidate]) -> Scored:
                 return t(candidate_features(bank, c, side[rows], m))
 
             scores[i, offset : offset + len(fold.test)] = row_cosine(feats(fold.test, ex.a), feats(fold.test, ex.b))
-            per_fold[k, i] = spearman(row_cosine(feats(fold.dev, ex.a), feats(fold.dev, ex.b)), ex.targets[fold.dev])
-            offset += len(fold.test)
+            dev = row_cosine(feats(fold.dev, ex.a), feats(fold.dev, ex.b))
+            per_fold[k, i] = spearman(dev, ex.targets[fold.dev])
+            dev_cosines[i, dev_offset : dev_offset + len(fold.dev)] = dev
+            offset, dev_offset = offset + len(fold.test), dev_offset + len(fold.dev)
         if learned:
             mix_weights[candidate.name] = tuple(float(x) for x in np.mean(learned, axis=0))
         if candidate.post and np.isfinite(per_fold[:, i]).all():
@@ -83,7 +86,8 @@ def cosine_scores(ctx: SweepContext, candidates: list[Candidate]) -> Scored:
             )
             if processor is not None:
                 ctx.fitted[candidate.name] = processor
-    return Scored(scores, per_fold, mix_weights)
+    dev_gold = ex.targets[np.concatenate([f.dev for f in folds])]
+    return Scored(scores, per_fold, mix_weights, validation_outputs=dev_cosines, validation_gold=dev_gold)
 
 
 def fit_post(bank: Bank, candidate: Candidate, text_rows: np.ndarray, processor: bool = False):

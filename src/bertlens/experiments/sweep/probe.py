@@ -97,7 +97,8 @@ def classification_probe(ctx: SweepContext, candidates: list[Candidate]) -> Scor
         for name, weights in mixes.items():
             learned.setdefault(name, []).append(weights)
     mix_weights = {name: tuple(float(x) for x in np.mean(ws, axis=0)) for name, ws in learned.items()}
-    return Scored(scores.predictions, scores.per_fold, mix_weights, scores)
+    dev_gold = ex.targets[np.concatenate([f.dev for f in folds])]
+    return Scored(scores.predictions, scores.per_fold, mix_weights, scores, scores.dev_predictions, dev_gold)
 
 
 def similarity_probe(ctx: SweepContext, candidates: list[Candidate]) -> Scored:

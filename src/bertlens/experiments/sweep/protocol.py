@@ -40,6 +40,8 @@ class Scored:
     per_fold: np.ndarray  # [F, C] validation score per fold
     mix_weights: dict[str, tuple[float, ...]] = field(default_factory=dict)  # ScalarMix weights, for the recipe
     screened: ProbeScores | None = None  # a screened probe: which probe scored each candidate, and its timings
+    validation_outputs: np.ndarray | None = None  # [C, n_dev] each candidate's outputs on the choosing rows
+    validation_gold: np.ndarray | None = None  # [n_dev] their targets
 
 
 @dataclass(frozen=True)
@@ -74,8 +76,9 @@ def scored_result(ctx: SweepContext, plan: Plan, scored: Scored) -> ProtocolResu
     selection, selected = None, ()
     if task.uses_cv:  # the choice, cross-validated, on the candidates' own resamples
         scores = point_estimates(scored.outputs, gold, task.metric)
+        own = (ctx.own_reading, scored.validation_outputs, scored.validation_gold, task.metric, config.seed)
         chosen_outputs, selected = nested_selection(
-            scored.per_fold, scored.outputs, ctx.folds, plan.candidates, ctx.bank, scores, scored_by
+            scored.per_fold, scored.outputs, ctx.folds, plan.candidates, ctx.bank, scores, scored_by, own
         )
         intervals, selection = bootstrap_with_extra(
             scored.outputs, chosen_outputs[None], gold, task.metric, resamples=config.resamples, seed=config.seed
@@ -97,4 +100,10 @@ def scored_result(ctx: SweepContext, plan: Plan, scored: Scored) -> ProtocolResu
         scored_by,
         timings,
     )
-    return replace(result, outputs=scored.outputs, gold=gold)
+    return replace(
+        result,
+        outputs=scored.outputs,
+        gold=gold,
+        validation_outputs=scored.validation_outputs,
+        validation_gold=scored.validation_gold,
+    )

@@ -36,6 +36,10 @@ class ProtocolResult:
     split_name: str = ""  # where the scores come from, when neither a test split nor out-of-fold (clustering)
     outputs: np.ndarray | None = field(default=None, repr=False)  # [C, n] per-example outputs the intervals came from
     gold: np.ndarray | None = field(default=None, repr=False)  # [n] their targets (None: per-example scores)
+    # the choosing data's own per-example outputs [C, n_dev] and targets (None: per-example scores): what a choice
+    # between two candidates rests on (choice.choose keeps the model's own reading when it is tied on them)
+    validation_outputs: np.ndarray | None = field(default=None, repr=False)
+    validation_gold: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def split(self) -> str:

@@ -101,6 +101,7 @@ def retrieval_protocols(
             description,
             scored_by=scores.scored_by,
             outputs=values[:, n_dev:],
+            validation_outputs=values[:, :n_dev],  # each choosing query's own score: the choice's evidence
         )
     free = trust = None
     if config.protocols and "label_free" in config.protocols:
