@@ -202,3 +202,19 @@ def test_every_probe_row_names_its_probe_and_only_a_logistic_one_is_recommended(
     rows = result_rows(sst2_result)
     assert [r["scored_by"] for r in rows] == list(probe.scored_by)
     assert {"screen_seconds", "logistic_seconds"} <= set(sst2_result.timings)
+
+
+def test_a_whitening_a_small_corpus_cannot_take_is_said_not_silently_empty(tmp_path, tiny_bert_dir):
+    """40 documents, 32 dimensions, mean pooling: whitening of some layers is rank-deficient."""
+    from bertlens.tasks.loaders import retrieval_task
+    from bertlens.tasks.retrieval import load_beir
+    from tests.tasks.test_retrieval import write_beir
+
+    docs = [(f"d{i}", "", f"doc {i % 3}") for i in range(12)]  # 3 distinct texts: whitening cannot be fitted
+    queries = [(f"q{i}", f"query {i}") for i in range(8)]
+    root = write_beir(tmp_path / "c", docs, queries, [(f"q{i}", f"d{i}", 1) for i in range(8)])
+    task = retrieval_task("tiny", load_beir(root), str(root))
+    result = run_sweep(task, str(tiny_bert_dir), cache_dir=tmp_path, config=SweepConfig(poolers=("mean",), resamples=20))
+    skipped = [n for n in result.notes if "have no score" in n]
+    assert skipped and "could not be fitted on 12 documents of 32 dimensions" in skipped[0]
+    assert "skipped for" in result.main.description

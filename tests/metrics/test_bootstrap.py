@@ -76,3 +76,23 @@ def test_singleton_groups_equal_the_plain_bootstrap():
     grouped = bootstrap(outputs, gold, "accuracy", resamples=200, seed=3, groups=np.arange(80))
     np.testing.assert_allclose(plain.low, grouped.low)
     np.testing.assert_allclose(plain.high, grouped.high)
+
+
+def test_a_t_interval_over_two_seeds_stays_inside_the_metrics_range():
+    from bertlens.metrics.intervals import METRIC_RANGES, t_interval
+
+    mean, low, high = t_interval(np.array([0.45, 0.535]))  # the case recommend printed as [-0.1453, 1.1253]
+    assert low < 0 and high > 1  # Student-t over two seeds: wider than the metric
+    cut = t_interval(np.array([0.45, 0.535]), METRIC_RANGES["accuracy"])
+    assert cut == (mean, 0.0, 1.0)
+    assert t_interval(np.array([0.8, 0.81, 0.82]), METRIC_RANGES["accuracy"])[1:] == t_interval(np.array([0.8, 0.81, 0.82]))[1:]
+
+
+def test_an_unknown_metric_and_too_few_resamples_are_refused():
+    from bertlens.errors import BertlensError
+    from bertlens.metrics.bootstrap import bootstrap
+
+    with pytest.raises(ValueError, match="no interval for metric 'f1'"):
+        bootstrap(np.zeros((2, 10)), np.zeros(10), "f1")
+    with pytest.raises(BertlensError, match="at least 20"):
+        bootstrap(np.zeros((2, 10)), np.zeros(10), "accuracy", resamples=5)

@@ -468,3 +468,40 @@ def test_several_recipes_on_one_server_are_chosen_by_model_and_share_their_weigh
         assert [m["name"] for m in info["models"]] == ["mean", "cls"]
     services = app.state.services
     assert services["mean"].admission is services["cls"].admission  # one client cap, one drain
+
+
+def test_a_field_a_route_does_not_read_is_refused_and_a_null_format_is_absent(served):
+    with httpx.Client(base_url=served, headers={"Authorization": "Bearer secret"}) as client:
+        floats = client.post("/embed", json={"inputs": TEXTS[:1], "encoding_format": "base64"})
+        assert floats.status_code == 422, floats.text  # /embed answers floats only: not silently
+        assert "/embed does not take 'encoding_format'" in floats.json()["error"]["message"]
+        typo = client.post("/v1/embeddings", json={"input": TEXTS[:1], "dimension": 8})
+        assert typo.status_code == 422 and "'dimension'" in typo.json()["error"]["message"]
+        null = client.post("/v1/embeddings", json={"input": TEXTS[:1], "encoding_format": None, "user": "me"})
+        assert null.status_code == 200 and isinstance(null.json()["data"][0]["embedding"], list)  # as OpenAI reads it
+
+
+def test_token_vectors_have_a_size_bound_and_count_in_metrics(embedder):
+    from fastapi.testclient import TestClient
+
+    limits = ServeLimits(max_inputs=8, max_token_values=10 * embedder.dim)  # ten tokens' vectors at most
+    with TestClient(create_app(embedder, ServeOptions(limits))) as client:
+        small = client.post("/embed_all", json={"inputs": ["hi"]})  # [CLS] hi [SEP]: 3 tokens
+        assert small.status_code == 200 and len(small.json()[0]) == 3
+        big = client.post("/embed_all", json={"inputs": ["a much longer text with many more words in it"] * 2})
+        assert big.status_code == 413 and "floats" in big.json()["error"]["message"]
+        metrics = client.get("/metrics").text
+    assert "bertlens_texts_total 1.0" in metrics and "bertlens_tokens_total 3.0" in metrics
+
+
+def test_a_second_signal_stops_the_server_at_once(embedder):
+    import uvicorn
+
+    from bertlens.serving.app import draining_server
+
+    app = create_app(embedder)
+    server = draining_server(uvicorn.Config(app), app.state.service)
+    server.handle_exit(15, None)
+    assert app.state.service.draining and not server.should_exit  # the first drains
+    server.handle_exit(15, None)
+    assert server.should_exit and server.force_exit  # the second stops, without uvicorn's own graceful wait

@@ -137,3 +137,18 @@ def test_hf_dataset_missing_column_is_a_clear_error(monkeypatch):
     fake_datasets(monkeypatch, {"train": {"text": ["x"], "label": [0]}})
     with pytest.raises(BertlensError, match="no column 'sentence'"):
         load_hf_task("x", kind="classification", text_cols=("sentence",), label_col="label")
+
+
+def test_a_test_file_that_repeats_training_rows_is_kept_apart_and_unseen_labels_are_named(tmp_path):
+    rows = [f"text number {i},{('pos', 'neg')[i % 2]}" for i in range(120)]
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\n" + "\n".join(rows) + "\n")
+    test = tmp_path / "test.csv"  # every test row is also a training row; 12 carry a label training never has
+    test.write_text("text,label\n" + "\n".join(rows[:48] + [f"odd text {i},neutral" for i in range(12)]) + "\n")
+    task = load_user_task(train, UserTable("classification", ("text",), "label", split_files={"test": test}))
+    assert len(task.splits["train"]) == 72 and len(task.splits["test"]) == 60  # the 48 shared rows leave training
+    overlap, unseen = task.notes
+    assert overlap.startswith("48 training rows are also in the test split (the same text): dropped from training")
+    assert unseen.startswith("12 test rows carry labels training never saw ('neutral')")
+    train_texts = set(task.splits["train"].texts_a)
+    assert not train_texts & set(task.splits["test"].texts_a)

@@ -105,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bertlens {args.command}: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(f"bertlens {args.command}: interrupted; rerun the same command to resume", file=sys.stderr)
+        what = getattr(args, "on_interrupt", "interrupted; rerun the same command to resume")
+        print(f"bertlens {args.command}: {what}", file=sys.stderr)
         return 130
     except Exception as exc:
         if debug:

@@ -50,6 +50,12 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--max-body-bytes", type=int, default=DEFAULTS.max_body_bytes, help="request body size")
     parser.add_argument("--max-queue", type=int, default=DEFAULTS.max_queue, help="requests waiting before 503")
     parser.add_argument(
+        "--max-token-values",
+        type=int,
+        default=DEFAULTS.max_token_values,
+        help="/embed_all: floats in one response, tokens x width (default 4,000,000: about 40 MB of JSON); over, 413",
+    )
+    parser.add_argument(
         "--max-client-requests",
         type=int,
         default=DEFAULTS.max_client_requests,
@@ -79,7 +85,7 @@ def add_parser(subparsers) -> None:
         several="repeat it to serve several recipes, each named by its file's stem and chosen by a request's "
         "'model' (GET /v1/models lists them); recipes of the same model share its weights",
     )
-    parser.set_defaults(run=run)
+    parser.set_defaults(run=run, on_interrupt="stopped")
 
 
 def _options(args: argparse.Namespace) -> ServeOptions:
@@ -94,6 +100,7 @@ def _options(args: argparse.Namespace) -> ServeOptions:
         args.max_queue,
         args.long_text_policy,
         args.max_client_requests,
+        args.max_token_values,
     )
     api_key = args.api_key if args.api_key is not None else os.environ.get("BERTLENS_API_KEY")
     if api_key is not None and not api_key.strip():

@@ -110,8 +110,11 @@ def run(args: argparse.Namespace) -> None:
     )
     if task.collection is not None:
         say(f"{task.name}: {task.collection.describe()}" + "".join(f"; {note}" for note in task.notes))
-    elif task.dropped:
-        say(f"dropped {task.dropped} invalid rows (--drop-invalid)")
+    else:
+        if task.dropped:
+            say(f"dropped {task.dropped} invalid rows (--drop-invalid)")
+        for note in task.notes:  # what the loader did to the user's splits (overlap dropped, unseen labels)
+            say(f"note: {note}")
     with progress_bar(f"sweep {task.name}", enabled=not args.quiet) as update:
         result = run_sweep(
             task,

@@ -26,7 +26,7 @@ from bertlens.features.layers import layer_vectors
 from bertlens.io.cache import cached_result, content_key
 from bertlens.metrics.cka import linear_cka
 from bertlens.metrics.geometry import row_cosine
-from bertlens.metrics.intervals import t_interval
+from bertlens.metrics.intervals import METRIC_RANGES, t_interval
 from bertlens.probing.logistic import fit_logistic
 from bertlens.probing.selection import C_GRID, logistic_on_dev
 from bertlens.progress import Progress, silent
@@ -374,7 +374,7 @@ def curve(result: CompareResult) -> list[CurvePoint]:
     for strategy in dict.fromkeys(r.strategy for r in result.runs):
         for size in sorted({r.size for r in result.runs if r.strategy == strategy}):
             chosen = [r for r in result.runs if r.strategy == strategy and r.size == size]
-            mean, low, high = t_interval(np.array([r.test for r in chosen]))
+            mean, low, high = t_interval(np.array([r.test for r in chosen]), METRIC_RANGES.get(result.metric))
             points.append(
                 CurvePoint(strategy, size, mean, low, high, len(chosen), float(np.mean([r.seconds for r in chosen])))
             )

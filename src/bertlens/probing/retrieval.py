@@ -41,6 +41,7 @@ class RetrievalScores:
     long_document_seconds: float = 0.0
     plain_bank: Bank | None = field(default=None, repr=False)  # the bank without prompts (corpus + queries)
     plain_texts: tuple[str, ...] = field(default=(), repr=False)  # its texts, in bank order
+    unfitted: tuple[str, ...] = ()  # post-processed candidates left undefined: their steps could not be fitted
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ def score_candidates(
     `documents` to its grade. Returns each metric per candidate and query."""
     per_query = {m: np.full((len(candidates), len(queries)), np.nan) for m in RANKING_METRICS}
     processors: dict[str, PostProcessor] = {}
+    unfitted: list[str] = []
     read: tuple = (None, None, None)  # the last (candidate without post, its documents, its queries): twins share it
     for i, candidate in enumerate(candidates):
         progress("retrieval: searching the corpus", i, len(candidates))
@@ -102,8 +104,9 @@ def score_candidates(
             continue
         if candidate.post:
             processor = _fit_post(candidate.post, doc_vectors)
-            if processor is None:
-                continue  # cannot be fitted on these vectors (e.g. rank-deficient): the candidate is undefined
+            if processor is None:  # cannot be fitted on these vectors (e.g. rank-deficient): the candidate is undefined
+                unfitted.append(candidate.name)
+                continue
             processors[candidate.name] = processor
             doc_vectors = processor.transform(doc_vectors, dtype=np.float32)
             query_vectors = processor.transform(query_vectors, dtype=np.float32)
@@ -111,7 +114,7 @@ def score_candidates(
         for name, values in ranking_metrics(ranked.numpy(), judgements).items():
             per_query[name][i] = values
     progress("retrieval: searching the corpus", len(candidates), len(candidates))
-    return RetrievalScores(per_query, processors)
+    return RetrievalScores(per_query, processors, unfitted=tuple(unfitted))
 
 
 def sweep_retrieval(
@@ -128,6 +131,7 @@ def sweep_retrieval(
     per_query: dict[str, list[np.ndarray]] = {}
     processors: dict[str, PostProcessor] = {}
     candidates: list[Candidate] = []
+    unfitted: list[str] = []
     seconds = 0.0
     query_rows: dict[PromptSet | None, tuple] = {}
     for prompts in (None, *plan.prompt_sets):
@@ -167,6 +171,7 @@ def sweep_retrieval(
         for metric, values in scores.per_query.items():
             per_query.setdefault(metric, []).append(values)
         processors.update(scores.processors)
+        unfitted += scores.unfitted
         candidates += family
     stacked = {metric: np.concatenate(parts) for metric, parts in per_query.items()}  # [C, Q]
     scored_by = ["cosine"] * len(candidates)
@@ -193,6 +198,7 @@ def sweep_retrieval(
         time.perf_counter() - start,
         plain_bank,
         tuple(plain_texts),
+        tuple(unfitted),
     )
 
 

@@ -46,6 +46,7 @@ from bertlens.serving.metrics import CONTENT_TYPE, ServerMetrics
 from bertlens.serving.requests import (
     ENCODINGS,
     ApiError,
+    check_fields,
     check_key,
     encoded,
     json_response,
@@ -129,9 +130,10 @@ def _chooser(services: dict[str, EmbeddingService]) -> Chooser:
 def _openai_route(pick: Chooser, limits) -> Callable[[Request], Awaitable[Response]]:
     async def work(request: Request) -> Response:
         payload = await read_json(request, limits)
+        check_fields(payload, "/v1/embeddings")
         service = pick(payload)
         texts = prompted(payload, request_texts(payload, "input", service.limits), service.embedder.recipe)
-        encoding = payload.get("encoding_format", "float")
+        encoding = payload.get("encoding_format") or "float"  # null is absent, as OpenAI reads it
         if encoding not in ENCODINGS:
             raise ApiError(422, f"'encoding_format' must be one of {', '.join(repr(e) for e in ENCODINGS)}")
         width = service.check_dimensions(payload.get("dimensions"))
@@ -148,6 +150,7 @@ def _openai_route(pick: Chooser, limits) -> Callable[[Request], Awaitable[Respon
 def _tei_route(pick: Chooser, limits) -> Callable[[Request], Awaitable[Response]]:
     async def work(request: Request) -> Response:
         payload = await read_json(request, limits)
+        check_fields(payload, "/embed")
         service = pick(payload)
         texts = prompted(payload, request_texts(payload, "inputs", service.limits), service.embedder.recipe)
         normalize, truncate = payload.get("normalize", True), payload.get("truncate", False)
@@ -171,6 +174,7 @@ def _tokens_route(services: dict[str, EmbeddingService], pick: Chooser, limits):
 
     async def work(request: Request) -> Response:
         payload = await read_json(request, limits)
+        check_fields(payload, "/embed_all")
         service = pick(payload)
         tokens_encoder = copies[id(service)]
         if tokens_encoder is None:
@@ -182,9 +186,21 @@ def _tokens_route(services: dict[str, EmbeddingService], pick: Chooser, limits):
         truncate = payload.get("truncate", False)
         if not isinstance(truncate, bool):
             raise ApiError(422, "'truncate' must be true or false")
-        service.token_counts(texts, service.refuses_long or (None if truncate else "send truncate: true"))
+        tokens, over = service.token_counts(
+            texts, service.refuses_long or (None if truncate else "send truncate: true")
+        )
+        values = tokens * service.embedder.dim  # tokens counted with the special ones, as /embed_all returns them
+        if values > service.limits.max_token_values:
+            raise ApiError(
+                413,
+                f"the token vectors would be {values:,} floats (about {values * 10 // 2**20} MB of JSON); at most "
+                f"{service.limits.max_token_values:,}: send fewer or shorter inputs",
+            )
         async with lock:  # one request at a time on this copy; the batcher's workers keep their own
             vectors = await asyncio.to_thread(tokens_encoder.token_vectors, texts)
+        service.metrics.texts.inc(len(texts))  # /metrics counts these texts too, not only the batcher's
+        service.metrics.tokens.inc(tokens)
+        service.metrics.truncated.inc(over)
         return json_response([np.ascontiguousarray(v, dtype=np.float32) for v in vectors])
 
     return work
@@ -397,8 +413,8 @@ def draining_server(config, service: EmbeddingService):
         def handle_exit(self, sig, frame) -> None:
             if self.drain_start is None:
                 service.draining, self.drain_start = True, time.monotonic()
-            else:
-                super().handle_exit(sig, frame)  # a second signal: stop now
+            else:  # a second signal: stop now, without uvicorn's own graceful wait for connections
+                self.should_exit = self.force_exit = True
 
         async def on_tick(self, counter: int) -> bool:
             if self.drain_start is not None and not self.should_exit:

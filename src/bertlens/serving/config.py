@@ -20,6 +20,7 @@ class ServeLimits:
     max_queue: int = 1024  # requests waiting
     long_text: str = "truncate"  # texts over the model's limit: truncate (and count) or refuse (413)
     max_client_requests: int = 0  # requests one client address may have in flight (0: no limit); over it, 429
+    max_token_values: int = 4_000_000  # /embed_all: floats in one response (tokens x width); about 40 MB of JSON
 
     def __post_init__(self) -> None:
         for spec in fields(self):

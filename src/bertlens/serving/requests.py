@@ -22,6 +22,23 @@ class ApiError(Exception):
         self.status, self.message, self.kind = status, message, kind
 
 
+# What each route reads from a body; any other field is refused, not ignored (a client that sends
+# `encoding_format` to /embed would otherwise get floats it did not ask for and not know it).
+FIELDS = {
+    "/v1/embeddings": ("input", "model", "encoding_format", "dimensions", "user", "input_type"),
+    "/embed": ("inputs", "normalize", "truncate", "input_type", "model"),
+    "/embed_all": ("inputs", "truncate", "input_type", "model"),
+}
+
+
+def check_fields(payload: dict, route: str) -> None:
+    """422 naming the first field `route` does not read, and the fields it does."""
+    known = FIELDS[route]
+    unknown = [name for name in payload if name not in known]
+    if unknown:
+        raise ApiError(422, f"{route} does not take '{unknown[0]}'; its fields are {', '.join(known)}")
+
+
 def request_texts(payload: dict, field: str, limits: ServeLimits) -> list[str]:
     """payload[field]: a string or a list of strings, each non-empty and within the limits."""
     if field not in payload:

@@ -299,7 +299,45 @@ def load_user_task(
     data = build_task(
         path.stem, kind, raw, str(path), drop_invalid=drop_invalid, folds=folds, source=str(path), wheres=wheres
     )
+    if split_col is not None or split_files:
+        data = separated_splits(data)
     return _check_fold_size(limit_examples(data, max_examples, seed), str(path))
+
+
+def separated_splits(data: TaskData) -> TaskData:
+    """A user's own splits kept apart: a training row that is also in the test or dev split (the same text, or the
+    same pair) is dropped from training, and test labels training never saw are named; both said in the notes, as
+    the sweep's report and the CLI print them. Scoring what was trained on would report a memorised score."""
+    train = data.splits.get("train")
+    held_names = [name for name in ("test", "dev") if name in data.splits]
+    if train is None or not held_names:
+        return data
+
+    def key(split: Split, i: int) -> tuple:
+        return split.texts_a[i], split.texts_b[i] if split.texts_b is not None else None
+
+    held = {key(data.splits[name], i) for name in held_names for i in range(len(data.splits[name]))}
+    keep = np.array([i for i in range(len(train)) if key(train, i) not in held], dtype=np.int64)
+    notes = list(data.notes)
+    if len(keep) < len(train):
+        notes.append(
+            f"{len(train) - len(keep)} training rows are also in the {' or '.join(held_names)} split (the same "
+            f"{'pair' if train.texts_b is not None else 'text'}): dropped from training, so no score is on rows "
+            "the probe was trained on"
+        )
+    if not len(keep):
+        raise BertlensError(f"{data.source}: every training row is also in the {' or '.join(held_names)} split")
+    splits = {**data.splits, "train": train.subset(keep)}
+    if data.kind.classes and "test" in data.splits:
+        unseen = sorted(set(data.splits["test"].targets.tolist()) - set(splits["train"].targets.tolist()))
+        if unseen:
+            rows = int(np.isin(data.splits["test"].targets, unseen).sum())
+            names = ", ".join(repr(data.class_names[i]) for i in unseen[:5])
+            notes.append(
+                f"{rows} test rows carry labels training never saw ({names}): no probe can predict them, so they "
+                "count as errors"
+            )
+    return replace(data, splits=splits, notes=tuple(notes))
 
 
 SPLIT_VALUES = {"train": "train", "dev": "dev", "validation": "dev", "valid": "dev", "test": "test"}

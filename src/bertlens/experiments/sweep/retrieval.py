@@ -71,10 +71,11 @@ def retrieval_protocols(
     if config.long_documents:
         timings["long_document_seconds"] = scores.long_document_seconds
     n_dev = len(split.dev)
-    description = (
-        "cosine top-100 of each query over the whole corpus (exact search, no training); "
-        f"post-processing ({plan.post}) fitted on the corpus vectors; " + split.description
-    )
+    post = f"post-processing ({plan.post}) fitted on the corpus vectors"
+    if scores.unfitted:
+        post += f" where it could be (skipped for {len(scores.unfitted)} candidates: see the notes)"
+    description = "cosine top-100 of each query over the whole corpus (exact search, no training); " + post
+    description += "; " + split.description
     if plan.long_documents:
         description += (
             "; long documents: the best candidate on the choosing queries also read as head_tail, windows, "

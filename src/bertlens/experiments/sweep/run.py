@@ -97,7 +97,16 @@ def _retrieval_sweep(task, encoder: Encoder, base: Recipe, cache_dir, config: Sw
         task, encoder, base, config, encoder.hidden_size, protocols, timings, scores.processors, "the choosing queries"
     )
     loss = retrieval_dimension_loss(result, scores, task, config)
-    return replace(result, label_free=free, trust=trust, recipe=result.recipe.replace(dimension_loss=loss))
+    notes = result.notes
+    if scores.unfitted:
+        notes += (
+            f"{len(scores.unfitted)} post-processed candidates ({', '.join(scores.unfitted[:3])}"
+            f"{', ...' if len(scores.unfitted) > 3 else ''}) have no score: '{config.postprocess or 'whiten'}' could "
+            f"not be fitted on {len(task.collection.documents)} documents of {encoder.hidden_size} dimensions (whitening "
+            "needs more documents than dimensions); the plain candidates are scored",
+        )
+    recipe = result.recipe.replace(dimension_loss=loss)
+    return replace(result, label_free=free, trust=trust, recipe=recipe, notes=notes)
 
 
 def _sweep_encoder(encoder: Encoder | str, base: Recipe, config: SweepConfig) -> Encoder:
