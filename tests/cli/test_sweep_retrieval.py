@@ -67,6 +67,7 @@ def test_prompt_sets_are_scored_as_candidates_and_reach_the_recipe(tmp_path, tin
     assert (recipe["query_prompt"], recipe["document_prompt"]) == (
         ("query: ", "passage: ") if prompted else (None, None)
     )
+    assert list(recipe["dimension_loss"]) == ["16"]  # measured on the bank of the chosen prompt set, prompted or not
 
 
 def test_bad_prompt_sets_are_one_line(tmp_path, tiny_bert_dir, capsys):

@@ -214,7 +214,9 @@ def test_a_whitening_a_small_corpus_cannot_take_is_said_not_silently_empty(tmp_p
     queries = [(f"q{i}", f"query {i}") for i in range(8)]
     root = write_beir(tmp_path / "c", docs, queries, [(f"q{i}", f"d{i}", 1) for i in range(8)])
     task = retrieval_task("tiny", load_beir(root), str(root))
-    result = run_sweep(task, str(tiny_bert_dir), cache_dir=tmp_path, config=SweepConfig(poolers=("mean",), resamples=20))
+    result = run_sweep(
+        task, str(tiny_bert_dir), cache_dir=tmp_path, config=SweepConfig(poolers=("mean",), resamples=20)
+    )
     skipped = [n for n in result.notes if "have no score" in n]
     assert skipped and "could not be fitted on 12 documents of 32 dimensions" in skipped[0]
     assert "skipped for" in result.main.description

@@ -38,7 +38,9 @@ def test_without_the_default_or_its_evidence_the_order_stands():
     assert prefer_own([1, 0], NAMES, "mean/L6", np.stack([wrong, right]), labels, "accuracy", 0)[0] == 1
 
 
-def test_the_models_own_pooling_is_read_from_its_sentence_transformers_config(tmp_path, default_model_dir, tiny_bert_dir):
+def test_the_models_own_pooling_is_read_from_its_sentence_transformers_config(
+    tmp_path, default_model_dir, tiny_bert_dir
+):
     assert own_pooler(resolve_model("default")) == "mean"  # all-MiniLM-L6-v2 was trained with mean pooling
     assert own_pooler(resolve_model(str(tiny_bert_dir))) == "mean"  # no sentence-transformers config: mean
     import shutil

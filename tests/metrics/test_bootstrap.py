@@ -85,7 +85,10 @@ def test_a_t_interval_over_two_seeds_stays_inside_the_metrics_range():
     assert low < 0 and high > 1  # Student-t over two seeds: wider than the metric
     cut = t_interval(np.array([0.45, 0.535]), METRIC_RANGES["accuracy"])
     assert cut == (mean, 0.0, 1.0)
-    assert t_interval(np.array([0.8, 0.81, 0.82]), METRIC_RANGES["accuracy"])[1:] == t_interval(np.array([0.8, 0.81, 0.82]))[1:]
+    assert (
+        t_interval(np.array([0.8, 0.81, 0.82]), METRIC_RANGES["accuracy"])[1:]
+        == t_interval(np.array([0.8, 0.81, 0.82]))[1:]
+    )
 
 
 def test_an_unknown_metric_and_too_few_resamples_are_refused():

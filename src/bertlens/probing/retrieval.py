@@ -42,6 +42,8 @@ class RetrievalScores:
     plain_bank: Bank | None = field(default=None, repr=False)  # the bank without prompts (corpus + queries)
     plain_texts: tuple[str, ...] = field(default=(), repr=False)  # its texts, in bank order
     unfitted: tuple[str, ...] = ()  # post-processed candidates left undefined: their steps could not be fitted
+    # each prompt set's bank (None: no prompt) with its document and query rows in the order of the collection
+    banks: dict = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,7 @@ def sweep_retrieval(
     processors: dict[str, PostProcessor] = {}
     candidates: list[Candidate] = []
     unfitted: list[str] = []
+    kept_banks: dict = {}
     seconds = 0.0
     query_rows: dict[PromptSet | None, tuple] = {}
     for prompts in (None, *plan.prompt_sets):
@@ -154,6 +157,8 @@ def sweep_retrieval(
         seconds += time.perf_counter() - start
         index = {text: i for i, text in enumerate(texts)}
         query_rows[prompts] = (bank, np.array([index[t] for t in query_texts]))
+        documents_rows = np.array([index[t] for t in doc_texts])
+        kept_banks[prompts.name if prompts else None] = (bank, documents_rows, query_rows[prompts][1])
         plain = [
             replace(c, prompts=prompts)
             for c in enumerate_candidates(bank.num_layers, plan.poolers, plan.layers)
@@ -199,6 +204,7 @@ def sweep_retrieval(
         plain_bank,
         tuple(plain_texts),
         tuple(unfitted),
+        kept_banks,
     )
 
 

@@ -133,8 +133,9 @@ class EmbeddingService:
         if loss is None:
             raise ApiError(
                 422,
-                f"'dimensions' {dimensions}: the loss at this width was never measured for this recipe "
-                f"(bertlens sweep measures it); {offer}",
+                f"'dimensions' {dimensions}: the loss at this width was never measured for this recipe (a similarity "
+                "or retrieval sweep measures it for the recipe it recommends; a classification recipe's vectors feed a "
+                f"classifier, whose width is not cut); {offer}, or start the server with --any-dimensions",
             )
         if loss > self.options.max_dimension_loss:
             raise ApiError(

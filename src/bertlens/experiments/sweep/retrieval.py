@@ -117,19 +117,20 @@ def retrieval_protocols(
 
 
 def retrieval_dimension_loss(result: SweepResult, scores, task: TaskData, config: SweepConfig):
-    """The recommended retriever's nDCG@10 lost at each shorter width, on the test queries (no-prompt candidates;
-    None for a prompted one, whose bank is not kept)."""
+    """The recommended retriever's nDCG@10 lost at each shorter width, on the test queries, read from the bank of
+    its prompt set (None for a long-document reading: its documents are not in a bank)."""
     chosen = result.recommended
-    if chosen.prompts is not None or chosen.long_text is not None or scores.plain_bank is None:
+    key = chosen.prompts.name if chosen.prompts is not None else None
+    if chosen.long_text is not None or key not in scores.banks:
         return None
+    bank, documents, query_rows = scores.banks[key]  # query_rows: the collection's scored queries, in sweep order
     split = query_split(task.collection, config.seed)
-    row = {text: i for i, text in enumerate(scores.plain_texts)}
-    queries = [row[task.collection.queries[q]] for q in split.test]
-    documents = np.array([row[d] for d in task.collection.documents])
+    position = {int(q): i for i, q in enumerate(np.concatenate([split.dev, split.test]))}
+    queries = query_rows[[position[int(q)] for q in split.test]]
     transform = result.postprocessor.transform if result.postprocessor is not None else (lambda x: x)
     plain = replace(chosen, post=None)
-    doc_vectors = transform(candidate_features(scores.plain_bank, plain, documents))
-    query_vectors = transform(candidate_features(scores.plain_bank, plain, np.array(queries)))
+    doc_vectors = transform(candidate_features(bank, plain, documents))
+    query_vectors = transform(candidate_features(bank, plain, queries))
     return retrieval_loss(doc_vectors, query_vectors, list(split.test_judgements)) or None
 
 
