@@ -19,7 +19,7 @@ from rich.progress import (
 from rich.table import Table
 
 from bertlens.progress import Progress as ProgressFn
-from bertlens.progress import silent, split_stage
+from bertlens.progress import silent, split_stage, split_unit
 
 STDERR = Console(stderr=True)
 PLAIN_EVERY = 30.0  # seconds between progress lines when stderr is not a terminal
@@ -37,6 +37,7 @@ def _plain_progress(label: str, unit: str) -> ProgressFn:
     def update(stage: str, done: int, total: int) -> None:
         now = time.monotonic()
         stage, detail = split_stage(stage)
+        stage, counted = split_unit(stage, unit)
         new_stage = stage != last["stage"]
         if new_stage:
             last.update(stage=stage, start=now, first=done)
@@ -44,7 +45,7 @@ def _plain_progress(label: str, unit: str) -> ProgressFn:
             elapsed, progressed = now - last["start"], done - last["first"]
             speed = progressed / elapsed if elapsed >= 1.0 and progressed > 0 else 0.0
             rate = f" ({speed:,.1f}/s, ETA {_clock((total - done) / speed)})" if speed and done < total else ""
-            say(f"{label}: {stage} {done}/{total} {unit}{rate}" + (f", {detail}" if detail else ""))
+            say(f"{label}: {stage} {done}/{total} {counted}{rate}" + (f", {detail}" if detail else ""))
             last["at"] = now
 
     return update
@@ -78,8 +79,9 @@ def progress_bar(label: str, unit: str = "texts", enabled: bool = True) -> Itera
 
         def update(stage: str, done: int, total: int) -> None:
             stage, detail = split_stage(stage)
+            stage, counted = split_unit(stage, unit)
             speed = progress.tasks[0].speed
-            rate = ", ".join(part for part in (f"{speed:,.1f} {unit}/s" if speed else "", detail) if part)
+            rate = ", ".join(part for part in (f"{speed:,.1f} {counted}/s" if speed else "", detail) if part)
             description = f"{label}: {stage}"
             if description != progress.tasks[0].description:
                 progress.reset(task, description=description, total=total)  # a new stage gets its own rate and ETA

@@ -28,7 +28,7 @@ from bertlens.embedding.gate import Gate
 from bertlens.embedding.smoothing import ALPHAS, calibrate, smoothed, smoothed_name, smoothing_scales
 from bertlens.encoding.tokens import map_batches, pad_ids, tokenize
 from bertlens.metrics.geometry import row_cosine
-from bertlens.progress import Progress, silent
+from bertlens.progress import Progress, counting, silent
 
 SENSITIVITY_TEXTS = 32  # of the choosing texts rank the modules (each module costs one pass over them)
 MEAN_MARGIN_SE = 3.0  # the choosing texts' mean cosine must clear the gate by 3 standard errors of that mean ...
@@ -117,7 +117,11 @@ def choose_kept(
         with fake_quantized(graph, [s.module for s in ranked[count:]], ranges):
             cosines = row_cosine(run_all(), reference)
         trials.append(_trial(count, cosines, gate, "pytorch"))
-        progress("searching modules kept fp32 (bisection)", len(trials), math.ceil(math.log2(len(ranked) + 1)) + 1)
+        progress(
+            counting("searching modules kept fp32 (bisection)", "trials"),
+            len(trials),
+            math.ceil(math.log2(len(ranked) + 1)) + 1,
+        )
         return trials[-1].passed
 
     low = 0
@@ -159,7 +163,7 @@ def _rank(graph, groups, run_few, reference_few, ranges: Ranges | None, progress
         with fake_quantized(graph, [module], ranges):
             cosine = float(row_cosine(run_few(), reference_few).mean())
         found.append(Sensitivity(module, nodes, cosine))
-        progress("ranking modules (int8 emulated in PyTorch)", i + 1, len(groups))
+        progress(counting("ranking modules (int8 emulated in PyTorch)", "module groups"), i + 1, len(groups))
     return sorted(found, key=lambda s: s.mean_cosine)
 
 

@@ -19,7 +19,7 @@ from bertlens.features.bank import build_bank
 from bertlens.features.word_bank import WordBank, build_word_bank
 from bertlens.io.cache import cached_result, content_key
 from bertlens.probing.layerwise import DEFAULT_STRENGTHS, LayerFeatures, LayerwiseResult, probe_layers
-from bertlens.progress import Progress, silent
+from bertlens.progress import Progress, counting, silent
 from bertlens.tasks.conllu import Sentence, word_spans
 from bertlens.tasks.probing_names import ALL_TASKS, SENTENCE_TASKS, TOKEN_TASKS
 from bertlens.tasks.probing_tasks import (
@@ -265,7 +265,7 @@ def run_linguistic_suite(
             )
         features = None
         for number, name in enumerate(token_names):
-            progress(f"probing {name}", number, len(config.tasks))
+            progress(counting(f"probing {name}", "tasks"), number, len(config.tasks))
 
             def compute(name=name):
                 nonlocal features
@@ -296,7 +296,7 @@ def run_linguistic_suite(
         )
         timings["sentence_bank_seconds"] = time.perf_counter() - start
         for number, name in enumerate(sentence_names, start=len(token_names)):
-            progress(f"probing {name}", number, len(config.tasks))
+            progress(counting(f"probing {name}", "tasks"), number, len(config.tasks))
             outcomes[name] = _checkpointed(
                 checkpoint_dir, key, name, lambda name=name: _sentence_task(datasets[name], index, bank, config)
             )

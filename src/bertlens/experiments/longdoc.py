@@ -22,7 +22,7 @@ from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError, did_you_mean
 from bertlens.metrics.bootstrap import Intervals, bootstrap
 from bertlens.probing.selection import C_GRID, logistic_on_dev
-from bertlens.progress import Progress, silent
+from bertlens.progress import Progress, counting, silent
 from bertlens.representation.apply import Representation
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.kinds import CLASSIFICATION
@@ -124,7 +124,7 @@ def compare_long_text(
     stacked = torch.from_numpy(np.stack([features[s] for s in vector_names])) if vector_names else None  # [S, n, D]
     predictions = np.zeros((len(strategies), n), dtype=np.int64)
     for fold, part in enumerate(make_folds({"all": np.arange(n)}, labels, stratify=True, cv_folds=folds, seed=seed)):
-        progress("probing", fold, folds)
+        progress(counting("probing", "folds"), fold, folds)
         inner_train, inner_dev, test = part.train, part.dev, part.test
         if vector_names:
             rows = np.concatenate([inner_train, inner_dev, test])
@@ -137,7 +137,7 @@ def compare_long_text(
             config = replace(CHUNK_DEFAULTS, seed=seed + fold)
             model = train_chunk_classifier(s[5:], sequences[pass_of[s]], labels, inner_train, inner_dev, config=config)
             predictions[strategies.index(s), test] = model.predict(sequences[pass_of[s]], test)
-    progress("probing", folds, folds)
+    progress(counting("probing", "folds"), folds, folds)
     intervals = bootstrap(predictions, labels, "accuracy", resamples=resamples, seed=seed)
     windows_pass = next((p for k, p in passes.items() if k.startswith("windows")), None)
     per_doc = len(windows_pass.doc_index) / n if windows_pass is not None else 1.0

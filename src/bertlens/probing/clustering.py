@@ -15,7 +15,7 @@ import numpy as np
 from sklearn.cluster import MiniBatchKMeans
 from sklearn.metrics import v_measure_score
 
-from bertlens.progress import Progress, silent
+from bertlens.progress import Progress, counting, silent
 
 SUBSAMPLES = 10
 SUBSAMPLE_SIZE = 4000  # texts per subsample (all of them when fewer)
@@ -42,7 +42,7 @@ def v_measures(
     k = len(np.unique(labels))
     out = np.full((candidates, len(rows)), np.nan)
     for i in range(candidates):
-        progress("clustering", i, candidates)
+        progress(counting("clustering", "candidates"), i, candidates)
         for b, sample in enumerate(rows):
             x = features(i, sample)  # [n, D]
             if np.ptp(x, axis=0).max() <= 1e-6:
@@ -51,5 +51,5 @@ def v_measures(
                 warnings.simplefilter("ignore")  # fewer distinct points than clusters: sklearn warns, the score stands
                 model = MiniBatchKMeans(n_clusters=k, batch_size=BATCH, n_init="auto", random_state=seed + b)
                 out[i, b] = v_measure_score(labels[sample], model.fit_predict(x))
-    progress("clustering", candidates, candidates)
+    progress(counting("clustering", "candidates"), candidates, candidates)
     return out

@@ -27,7 +27,7 @@ from bertlens.metrics.geometry import random_pairs, row_cosine
 from bertlens.metrics.label_free import effective_rank, matrix_entropy, spectrum
 from bertlens.probing.candidates import Candidate, candidate_features
 from bertlens.probing.cores import map_on_cores
-from bertlens.progress import Progress, silent
+from bertlens.progress import Progress, counting, silent
 
 SUBSAMPLES = 5
 SUBSAMPLE_SIZE = 2000  # texts per subsample for anisotropy and uniformity
@@ -176,7 +176,9 @@ def score_label_free(
             out["alignment_words"][b] = by_words[resample].mean()
         return out
 
-    results = map_on_cores(score, candidates, lambda done, total: progress("label-free scores", done, total))
+    results = map_on_cores(
+        score, candidates, lambda done, total: progress(counting("label-free scores", "candidates"), done, total)
+    )
     for c, result in enumerate(results):
         for name, values in (result or {}).items():
             components[name][c] = values

@@ -22,7 +22,7 @@ from bertlens.errors import BertlensError
 from bertlens.features.bank import Bank, build_bank
 from bertlens.metrics.ranking import DEPTH, RANKING_METRICS, ranking_metrics, top_k, top_k_maxsim
 from bertlens.probing.candidates import Candidate, PromptSet, candidate_features, enumerate_candidates
-from bertlens.progress import Progress, silent
+from bertlens.progress import Progress, counting, silent
 from bertlens.representation.apply import Representation
 from bertlens.representation.postprocess import PostProcessor, parse_steps
 from bertlens.representation.recipe import Recipe
@@ -97,7 +97,7 @@ def score_candidates(
     unfitted: list[str] = []
     read: tuple = (None, None, None)  # the last (candidate without post, its documents, its queries): twins share it
     for i, candidate in enumerate(candidates):
-        progress("retrieval: searching the corpus", i, len(candidates))
+        progress(counting("retrieval: searching the corpus", "candidates"), i, len(candidates))
         plain = replace(candidate, post=None)
         if read[0] != plain:
             read = (plain, candidate_features(bank, plain, documents), candidate_features(bank, plain, queries))
@@ -115,7 +115,7 @@ def score_candidates(
         _, ranked = top_k(_normalised(query_vectors), _normalised(doc_vectors), DEPTH)  # [Q, 100]
         for name, values in ranking_metrics(ranked.numpy(), judgements).items():
             per_query[name][i] = values
-    progress("retrieval: searching the corpus", len(candidates), len(candidates))
+    progress(counting("retrieval: searching the corpus", "candidates"), len(candidates), len(candidates))
     return RetrievalScores(per_query, processors, unfitted=tuple(unfitted))
 
 
@@ -266,7 +266,7 @@ def score_readings(
     per_query = {m: np.full((len(READINGS), len(query_vectors)), np.nan) for m in RANKING_METRICS}
     encoded: dict[tuple, Pieces] = {}  # a mean and a maxsim reading of the same pieces share one encoding pass
     for r, reading in enumerate(READINGS):
-        progress(f"retrieval: long documents ({reading.label})", r, len(READINGS))
+        progress(counting(f"retrieval: long documents ({reading.label})", "readings"), r, len(READINGS))
         candidates.append(replace(candidate, long_text=reading.label))
         scored_by.append(reading.scored_by)
         key = (replace(reading.long_text, aggregate="mean"), reading.chunk)

@@ -24,7 +24,7 @@ from bertlens.probing.cores import map_on_cores
 from bertlens.probing.fold_ridge import ridge_over_folds
 from bertlens.probing.logistic import C_GRID
 from bertlens.probing.selection import logistic_on_dev
-from bertlens.progress import Progress, silent
+from bertlens.progress import Progress, counting, silent
 from bertlens.tasks.splits import Fold
 
 SCREEN_ALPHAS = (1e-4, 1e-3, 1e-2, 1e-1)  # ridge strengths x training rows: relative, so they mean the same at any n
@@ -100,7 +100,7 @@ def _screen(
                 (out,) = ridge_over_folds(source([i], None, k), targets, [fold], *ridge)
                 record([i], k, out)
         done += len(ids)
-        progress("screening candidates (ridge)", done, count)
+        progress(counting("screening (ridge)", "candidates"), done, count)
     return _Screen(predictions, per_fold, dev_correct, dev_predictions)
 
 
@@ -166,7 +166,7 @@ def _logistic(source: FeatureSource, batch: list[int], folds, targets, strengths
         )
 
     def done(count: int, total: int) -> None:
-        progress(f"logistic probes ({len(batch)} contenders)", count, total)
+        progress(counting(f"logistic probes ({len(batch)} contenders)", "folds"), count, total)
 
     fitted = map_on_cores(fit, list(range(len(folds))), done) if side else _in_turn(fit, len(folds), done)
     for k, selected in enumerate(fitted):

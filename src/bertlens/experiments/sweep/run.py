@@ -16,7 +16,7 @@ from bertlens.io.cache import default_cache_dir
 from bertlens.io.memory import release_freed_memory
 from bertlens.probing.candidates import candidate_features
 from bertlens.probing.truncation import similarity_loss
-from bertlens.progress import Progress, silent
+from bertlens.progress import Progress, counting, silent
 from bertlens.representation.choices import attentions_for
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.kinds import RETRIEVAL, SCORE, SIMILARITY
@@ -64,7 +64,7 @@ def run_sweep(
     protocols, label_free = {}, None
     wanted = _wanted(task, config)
     for number, name in enumerate(wanted):
-        progress(f"probing ({name})", number, len(wanted))
+        progress(counting(f"probing ({name})", "protocols"), number, len(wanted))
         start = time.perf_counter()
         protocol = PROTOCOLS[name]
         outcome = protocol.run(ctx, protocol.plan(ctx))
