@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from pathlib import Path
 
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
-from bertlens.cli.options import add_recipe_options, recipe_from_args
+from bertlens.cli.options import add_backend_options, add_recipe_options, encoder_from_args, recipe_from_args
 from bertlens.errors import BertlensError
 from bertlens.io.tables import EMPTY_POLICIES, TableSpec, check_file, parse_column
-from bertlens.representation.choices import SERVED_BACKENDS
 
 
 def add_parser(subparsers) -> None:
@@ -44,48 +42,9 @@ def add_parser(subparsers) -> None:
         help="retrieval: embed the texts as queries or as documents (the recipe's query_prompt or document_prompt "
         "goes before each one)",
     )
-    parser.add_argument(
-        "--engine",
-        choices=("local", "ray"),
-        default="local",
-        help="ray: encode shards on a pool of Ray actors (pip install 'bertlens[ray]'); reading, resume and output "
-        "stay local",
-    )
-    parser.add_argument("--ray-address", help="join this Ray cluster (default: start a local Ray instance)")
-    parser.add_argument("--ray-workers", type=int, default=2, help="Ray actors, each with its own model (default 2)")
-    parser.add_argument(
-        "--backend",
-        choices=SERVED_BACKENDS,
-        default="torch",
-        help="onnx: --model is a directory from `bertlens export --format onnx` (the recipe is inside it)",
-    )
+    add_backend_options(parser)
     add_recipe_options(parser)
     parser.set_defaults(run=run)
-
-
-def _embedder(args: argparse.Namespace):
-    """The encoder the flags name, built by the one factory (embedding/backends.py); `--engine ray` is the Ray
-    pool of the PyTorch backend."""
-    from bertlens.embedding.backends import BackendSpec, make_encoder
-
-    if args.backend == "onnx":
-        if args.engine == "ray":
-            raise BertlensError("--engine ray runs the PyTorch backend; drop --backend onnx")
-        recipe_flags = (
-            *("recipe", "layers", "mixer", "pooler", "max_length", "precision", "postprocess", "long_text"),
-            *("query_prompt", "document_prompt"),
-        )
-        given = [f"--{flag.replace('_', '-')}" for flag in recipe_flags if getattr(args, flag) is not None]
-        if args.normalize or args.exclude_special:
-            given.append("--normalize/--exclude-special")
-        if given:
-            raise BertlensError(f"--backend onnx runs the recipe baked into the export; drop {', '.join(given)}")
-        return make_encoder(BackendSpec("onnx", model_dir=args.model))
-    if args.precision is None and args.recipe is None:
-        args.precision = "auto"  # embedding's default: bf16 only where this machine runs it fast
-    backend = "ray" if args.engine == "ray" else "torch"
-    spec = BackendSpec(backend, recipe_from_args(args), device=args.device, trust_remote_code=args.trust_remote_code)
-    return make_encoder(replace(spec, ray_address=args.ray_address, ray_workers=args.ray_workers))
 
 
 def run(args: argparse.Namespace) -> None:
@@ -103,7 +62,7 @@ def run(args: argparse.Namespace) -> None:
     check_output(args.out)  # before the model loads: a bad --out fails in a second, not after the run
     if args.backend == "torch":
         _check_role(recipe_from_args(args), args.role)  # before the model loads
-    backend = _embedder(args)
+    backend = encoder_from_args(args)
     _check_role(backend.recipe, args.role)
     embedder = with_role(backend, args.role)
     with progress_bar("embed", enabled=not args.quiet) as update:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from bertlens.errors import BertlensError
 from bertlens.models import resolve_model
-from bertlens.representation.choices import MIXERS, POOLER_NAMES, PRECISIONS, parse_layers
+from bertlens.representation.choices import MIXERS, POOLER_NAMES, PRECISIONS, SERVED_BACKENDS, parse_layers
 from bertlens.representation.recipe import Recipe
 from bertlens.training.config import TrainConfig
 
@@ -162,3 +163,47 @@ def training_config(args: argparse.Namespace, seed: int) -> TrainConfig:
         checkpoint_every=args.checkpoint_every,
         precision=choose_precision(args.train_precision)[0],
     )
+
+
+def add_backend_options(parser: argparse.ArgumentParser) -> None:
+    """What runs the recipe: PyTorch here, a pool of Ray actors, or an ONNX export (embed, index)."""
+    parser.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="ray: encode shards on a pool of Ray actors (pip install 'bertlens[ray]'); reading, resume and output "
+        "stay local",
+    )
+    parser.add_argument("--ray-address", help="join this Ray cluster (default: start a local Ray instance)")
+    parser.add_argument("--ray-workers", type=int, default=2, help="Ray actors, each with its own model (default 2)")
+    parser.add_argument(
+        "--backend",
+        choices=SERVED_BACKENDS,
+        default="torch",
+        help="onnx: --model is a directory from `bertlens export --format onnx` (the recipe is inside it)",
+    )
+
+
+def encoder_from_args(args: argparse.Namespace):
+    """The encoder the flags name, built by the one factory (embedding/backends.py); `--engine ray` is the Ray
+    pool of the PyTorch backend."""
+    from bertlens.embedding.backends import BackendSpec, make_encoder
+
+    if args.backend == "onnx":
+        if args.engine == "ray":
+            raise BertlensError("--engine ray runs the PyTorch backend; drop --backend onnx")
+        recipe_flags = (
+            *("recipe", "layers", "mixer", "pooler", "max_length", "precision", "postprocess", "long_text"),
+            *("query_prompt", "document_prompt"),
+        )
+        given = [f"--{flag.replace('_', '-')}" for flag in recipe_flags if getattr(args, flag) is not None]
+        if args.normalize or args.exclude_special:
+            given.append("--normalize/--exclude-special")
+        if given:
+            raise BertlensError(f"--backend onnx runs the recipe baked into the export; drop {', '.join(given)}")
+        return make_encoder(BackendSpec("onnx", model_dir=args.model))
+    if args.precision is None and args.recipe is None:
+        args.precision = "auto"  # embedding's default: bf16 only where this machine runs it fast
+    backend = "ray" if args.engine == "ray" else "torch"
+    spec = BackendSpec(backend, recipe_from_args(args), device=args.device, trust_remote_code=args.trust_remote_code)
+    return make_encoder(replace(spec, ray_address=args.ray_address, ray_workers=args.ray_workers))

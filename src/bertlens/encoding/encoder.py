@@ -99,6 +99,8 @@ class Encoder:
                 self.model = load_encoder(self.ref, eager_attention=True, trust_remote_code=trust_remote_code)
         self.device = torch.device(device)
         self.model.to(self.device)
+        if precision == "bf16":
+            _linear_weights_in_bf16(self.model)
         self.precision = precision
         self.attentions = attentions
         self.max_batch = max_batch
@@ -240,3 +242,16 @@ class Encoder:
                 yield states
                 done += len(states.doc_index)
                 progress(stage, done, total)
+
+
+def _linear_weights_in_bf16(model: torch.nn.Module) -> None:
+    """Store the linear layers' weights in bf16 once, for inference under bf16 autocast.
+
+    Autocast casts every linear weight to bf16 again on each call (its cast cache holds only for tensors that
+    need gradients, not under inference mode), which cost all-mpnet-base-v2 a sixth of its throughput on an
+    Intel Xeon with AMX (387 -> 459 texts/s). Autocast would cast them to exactly these values, so the vectors
+    are bit-identical; layer norms and embeddings stay float32, as autocast runs them. Encoders that train are
+    built in fp32 and never reach here."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.Linear):
+            module.to(torch.bfloat16)

@@ -143,28 +143,15 @@ def load_beir(directory: Path, *, drop_invalid: bool = False, encoding: str = "u
     directory = Path(directory)
     if not directory.is_dir():
         raise BertlensError(f"{directory} is not a directory; a retrieval task needs a BEIR layout directory")
-    corpus_rows = _jsonl_rows(directory / "corpus.jsonl", ("title", "text"), encoding)
-    if not corpus_rows:
-        raise BertlensError(f"{directory}/corpus.jsonl holds no documents; a retrieval task needs a corpus")
+    problems = _Problems(drop_invalid)
+    documents = _corpus(directory, problems, encoding)
     query_rows = _jsonl_rows(directory / "queries.jsonl", ("text",), encoding)
     if not query_rows:
         raise BertlensError(f"{directory}/queries.jsonl holds no queries")
-    _unique_ids(directory / "corpus.jsonl", corpus_rows)
     _unique_ids(directory / "queries.jsonl", query_rows)
     splits = {s: directory / "qrels" / f"{s}.tsv" for s in QRELS_SPLITS if (directory / "qrels" / f"{s}.tsv").is_file()}
     if "test" not in splits:
         raise BertlensError(f"{directory}/qrels/test.tsv does not exist; it holds the judgements the sweep scores on")
-    problems = _Problems(drop_invalid)
-    documents = {
-        str(r["_id"]): document_text(str(r.get("title") or ""), str(r.get("text") or "")) for _, r in corpus_rows
-    }
-    empty = [line for line, r in corpus_rows if is_blank(documents[str(r["_id"])])]
-    problems.found(
-        "empty documents",
-        len(empty),
-        f"{directory}/corpus.jsonl: {len(empty)} documents have an empty title and text (lines {first_lines(empty)})",
-    )
-    documents = {i: text for i, text in documents.items() if not is_blank(text)}
     queries = {str(r["_id"]): str(r.get("text") or "") for _, r in query_rows}
     blank = [line for line, r in query_rows if is_blank(queries[str(r["_id"])])]
     problems.found(
@@ -175,6 +162,32 @@ def load_beir(directory: Path, *, drop_invalid: bool = False, encoding: str = "u
     queries = {i: text for i, text in queries.items() if not is_blank(text)}
     judgements = {split: _checked_qrels(path, documents, queries, problems, encoding) for split, path in splits.items()}
     return _collection(documents, queries, judgements, problems, f"{directory}/queries.jsonl")
+
+
+def load_beir_corpus(directory: Path, *, drop_invalid: bool = False, encoding: str = "utf-8") -> dict[str, str]:
+    """A BEIR directory's documents only ({id: title and text joined}, in file order): what `index` embeds; queries
+    and qrels are not needed to index a corpus."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise BertlensError(f"{directory} is not a directory; give a BEIR layout directory (corpus.jsonl)")
+    return _corpus(directory, _Problems(drop_invalid), encoding)
+
+
+def _corpus(directory: Path, problems: _Problems, encoding: str) -> dict[str, str]:
+    corpus_rows = _jsonl_rows(directory / "corpus.jsonl", ("title", "text"), encoding)
+    if not corpus_rows:
+        raise BertlensError(f"{directory}/corpus.jsonl holds no documents; a retrieval task needs a corpus")
+    _unique_ids(directory / "corpus.jsonl", corpus_rows)
+    documents = {
+        str(r["_id"]): document_text(str(r.get("title") or ""), str(r.get("text") or "")) for _, r in corpus_rows
+    }
+    empty = [line for line, r in corpus_rows if is_blank(documents[str(r["_id"])])]
+    problems.found(
+        "empty documents",
+        len(empty),
+        f"{directory}/corpus.jsonl: {len(empty)} documents have an empty title and text (lines {first_lines(empty)})",
+    )
+    return {i: text for i, text in documents.items() if not is_blank(text)}
 
 
 def _checked_qrels(
