@@ -99,6 +99,11 @@ def main() -> None:
     parser.add_argument("--max-texts", type=int, help="a seeded sample of the training texts (a time budget)")
     parser.add_argument("--train-precision", default="fp32", help="fp32, or bf16 where the CPU has it")
     parser.add_argument("--skip-concat", action="store_true", help="leave out the concat_last4 student (default model)")
+    parser.add_argument(
+        "--retime",
+        action="store_true",
+        help="time the teacher and the students again, together, at the teacher's precision",
+    )
     args = parser.parse_args()
     work = args.out
     texts = prepare(work, args.max_texts)
@@ -128,6 +133,8 @@ def main() -> None:
     )
     for k, record in records.items():
         print(row(f"student layers:{k} ({record['student']})", record))
+    if args.retime:
+        retime(teacher, {k: work / f"student-{k}" for k in records})
     if args.skip_concat:
         return
     concat = work / "concat_last4.json"
@@ -187,6 +194,26 @@ def serve_the_student(student: Path, texts: Path) -> None:
     finally:
         server.terminate()
         server.wait(timeout=60)
+
+
+def retime(teacher: Path, students: dict[str, Path]) -> None:
+    """Teacher and students timed in one alternated run (1,000 STS-B sentences) at the teacher's resolved precision:
+    students distilled before their recipes took the teacher's precision were timed at fp32 against a bf16 teacher."""
+    from bertlens.embedding.embedder import Embedder
+    from bertlens.embedding.speed import texts_per_second
+    from bertlens.representation.recipe import Recipe
+    from common import sts_sentences
+
+    first = Embedder(Recipe.load(teacher))
+    precision = first.recipe.precision
+    others = [Embedder(Recipe.load(d / "recipe.json").replace(precision=precision)) for d in students.values()]
+    speeds = texts_per_second([first, *others], sts_sentences()[:1000])
+    print(
+        f"\nretimed at {precision}: teacher {speeds[0]:.1f} texts/s; "
+        + "; ".join(
+            f"student {k}: {s:.1f} texts/s ({s / speeds[0]:.2f}x)" for k, s in zip(students, speeds[1:], strict=True)
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -46,6 +46,8 @@ def make_files(tmp: Path, model: Path) -> None:
         shutil.copy(model / name, notok / name)
     (tmp / "pairs.tsv").write_text("a\tb\n" + "".join(f"q {i}\ta {i}\n" for i in range(12)))
     (tmp / "outdir.npy").mkdir(exist_ok=True)
+    (tmp / "repeated-ids.csv").write_text("id,text\n1,first document\n2,second document\n1,third document\n")
+    (tmp / "not-an-index").mkdir(exist_ok=True)
     (tmp / "notamodel").mkdir(exist_ok=True)
     (tmp / "notamodel" / "config.json").write_text('{"num_hidden_layers": 2, "hidden_size": 32}')
     broken = tmp / "broken-config"
@@ -721,6 +723,53 @@ CASES += [  # issue #28: what a newcomer found (numbers accepted silently or fai
         "embed --query-prompt without --role (ignored before)",
         ["embed", "{tmp}/ok.txt", "--model", "{model}", "--query-prompt", "q: ", "--out", "{tmp}/o.npy"],
         "the recipe has prompts (query 'q: ')",
+    ),
+    (
+        "index a table without --text-col",
+        ["index", "--data", "{tmp}/ok.csv", "--model", "{model}", "--out", "{tmp}/store"],
+        "name the text column with --text-col",
+    ),
+    (
+        "index a table whose ids repeat",
+        [
+            "index",
+            "--data",
+            "{tmp}/repeated-ids.csv",
+            "--text-col",
+            "text",
+            "--id-col",
+            "id",
+            "--model",
+            "{model}",
+            "--out",
+            "{tmp}/store",
+        ],
+        "1 ids are repeated, e.g. '1' on lines 2, 4",
+    ),  # fmt: skip
+    (
+        "index into an unknown store scheme",
+        ["index", "--data", "{tmp}/ok.txt", "--model", "{model}", "--store", "qdrant://localhost:6333/x"],
+        "unknown scheme 'qdrant'",
+    ),
+    (
+        "index --data that does not exist",
+        ["index", "--data", "{tmp}/nope.csv", "--model", "{model}", "--out", "{tmp}/store"],
+        "nope.csv does not exist; give a BEIR directory or a corpus file",
+    ),
+    (
+        "search a directory that holds no index",
+        ["search", "--index", "{tmp}/not-an-index", "--query", "a question"],
+        "holds no bertlens index; make one with `bertlens index`",
+    ),
+    (
+        "search --top-k 0",
+        ["search", "--index", "{tmp}/not-an-index", "--query", "a question", "--top-k", "0"],
+        "--top-k must be at least 1",
+    ),
+    (
+        "search without a query",
+        ["search", "--index", "{tmp}/not-an-index"],
+        "no query to search: give --query TEXT or --queries FILE",
     ),
     (
         "serve on every address without a key",

@@ -49,4 +49,6 @@ def test_at_least_forty_cases_cover_every_command():
         "export",
         "serve",
         "recommend",
+        "index",
+        "search",
     }

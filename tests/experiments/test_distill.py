@@ -29,12 +29,13 @@ CONFIG = replace(DISTILL_DEFAULTS, epochs=3, batch_size=16, lr=5e-4, checkpoint_
 
 
 def test_a_concatenation_is_distilled_into_a_plain_student(tiny_bert_dir, tmp_path):
-    teacher = Recipe(model=str(tiny_bert_dir), layers=(-2, -1), mixer="concat", normalize=True)
+    teacher = Recipe(model=str(tiny_bert_dir), layers=(-2, -1), mixer="concat", normalize=True, precision="auto")
     out = tmp_path / "student"
     outcome = run_distill(teacher, StudentSpec(keep=(1,)), TEXTS, "test texts", RunContext(out, tmp_path), CONFIG)
     record = json.loads((out / "distill.json").read_text())
     saved = Recipe.load(out / "recipe.json")
     assert (saved.mixer, saved.pooler, saved.layers) == ("single", "mean", (-1,))
+    assert saved.precision == teacher.precision  # timed and served as the teacher is: a speed-up, not a precision gap
     assert saved.postprocess and record["projection"] and record["student_layers"] == 1
     student = Embedder(saved)
     assert student.dim == 64  # the teacher's width (two layers of 32 concatenated)

@@ -19,4 +19,6 @@ COMMANDS = {
     "serve": "serve a recipe over HTTP: OpenAI-compatible /v1/embeddings, TEI-style /embed, dynamic batching",
     "recommend": "measure your data and recommend length strategy, adaptation, recipe, fine-tuning, precision",
     "domain": "is your text far from what the model was trained on? tokenizer fit, masked-LM surprise, verdict",
+    "index": "embed a corpus with a recipe into a vector store (LanceDB, Chroma), resumable",
+    "search": "search an index with its own recipe: top-k documents per query",
 }

@@ -16,7 +16,7 @@ import numpy as np
 from bertlens.encoding.chunking import LongText
 from bertlens.encoding.encoder import Encoder
 from bertlens.encoding.pieces import piece_groups, pooled_units
-from bertlens.progress import Progress, silent
+from bertlens.progress import Progress, counting, silent
 from bertlens.representation.aggregate import aggregate
 from bertlens.representation.apply import Representation
 
@@ -57,7 +57,7 @@ def encode_pieces(
         doc_index.append(pieces.owner)
         tokens.append(pieces.tokens)
         order.append(pieces.order)
-        progress("encoding", min(first + group, len(texts)), len(texts))
+        progress(counting("encoding", "texts"), min(first + group, len(texts)), len(texts))
     return Pieces(np.concatenate(vectors), np.concatenate(doc_index), np.concatenate(tokens), np.concatenate(order))
 
 

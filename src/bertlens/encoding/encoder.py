@@ -19,7 +19,7 @@ from bertlens.encoding.precision import choose_precision
 from bertlens.encoding.tokens import Tokenized, pad_ids, tokenize
 from bertlens.errors import BertlensError, did_you_mean
 from bertlens.models import ModelRef, default_max_length, load_encoder, load_tokenizer, model_family, resolve_model
-from bertlens.progress import Progress, silent
+from bertlens.progress import Progress, counting, silent
 
 
 @dataclass(frozen=True)
@@ -241,7 +241,7 @@ class Encoder:
             for states in self.iter_states(tokenized):
                 yield states
                 done += len(states.doc_index)
-                progress(stage, done, total)
+                progress(counting(stage, "texts"), done, total)
 
 
 def _linear_weights_in_bf16(model: torch.nn.Module) -> None:

@@ -174,7 +174,9 @@ def run_distill(
     teacher_dir = resolve_model(teacher_recipe.model).path
     note = build_student(student, teacher_dir, init, config.seed, teacher.encoder.max_length, trust_remote_code)
     encoder = Encoder(str(init), max_length=teacher.encoder.max_length, trust_remote_code=trust_remote_code)
-    recipe = Recipe(model=str(init), max_length=encoder.max_length)  # the plain recipe: mean of the last layer
+    # the plain recipe, mean of the last layer, at the teacher's precision setting: the student is timed (and served)
+    # as the teacher is, so its speed-up is not a precision difference (training itself runs at config.precision)
+    recipe = Recipe(model=str(init), max_length=encoder.max_length, precision=teacher_recipe.precision)
     representation = Representation(recipe, trainable=True)
     train_tok = encoder.tokenize([texts[i] for i in train_rows])
     held_tok = encoder.tokenize([texts[i] for i in held_rows])

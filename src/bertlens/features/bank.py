@@ -22,7 +22,7 @@ from bertlens.encoding.encoder import Encoder
 from bertlens.encoding.pieces import piece_groups, pooled_units
 from bertlens.features.layers import pool_layers
 from bertlens.io.cache import content_key, open_entry, publish, staging_dir
-from bertlens.progress import Progress, silent
+from bertlens.progress import Progress, counting, silent
 from bertlens.representation.aggregate import aggregate
 from bertlens.representation.choices import DEFAULT_POOLERS, needs_cls_attention
 from bertlens.representation.mixers import mix_layers
@@ -249,4 +249,4 @@ def _fill_from_pieces(encoder, texts, long_text, poolers, include_special, mixes
             mix_array[:, :, first : first + count] = per_text.transpose(1, 2, 0, 3).astype(mix_array.dtype)
         release_pages(vectors)
         release_pages(mix_array)
-        progress("encoding", first + count, len(texts))
+        progress(counting("encoding", "texts"), first + count, len(texts))

@@ -91,6 +91,7 @@ def step_representation(task: TaskData, model: str, cache_dir: Path, seed: int, 
         f"{result.recommended.name}: {protocol.metric} {protocol.test.value[i]:.4f} "
         f"[{protocol.test.low[i]:.4f}, {protocol.test.high[i]:.4f}] on {protocol.split} (n={protocol.n_test}); "
         f"tied with the best: {', '.join(tied[:6]) or 'none'}{' ...' if len(tied) > 6 else ''}"
+        + f"; {result.basis[result.basis.find('chosen by') :]}"  # how it was chosen, the own-reading check included
         + (f"; {plan}" if plan else "")
         + (few_labels_advice(result.trust, labels) if few else "")
     )
@@ -103,7 +104,9 @@ def step_representation(task: TaskData, model: str, cache_dir: Path, seed: int, 
         "representation",
         f"use {result.recommended.name}",
         evidence,
-        "the candidate with the best validation score (never test); ties go to fewer dimensions, then single layers",
+        "the candidate with the best validation score (never test), unless the choosing data ties it with the model's "
+        "own reading (its trained pooling of the last layer), which is then kept; ties go to fewer dimensions, then "
+        "single layers",
         "measured",
         ("bertlens embed TEXTS --recipe OUT/recipe.json --out vectors.npy",),
     )

@@ -1,0 +1,96 @@
+"""`bertlens index`: a corpus embedded with a recipe into a vector store, with the recipe's fingerprint beside it.
+
+The store keeps the recipe (so `search` embeds queries exactly as the documents were) and every row's
+document id, span and text. Documents are written in batches, each one commit; a rerun of the same command
+skips the documents already there, so a killed run continues where it stopped and nothing is written twice.
+A store made with another recipe is never mixed into: the run stops in one line instead.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from bertlens.embedding.prompted import with_role
+from bertlens.embedding.protocol import TextEncoder
+from bertlens.errors import BertlensError
+from bertlens.progress import Progress, silent
+from bertlens.representation.fingerprint import recipe_fingerprint
+from bertlens.stores.protocol import VectorStore
+from bertlens.stores.rows import IndexRecord, Rows
+
+BATCH_DOCUMENTS = 512  # documents per commit: what a killed run can lose, and the store's write size
+
+
+@dataclass(frozen=True)
+class IndexSummary:
+    store: str
+    fingerprint: str
+    documents: int  # in the corpus
+    written: int  # documents embedded and written by this run
+    skipped: int  # already in the store (a resumed run)
+    rows: int  # rows in the store afterwards
+    seconds: float
+    embed_seconds: float  # of which embedding (the rest: reading the store and writing)
+
+
+def index_record(encoder: TextEncoder) -> IndexRecord:
+    recipe = encoder.recipe
+    return IndexRecord(recipe.to_json(), recipe_fingerprint(recipe, encoder.fingerprint), encoder.dim)
+
+
+def run_index(
+    documents: dict[str, str],
+    encoder: TextEncoder,
+    store: VectorStore,
+    *,
+    restart: bool = False,
+    batch: int = BATCH_DOCUMENTS,
+    progress: Progress = silent,
+) -> IndexSummary:
+    """Embed `documents` ({id: text}, in order) with `encoder` (its recipe's document prompt applied) into `store`."""
+    if batch < 1:
+        raise BertlensError(f"--batch must be at least 1 document, got {batch}")
+    start = time.perf_counter()
+    record = index_record(encoder)
+    held = store.record()
+    if held is not None and held.fingerprint != record.fingerprint and not restart:
+        raise BertlensError(
+            f"store {store.where} holds vectors of another recipe (fingerprint {held.fingerprint}; this one is "
+            f"{record.fingerprint}); index into a new store, or pass --restart to replace its contents"
+        )
+    if held is None or restart:
+        store.create(record)
+    done = store.documents()
+    unknown = done - documents.keys()
+    if unknown:
+        raise BertlensError(
+            f"store {store.where} holds {len(unknown)} documents this corpus lacks (e.g. '{sorted(unknown)[0]}'); "
+            "index this corpus into a new store, or pass --restart"
+        )
+    todo = [d for d in documents if d not in done]
+    reader = with_role(encoder, "document")
+    embed_seconds = 0.0
+    progress("indexing", 0, len(todo))
+    for first in range(0, len(todo), batch):
+        ids = todo[first : first + batch]
+        texts = [documents[d] for d in ids]
+        t0 = time.perf_counter()
+        vectors = reader.encode(texts)  # [B, D]
+        embed_seconds += time.perf_counter() - t0
+        zeros = np.zeros(len(ids), dtype=np.int32)
+        ends = np.array([len(t) for t in texts], dtype=np.int32)
+        store.add(Rows(tuple(ids), zeros, zeros, ends, tuple(texts), vectors))
+        progress("indexing", first + len(ids), len(todo))
+    return IndexSummary(
+        store.where,
+        record.fingerprint,
+        len(documents),
+        len(todo),
+        len(done),
+        store.count(),
+        time.perf_counter() - start,
+        embed_seconds,
+    )

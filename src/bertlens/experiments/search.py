@@ -1,0 +1,102 @@
+"""`bertlens search`: queries embedded with the index's own recipe and role, searched, chunks joined into documents.
+
+The index's record names the recipe its vectors came from. A search builds its encoder from that recipe
+(or from `--recipe`, which must carry the same fingerprint: a query embedded another way would be compared
+with vectors it does not share a space with). A document scores its best row (MaxP; Dai & Callan 2019), so
+a document of one vector scores that vector; rows are fetched until k distinct documents are found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bertlens.embedding.prompted import with_role
+from bertlens.embedding.protocol import TextEncoder
+from bertlens.errors import BertlensError
+from bertlens.representation.fingerprint import recipe_fingerprint
+from bertlens.representation.recipe import Recipe
+from bertlens.stores.protocol import VectorStore
+from bertlens.stores.rows import Hit, IndexRecord
+
+
+@dataclass(frozen=True)
+class DocumentHit:
+    """A document found for a query: its score (its best row's cosine) and that row's span and text."""
+
+    doc_id: str
+    score: float
+    chunk: int
+    start: int
+    end: int
+    text: str
+
+
+def stored_record(store: VectorStore) -> IndexRecord:
+    record = store.record()
+    if record is None:
+        raise BertlensError(f"store {store.where} holds no bertlens index; make one with `bertlens index`")
+    return record
+
+
+def index_recipe(record: IndexRecord, where: str) -> Recipe:
+    return Recipe.from_json(record.recipe_json, f"the index record of {where}")
+
+
+def check_encoder(encoder: TextEncoder, record: IndexRecord, where: str) -> None:
+    """One line when the encoder's recipe is not the index's (another model, layer, pooling, prompt, ...)."""
+    fingerprint = recipe_fingerprint(encoder.recipe, encoder.fingerprint)
+    if fingerprint != record.fingerprint:
+        raise BertlensError(
+            f"the query recipe's fingerprint {fingerprint} is not the index's {record.fingerprint} ({where}): queries "
+            "must be embedded with the recipe the documents were; leave out --recipe to use the index's own"
+        )
+
+
+def documents_of(hits: Sequence[Hit], k: int) -> list[DocumentHit]:
+    """The first k distinct documents of rows ranked best first: each with its best row (MaxP)."""
+    out: dict[str, DocumentHit] = {}
+    for hit in hits:
+        if hit.doc_id not in out:
+            out[hit.doc_id] = DocumentHit(hit.doc_id, hit.score, hit.chunk, hit.start, hit.end, hit.text)
+            if len(out) == k:
+                break
+    return list(out.values())
+
+
+def search_store(
+    store: VectorStore, encoder: TextEncoder, queries: Sequence[str], k: int, *, exact: bool = True
+) -> list[list[DocumentHit]]:
+    """Top k documents per query, best first (ties: the store's order)."""
+    if k < 1:
+        raise BertlensError(f"--top-k must be at least 1, got {k}")
+    if not queries:
+        raise BertlensError("no query to search: give --query TEXT or --queries FILE")
+    vectors = with_role(encoder, "query").encode(list(queries))  # [Q, D]
+    rows = store.count()
+    found = [documents_of(hits, k) for hits in store.search(vectors, min(k, rows), exact)]
+    for i, vector in enumerate(vectors):
+        fetch = k
+        while len(found[i]) < k and fetch < rows:  # chunk rows of the same documents filled the fetch: fetch more
+            fetch = min(rows, fetch * 4)
+            found[i] = documents_of(store.search(vector[None, :], fetch, exact)[0], k)
+    return found
+
+
+class SearchIndex:
+    """The Python API: `SearchIndex(store, encoder).search(["a query"], k=10)`; see `open_index`."""
+
+    def __init__(self, store: VectorStore, encoder: TextEncoder) -> None:
+        self.store, self.encoder = store, encoder
+        self.record = stored_record(store)
+        check_encoder(encoder, self.record, store.where)
+
+    def search(self, queries: Sequence[str], k: int = 10, exact: bool = True) -> list[list[DocumentHit]]:
+        return search_store(self.store, self.encoder, queries, k, exact=exact)
+
+
+def recipe_for(record: IndexRecord, where: str, given: Path | None) -> Recipe:
+    """The recipe to embed queries with: `given` (checked against the index once its model is loaded) or the
+    index's own."""
+    return Recipe.from_json(given.read_text(encoding="utf-8"), str(given)) if given else index_recipe(record, where)

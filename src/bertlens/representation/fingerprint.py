@@ -1,0 +1,34 @@
+"""A recipe's fingerprint: what makes two vectors comparable, as one short hash.
+
+An index stores it next to its vectors, and a search refuses a query embedded under another one: the same
+model weights (the model's own fingerprint, not its path, so a copied model matches), the same layers,
+mixing, pooling, prompts, length handling and fitted post-processing (by the file's bytes, not its name).
+Left out on purpose: the encoding precision (bf16 and fp32 vectors of one recipe agree to a cosine of 0.9999
+and are searched together) and the measured dimension losses (a record of the recipe, not a part of it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from bertlens.errors import BertlensError
+from bertlens.io.cache import content_key
+from bertlens.representation.recipe import Recipe
+
+IGNORED = ("model", "precision", "dimension_loss", "postprocess", "schema_version")
+
+
+def recipe_fingerprint(recipe: Recipe, model_fingerprint: str) -> str:
+    """16 hex digits over the model's fingerprint and every field that changes a vector."""
+    settings = {name: value for name, value in recipe.to_dict().items() if name not in IGNORED}
+    return content_key([model_fingerprint, settings, _postprocess_digest(recipe.postprocess)])
+
+
+def _postprocess_digest(path: str | None) -> str | None:
+    if path is None:
+        return None
+    file = Path(path)
+    if not file.is_file():
+        raise BertlensError(f"the recipe's post-processor {path} does not exist; restore it or refit the recipe")
+    return hashlib.sha256(file.read_bytes()).hexdigest()

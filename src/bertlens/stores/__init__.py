@@ -1,0 +1,1 @@
+"""Vector stores behind one interface (protocol.VectorStore): LanceDB embedded, a Chroma server."""

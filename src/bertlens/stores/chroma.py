@@ -1,0 +1,112 @@
+"""A Chroma server (`chroma run`, from the chromadb package): the server store users run beside their apps.
+
+Chosen over PostgreSQL + pgvector because the same PyPI package holds the client and the server (no second
+process manager, no compiled extension to match a PostgreSQL build; Debian's PostgreSQL here has no pgvector).
+One collection per index, cosine space; the index record is the collection's metadata. Chroma searches
+with HNSW only (Malkov & Yashunin 2018), so "exact" here means an HNSW search whose candidate list
+(ef_search) covers the whole collection: exact in effect, and slower as the collection grows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bertlens.errors import BertlensError
+from bertlens.stores.rows import Hit, IndexRecord, Rows
+
+RECORD_KEY = "bertlens_index"
+APPROXIMATE_EF = 64  # the HNSW candidate list when the caller accepts approximate results
+
+
+def _chromadb():
+    try:
+        import chromadb
+    except ImportError:
+        raise BertlensError(
+            "the Chroma store needs the chromadb package: pip install 'bertlens[stores]' (with the constraints file)"
+        ) from None
+    return chromadb
+
+
+class ChromaStore:
+    """Collection `name` on the Chroma server at host:port."""
+
+    def __init__(self, host: str, port: int, name: str, where: str):
+        self.where, self.name = where, name
+        try:
+            self._client = _chromadb().HttpClient(host=host, port=port)
+            self._client.heartbeat()
+        except BertlensError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the client raises its own connection errors: one line
+            raise BertlensError(
+                f"store {where}: no Chroma server answers at {host}:{port} ({type(exc).__name__}); start one with "
+                "`chroma run --path DIR --port PORT`"
+            ) from None
+
+    def _collection(self):
+        names = {c if isinstance(c, str) else c.name for c in self._client.list_collections()}
+        return self._client.get_collection(self.name) if self.name in names else None
+
+    def record(self) -> IndexRecord | None:
+        collection = self._collection()
+        if collection is None:
+            return None
+        text = (collection.metadata or {}).get(RECORD_KEY)
+        if text is None:
+            raise BertlensError(f"store {self.where}: collection '{self.name}' was not made by bertlens index")
+        return IndexRecord.from_json(text, f"store {self.where}")
+
+    def create(self, record: IndexRecord) -> None:
+        if self._collection() is not None:
+            self._client.delete_collection(self.name)
+        self._client.create_collection(
+            self.name,
+            metadata={RECORD_KEY: record.to_json()},
+            configuration={"hnsw": {"space": "cosine", "ef_construction": 200, "max_neighbors": 32}},
+        )
+
+    def documents(self) -> set[str]:
+        collection = self._client.get_collection(self.name)
+        found, offset, page = set(), 0, 5000
+        while True:
+            got = collection.get(include=["metadatas"], limit=page, offset=offset)
+            found.update(str(m["doc_id"]) for m in got["metadatas"])
+            if len(got["ids"]) < page:
+                return found
+            offset += page
+
+    def add(self, rows: Rows) -> None:
+        self._client.get_collection(self.name).add(
+            ids=rows.ids,
+            embeddings=np.ascontiguousarray(rows.vectors, dtype=np.float32),
+            documents=list(rows.texts),
+            metadatas=[
+                {"doc_id": d, "chunk": int(c), "start": int(s), "end": int(e)}
+                for d, c, s, e in zip(rows.doc_ids, rows.chunks, rows.starts, rows.ends, strict=True)
+            ],
+        )
+
+    def count(self) -> int:
+        return self._client.get_collection(self.name).count()
+
+    def search(self, queries: np.ndarray, k: int, exact: bool = True) -> list[list[Hit]]:
+        collection = self._client.get_collection(self.name)
+        total = collection.count()
+        ef = max(total, k) if exact else max(APPROXIMATE_EF, k)
+        collection.modify(configuration={"hnsw": {"ef_search": ef}})
+        got = collection.query(
+            query_embeddings=np.asarray(queries, dtype=np.float32),
+            n_results=min(k, total),
+            include=["metadatas", "documents", "distances"],
+        )
+        return [
+            [
+                Hit(str(m["doc_id"]), int(m["chunk"]), int(m["start"]), int(m["end"]), 1.0 - float(dist), text)
+                for m, text, dist in zip(metas, texts, dists, strict=True)
+            ]
+            for metas, texts, dists in zip(got["metadatas"], got["documents"], got["distances"], strict=True)
+        ]
+
+    def build_ann(self) -> str:
+        return f"HNSW (Chroma builds it as rows arrive); approximate searches use ef_search {APPROXIMATE_EF}"

@@ -1,0 +1,113 @@
+"""What every vector store holds: one row per vector, and the index's record (its recipe and fingerprint).
+
+A row is a document, or one chunk of a document when the recipe reads chunks: its id (`DOC` or `DOC#CHUNK`),
+the document id, the chunk's number and character span in the document's text, the text, and the vector.
+Store backends translate these rows to their own layout; nothing above them depends on one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from bertlens.errors import BertlensError
+
+RECORD_VERSION = 1
+
+
+@dataclass(frozen=True)
+class IndexRecord:
+    """The index's metadata: which recipe made its vectors, so a search embeds queries the same way."""
+
+    recipe_json: str  # the recipe as saved (Recipe.to_json)
+    fingerprint: str  # representation.fingerprint.recipe_fingerprint of it
+    dim: int
+    aggregation: str = "max"  # how a document's chunk scores become its score (MaxP: its best chunk)
+    version: int = RECORD_VERSION
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "version": self.version,
+                "fingerprint": self.fingerprint,
+                "dim": self.dim,
+                "aggregation": self.aggregation,
+                "recipe": json.loads(self.recipe_json),
+            },
+            sort_keys=True,
+        )
+
+    @classmethod
+    def from_json(cls, text: str, where: str) -> IndexRecord:
+        try:
+            data = json.loads(text)
+            if data["version"] != RECORD_VERSION:
+                raise BertlensError(f"{where}: index record version {data['version']} (this bertlens reads 1)")
+            return cls(json.dumps(data["recipe"]), str(data["fingerprint"]), int(data["dim"]), str(data["aggregation"]))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            raise BertlensError(f"{where}: the index record is damaged; index the corpus again") from None
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A batch of rows, column by column (rows of one document always travel in one batch)."""
+
+    doc_ids: tuple[str, ...]
+    chunks: np.ndarray  # [R] int32, 0 for a one-vector document
+    starts: np.ndarray  # [R] int32, character offsets into the document's text
+    ends: np.ndarray  # [R] int32
+    texts: tuple[str, ...]
+    vectors: np.ndarray  # [R, D] float32
+
+    @property
+    def ids(self) -> list[str]:
+        return [row_id(d, int(c)) for d, c in zip(self.doc_ids, self.chunks, strict=True)]
+
+    def to_arrow(self) -> pa.Table:
+        dim = self.vectors.shape[1]
+        return pa.table(
+            {
+                "id": pa.array(self.ids, pa.string()),
+                "doc_id": pa.array(self.doc_ids, pa.string()),
+                "chunk": pa.array(self.chunks, pa.int32()),
+                "start": pa.array(self.starts, pa.int32()),
+                "end": pa.array(self.ends, pa.int32()),
+                "text": pa.array(self.texts, pa.string()),
+                "vector": pa.FixedSizeListArray.from_arrays(
+                    pa.array(np.ascontiguousarray(self.vectors, dtype=np.float32).ravel(), pa.float32()), dim
+                ),
+            }
+        )
+
+
+def row_id(doc_id: str, chunk: int) -> str:
+    return f"{doc_id}#{chunk}"
+
+
+def row_schema(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("doc_id", pa.string()),
+            ("chunk", pa.int32()),
+            ("start", pa.int32()),
+            ("end", pa.int32()),
+            ("text", pa.string()),
+            ("vector", pa.list_(pa.float32(), dim)),
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One row found for a query: cosine similarity, best first."""
+
+    doc_id: str
+    chunk: int
+    start: int
+    end: int
+    score: float
+    text: str
