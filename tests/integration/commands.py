@@ -45,6 +45,8 @@ def command_call(command: str, model: str, tmp: Path, data_dir: Path) -> list[st
         "export onnx": ["export", "--format", "onnx", "--model", model, "--texts", texts, *out],
         "export st": ["export", "--format", "sentence-transformers", "--model", model, "--texts", texts, *out],
         "recommend": ["recommend", "--task", "sst2", *data, "--model", model, "--budget-minutes", "0.25", *cache, *out],
+        "index": ["index", "--data", texts, "--model", model, "--batch", "16", "--out", str(tmp / "store")],
+        "search": ["search", "--index", str(tmp / "store"), "--query", TEXTS[0], "--top-k", "3"],
     }  # fmt: skip
     return calls[command]
 
@@ -71,8 +73,14 @@ def run_and_check(command: str, model: str, tmp: Path, data_dir: Path, capsys) -
     if command == "serve":
         serve_check(model)
         return
+    if command == "search":  # a search needs an index: made first, with the same model
+        assert main([*command_call("index", model, tmp, data_dir), "--quiet"]) == 0, capsys.readouterr().err
+        capsys.readouterr()
     code = main([*command_call(command, model, tmp, data_dir), "--quiet"])
     assert code == 0, capsys.readouterr().err
+    if command == "search":
+        lines = capsys.readouterr().out.strip().splitlines()  # query id, rank, document id, cosine, text
+        assert len(lines) == 3 and float(lines[0].split("\t")[3]) > 0.999  # the query's own text is indexed
     if command == "export st":
         from sentence_transformers import SentenceTransformer
 

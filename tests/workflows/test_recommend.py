@@ -202,7 +202,9 @@ def test_the_int8_export_is_planned_from_a_measured_trial(tiny_bert_dir, default
     assert tiny.passes == linear + 4 + latency_step.INT8_EXTRA_PASSES and tiny.trial_seconds > 0
     assert tiny.seconds == pytest.approx(2 * latency_step.EXPORT_SECONDS_PER_LAYER + tiny.passes * tiny.trial_seconds)
     default = latency_step.plan_int8(Recipe(model=str(default_model_dir)), texts)
-    assert default.trial_seconds > tiny.trial_seconds and default.seconds > tiny.seconds  # measured, per model
+    # planned per model: more linear modules to rank and more layers to export (the trial times themselves are not
+    # compared: a busy machine can make the tiny model's trial the slower one)
+    assert default.passes > tiny.passes and default.seconds > tiny.seconds and default.trial_seconds > 0
     served = Recipe(model=str(tiny_bert_dir))
     where, planned = _int8_plan(served, texts, tmp_path, Budget(600), own_int8=True)
     assert (

@@ -30,6 +30,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--approximate", action="store_true", help="use the store's approximate index (--ann)")
     parser.add_argument("--out", type=Path, help="write every result to .json or .parquet instead of the terminal")
     parser.add_argument("--device", default="cpu", help="auto | cpu | cuda[:N] (default cpu)")
+    parser.add_argument("--quiet", action="store_true", help="accepted for symmetry with index (search shows no bar)")
     parser.set_defaults(run=run)
 
 
