@@ -8,7 +8,6 @@ from pathlib import Path
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import progress_bar, say
 from bertlens.cli.options import add_backend_options, add_recipe_options, encoder_from_args
-from bertlens.errors import BertlensError
 
 
 def add_parser(subparsers) -> None:
@@ -53,8 +52,6 @@ def run(args: argparse.Namespace) -> None:
     notes = [f"resumed: {summary.skipped} documents were already there"] if summary.skipped else []
     if args.ann:
         notes.append("approximate index: " + store.build_ann())
-    if summary.written == 0 and not summary.skipped:
-        raise BertlensError(f"{args.data}: no document to index")
     say(
         f"indexed {summary.written} documents ({summary.rows} rows in the store) into {summary.store} in "
         f"{summary.seconds:.1f} s (embedding {summary.embed_seconds:.1f} s); recipe fingerprint {summary.fingerprint}"
