@@ -373,6 +373,34 @@ CASES: list[tuple[str, list[str], str]] = [
         "positive --temperature",
     ),
     (
+        "longdoc with a maxp strategy (one vector per chunk)",
+        ["longdoc", *TASK, "--strategies", "head,windows:maxp", "--out", "{tmp}/ld"],
+        "keeps one vector per chunk, for search",
+    ),
+    (
+        "sweep with --long-text ...:maxp",
+        [*SWEEP, "--task", "sst2", "--data-dir", "{data}", "--long-text", "late:32:maxp"],
+        "the sweep scores one vector per text",
+    ),
+    (
+        "a chunk recipe exported to ONNX",
+        [
+            "export",
+            "--format",
+            "onnx",
+            "--model",
+            "{model}",
+            "--long-text",
+            "chunks:16:maxp",
+            "--texts",
+            "{tmp}/ok.txt",
+            "--out",
+            "{tmp}/ex",
+            "--quiet",
+        ],  # fmt: skip
+        "one ONNX graph runs one pass",
+    ),
+    (
         "longdoc with an unknown chunk classifier",
         ["longdoc", *TASK, "--strategies", "head,hier:lstm", "--out", "{tmp}/ld"],
         "unknown chunk classifier 'hier:lstm'",

@@ -177,3 +177,40 @@ def test_sweep_bank_with_late_chunking_matches_the_embedder(tmp_path, encoder):
         recipe = Recipe(model=encoder.ref.name, pooler=pooler, layers=(1,), max_length=32)
         expected = encode_long(encoder, Representation(recipe), docs, spec)
         np.testing.assert_allclose(bank.layer(pooler, 1), expected, atol=1e-5)
+
+
+def test_independent_chunks_cut_the_text_into_spans_of_the_chunk_size():
+    assert parse_long_text("chunks:10:maxp").pieces(25, 30) == [[(0, 10)], [(10, 20)], [(15, 25)]]
+    assert parse_long_text("chunks:64").pieces(25, 30) == [[(0, 25)]]  # a chunk never exceeds the limit
+    assert parse_long_text("chunks").name == "chunks:64:mean"
+
+
+def test_maxp_is_one_vector_per_chunk_and_reads_a_query_whole(encoder):
+    from bertlens.embedding.prompted import with_role
+    from bertlens.errors import BertlensError
+
+    texts = [document(80, 1), document(10, 2)]
+    recipe = Recipe(model=encoder.ref.name, pooler="mean", max_length=32, long_text="windows:maxp")
+    embedder = Embedder(recipe, encoder=encoder)
+    with pytest.raises(BertlensError, match="one vector per chunk"):
+        embedder.encode(texts)
+    chunks = embedder.embed_chunks(texts)
+    pieces = encode_pieces(encoder, Representation(recipe), texts, parse_long_text("windows"))
+    np.testing.assert_array_equal(chunks.vectors, pieces.vectors)
+    assert chunks.owner.tolist() == pieces.doc_index.tolist() and chunks.chunk.tolist() == pieces.order.tolist()
+    first = chunks.characters[chunks.owner == 0]
+    assert first[0, 0] == 0 and first[-1, 1] == len(texts[0]) and (np.diff(first[:, 0]) > 0).all()
+    plain = Embedder(recipe.replace(long_text=None), encoder=encoder).encode(texts)
+    np.testing.assert_array_equal(with_role(embedder, "query").encode(texts), plain)  # the query reading
+    with pytest.raises(BertlensError, match="embed_chunks is for recipes"):
+        Embedder(recipe.replace(long_text="windows:mean"), encoder=encoder).embed_chunks(texts)
+
+
+def test_a_prompted_chunk_recipe_gives_spans_in_the_text_as_given(encoder):
+    from bertlens.embedding.prompted import with_role
+
+    text = document(60, 7)
+    recipe = Recipe(model=encoder.ref.name, max_length=32, long_text="chunks:8:maxp", document_prompt="passage: ")
+    chunks = with_role(Embedder(recipe, encoder=encoder), "document").embed_chunks([text])
+    assert chunks.characters[0, 0] == 0 and chunks.characters[-1, 1] == len(text)
+    assert (chunks.characters[:, 1] > chunks.characters[:, 0]).all()

@@ -75,9 +75,9 @@ def test_long_document_readings_share_one_encoding_per_way_of_cutting(tiny_bert_
     encoder = Encoder(str(tiny_bert_dir), max_length=32)
     documents = tuple(" ".join(f"word{(i * 7 + k) % 40}" for k in range(90)) for i in range(6))
     queries = np.random.default_rng(0).normal(size=(3, 32)).astype(np.float32)
-    read, scores, how = retrieval.score_readings(
+    read, scores, how, _ = retrieval.score_readings(
         encoder, Candidate("mean", "L2", "single", (2,)), documents, queries, [{0: 1}, {1: 1}, {2: 1}]
     )
     assert len(read) == len(retrieval.READINGS) == 7 and np.isfinite(scores["ndcg@10"]).all()
-    assert len(calls) == 4  # head_tail, windows, 64-token chunks, late chunks: mean and maxsim share the pieces
-    assert how.count("maxsim (no recipe)") == 3
+    assert len(calls) == 4  # head_tail, windows, 64-token chunks, late chunks: mean and maxp share the pieces
+    assert how.count("maxp") == 3

@@ -505,3 +505,18 @@ def test_a_second_signal_stops_the_server_at_once(embedder):
     assert app.state.service.draining and not server.should_exit  # the first drains
     server.handle_exit(15, None)
     assert server.should_exit and server.force_exit  # the second stops, without uvicorn's own graceful wait
+
+
+def test_a_chunk_recipe_serves_its_query_reading_and_refuses_documents(tiny_bert_dir):
+    recipe = Recipe(model=str(tiny_bert_dir), max_length=16, long_text="windows:maxp")
+    app = create_app(Embedder(recipe), ServeOptions(ServeLimits(max_wait_ms=5), name="chunks"))
+    long_query = " ".join(["word"] * 40)
+    whole = Embedder(recipe.replace(long_text=None)).encode([long_query])[0]  # read whole, truncated at 16
+    with Server(app) as url:
+        got = httpx.post(f"{url}/v1/embeddings", json={"input": [long_query], "model": "chunks"}, timeout=30)
+        assert got.status_code == 200
+        np.testing.assert_allclose(got.json()["data"][0]["embedding"], whole, atol=1e-5)
+        refused = httpx.post(
+            f"{url}/v1/embeddings", json={"input": ["d"], "model": "chunks", "input_type": "document"}, timeout=30
+        )
+        assert refused.status_code == 422 and "bertlens index" in refused.text

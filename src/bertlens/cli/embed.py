@@ -86,6 +86,12 @@ def run(args: argparse.Namespace) -> None:
         notes.append(f"precision auto -> {embedder.recipe.precision} ({backend.encoder.precision_reason})")
     if args.role and not embedder.recipe.prompt(args.role):
         notes.append(f"the recipe has no {args.role}_prompt: texts embedded as given")
+    if summary.chunks:
+        notes.insert(0, f"one row per chunk ({embedder.recipe.long_text}), with each text's id, chunk and characters"
+                     + ("" if summary.out.suffix == ".parquet" else f" in {summary.out.stem}.chunks.npy"))  # fmt: skip
+        say(f"wrote {summary.chunks} x {summary.dim} chunk vectors of {summary.rows} texts to {summary.out}"
+            + "".join(f"; {n}" for n in notes))  # fmt: skip
+        return
     say(f"wrote {summary.rows} x {summary.dim} vectors to {summary.out}" + "".join(f"; {n}" for n in notes))
 
 

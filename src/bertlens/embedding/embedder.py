@@ -8,8 +8,16 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from bertlens.embedding.long_text import encode_long
-from bertlens.embedding.protocol import TOKEN_VECTORS, Embeddings, TextEncoder, TokenCounter, token_counter_of
+from bertlens.embedding.long_text import encode_long, encode_pieces
+from bertlens.embedding.protocol import (
+    TOKEN_VECTORS,
+    ChunkEmbeddings,
+    Embeddings,
+    TextEncoder,
+    TokenCounter,
+    chunked_refusal,
+    token_counter_of,
+)
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
 from bertlens.progress import Progress, silent
@@ -48,6 +56,7 @@ class Embedder(TextEncoder):
         check_recipe_fits(self.recipe, self.encoder.num_layers)
         self.representation = Representation(self.recipe).eval()  # frozen: serving reproduces the fitted mix exactly
         self.postprocessor = PostProcessor.load(self.recipe.postprocess) if self.recipe.postprocess else None
+        self.reading = self.recipe.long_text_strategy  # how a text is read (None: truncated); see for_queries
         if self.postprocessor is not None and self.postprocessor.dim != self.pooled_dim:
             raise BertlensError(
                 f"post-processor {self.recipe.postprocess} was fitted on {self.postprocessor.dim}-dimensional "
@@ -58,6 +67,18 @@ class Embedder(TextEncoder):
         """A copy for a concurrent worker thread: same weights, mix and post-processing; its own tokenizer."""
         twin = copy.copy(self)
         twin.encoder = self.encoder.for_thread()
+        return twin
+
+    @property
+    def chunked(self) -> bool:
+        return self.reading is not None and self.reading.per_piece
+
+    def for_queries(self) -> Embedder:
+        """Same recipe and weights; a reading of documents only (late, chunks, maxp) reads a query whole."""
+        if self.reading is None or not self.reading.for_documents:
+            return self
+        twin = copy.copy(self)
+        twin.reading = None
         return twin
 
     @property
@@ -100,8 +121,10 @@ class Embedder(TextEncoder):
     def embed(self, texts: Sequence[str], progress: Progress = silent) -> Embeddings:
         """Embed texts; `progress("embedding", done, len(texts))` after each batch. A long-text strategy reads
         every text whole, so nothing counts as truncated then."""
-        long_text = self.recipe.long_text_strategy
+        long_text = self.reading
         truncated = 0
+        if self.chunked:
+            raise chunked_refusal(self.recipe)
         if long_text is not None:
             out = encode_long(
                 self.encoder,
@@ -119,3 +142,22 @@ class Embedder(TextEncoder):
                     out[states.doc_index.numpy()] = self.representation(states).float().numpy()
         vectors = self.postprocessor.transform(out) if self.postprocessor is not None else out
         return Embeddings(vectors, truncated)
+
+    def embed_chunks(self, texts: Sequence[str], progress: Progress = silent) -> ChunkEmbeddings:
+        """A chunk recipe's documents: every chunk's vector (post-processed like any vector) with its text, number
+        and characters; `progress("embedding", texts done, len(texts))`."""
+        if not self.chunked:
+            raise BertlensError(
+                f"embed_chunks is for recipes that keep one vector per chunk (long_text ...:maxp); this one reads "
+                f"'{self.recipe.long_text or 'truncate'}' into one vector per text: use embed"
+            )
+        pieces = encode_pieces(
+            self.encoder,
+            self.representation,
+            texts,
+            self.reading,
+            progress=lambda stage, done, total: progress("embedding", done, total),
+            characters=True,
+        )
+        vectors = self.postprocessor.transform(pieces.vectors) if self.postprocessor is not None else pieces.vectors
+        return ChunkEmbeddings(vectors, pieces.doc_index, pieces.order, pieces.characters)

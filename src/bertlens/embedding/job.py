@@ -39,6 +39,7 @@ class EmbedSummary:
     truncated: int
     resumed_shards: int
     dim: int
+    chunks: int = 0  # a chunk recipe's rows (one per chunk, with the text's id, its number and characters)
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,12 @@ def _shard_ok(file: Path) -> bool:
 
 
 def _write_npy(out: Path, shard_files: list[Path], rows: int, dim: int, ids_needed: bool) -> None:
+    """OUT.npy [rows, D]; OUT.ids.npy (input lines) when rows were skipped. A chunk recipe's rows are chunks:
+    OUT.chunks.npy [rows, 4] int64 then says each one's (input line, chunk number, start, end character)."""
+    chunked = _chunked(shard_files)
+    rows = sum(_shard_rows(file) for file in shard_files) if chunked else rows
     ids = np.empty(rows, dtype=np.int64)
+    spans = np.empty((rows, 4), dtype=np.int64) if chunked else None
     with atomic_path(out) as tmp:
         matrix = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(rows, dim))  # [N, D]
         start = 0
@@ -133,10 +139,15 @@ def _write_npy(out: Path, shard_files: list[Path], rows: int, dim: int, ids_need
                 n = len(shard["ids"])
                 matrix[start : start + n] = shard["vectors"]
                 ids[start : start + n] = shard["ids"]
+                if spans is not None:
+                    spans[start : start + n] = np.stack([shard["ids"], *(shard[c] for c in CHUNK_COLUMNS)], axis=1)
             start += n
         matrix.flush()
         del matrix
-        if ids_needed:
+        if spans is not None:
+            with atomic_path(out.with_name(out.stem + ".chunks.npy")) as spans_tmp:
+                np.save(spans_tmp, spans)
+        elif ids_needed:
             with atomic_path(out.with_name(out.stem + ".ids.npy")) as ids_tmp:
                 np.save(ids_tmp, ids)
 
@@ -145,13 +156,32 @@ def _write_parquet(out: Path, shard_files: list[Path], dim: int) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = pa.schema([("id", pa.int64()), ("embedding", pa.list_(pa.float32(), dim))])
+    extra = CHUNK_COLUMNS if _chunked(shard_files) else ()  # a chunk recipe: one row per chunk
+    schema = pa.schema(
+        [("id", pa.int64()), *((c, pa.int64()) for c in extra), ("embedding", pa.list_(pa.float32(), dim))]
+    )
     with atomic_path(out) as tmp, pq.ParquetWriter(tmp, schema) as writer:
         for file in shard_files:
             with np.load(file, allow_pickle=False) as shard:
                 vectors = shard["vectors"]  # [n, D]
                 column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), dim)
-                writer.write_table(pa.table({"id": pa.array(shard["ids"]), "embedding": column}, schema=schema))
+                columns = {"id": pa.array(shard["ids"]), **{c: pa.array(shard[c]) for c in extra}}
+                writer.write_table(pa.table({**columns, "embedding": column}, schema=schema))
+
+
+CHUNK_COLUMNS = ("chunk", "start", "end")  # a chunk row's number within its text and [start, end) characters
+
+
+def _chunked(shard_files: list[Path]) -> bool:
+    if not shard_files:
+        return False
+    with np.load(shard_files[0], allow_pickle=False) as shard:
+        return "chunk" in shard.files
+
+
+def _shard_rows(file: Path) -> int:
+    with np.load(file, allow_pickle=False) as shard:
+        return len(shard["ids"])
 
 
 def run_embed(
@@ -210,6 +240,9 @@ def _run_locked(spec, out, embedder, scan, partial, empty, shard_size, restart, 
         "prompt": getattr(embedder, "prompt", ""),  # a role's prompt (embed --role): queries and documents differ
         "model_fingerprint": embedder.fingerprint,
     }
+    reading = embedder.recipe.long_text_strategy
+    if reading is not None and reading.for_documents:  # read as documents (chunks) or as queries (whole)
+        manifest["chunked"] = bool(getattr(embedder, "chunked", False))
     finished = _prepare_partial(partial, manifest)
     done = 0
     truncated = 0
@@ -227,17 +260,25 @@ def _run_locked(spec, out, embedder, scan, partial, empty, shard_size, restart, 
             warnings.warn(
                 f"shard {file.name} of the unfinished run failed its checksum; embedding it again", stacklevel=2
             )
-        result = embedder.embed(
-            [text for _, text in shard], lambda stage, n, total, base=done: progress(stage, base + n, rows)
-        )  # vectors [n, D]
+        texts = [text for _, text in shard]
+        lines = np.array([line for line, _ in shard], dtype=np.int64)
+        report = lambda stage, n, total, base=done: progress(stage, base + n, rows)  # noqa: E731
+        if getattr(embedder, "chunked", False):  # a chunk recipe: one row per chunk
+            chunks = embedder.embed_chunks(texts, report)  # vectors [C, D]
+            spans = chunks.characters.astype(np.int64)  # [C, 2]
+            write_npz(file, vectors=chunks.vectors, ids=lines[chunks.owner], chunk=chunks.chunk.astype(np.int64),
+                      start=spans[:, 0], end=spans[:, 1], truncated=np.array(0))  # fmt: skip
+        else:
+            result = embedder.embed(texts, report)  # vectors [n, D]
+            truncated += result.truncated
+            write_npz(file, vectors=result.vectors, ids=lines, truncated=np.array(result.truncated))
         done += len(shard)
-        truncated += result.truncated
-        ids = np.array([line for line, _ in shard], dtype=np.int64)
-        write_npz(file, vectors=result.vectors, ids=ids, truncated=np.array(result.truncated))
         write_text(file.with_suffix(".sha256"), file_sha256(file) + "\n")  # written last: marks the shard finished
     if out.suffix.lower() == ".npy":
         _write_npy(out, shard_files, rows, embedder.dim, ids_needed=empty == "skip" and bool(scan.empty_lines))
     else:
         _write_parquet(out, shard_files, embedder.dim)
+    chunks = sum(_shard_rows(file) for file in shard_files) if _chunked(shard_files) else 0
     shutil.rmtree(partial)
-    return EmbedSummary(out, rows, len(scan.empty_lines) if empty == "skip" else 0, truncated, finished, embedder.dim)
+    skipped = len(scan.empty_lines) if empty == "skip" else 0
+    return EmbedSummary(out, rows, skipped, truncated, finished, embedder.dim, chunks)

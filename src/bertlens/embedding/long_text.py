@@ -23,12 +23,14 @@ from bertlens.representation.apply import Representation
 
 @dataclass(frozen=True)
 class Pieces:
-    """Encoded pieces: vectors [C, D], the text each came from [C], its content tokens [C], its order [C]."""
+    """Encoded pieces: vectors [C, D], the text each came from [C], its content tokens [C], its order [C], and
+    (when asked) its [start, end) characters in that text [C, 2]."""
 
     vectors: np.ndarray
     doc_index: np.ndarray
     tokens: np.ndarray
     order: np.ndarray
+    characters: np.ndarray | None = None
 
     def aggregate(self, texts: int, how: str) -> np.ndarray:
         """One float32 vector per text [texts, D]."""
@@ -43,10 +45,11 @@ def encode_pieces(
     *,
     group: int = 64,
     progress: Progress = silent,
+    characters: bool = False,
 ) -> Pieces:
     """Every piece of every text, encoded; pieces of one text never depend on other texts in the batch."""
-    vectors, doc_index, tokens, order = [], [], [], []
-    for first, pieces in piece_groups(encoder, texts, long_text, group):
+    vectors, doc_index, tokens, order, spans = [], [], [], [], []
+    for first, pieces in piece_groups(encoder, texts, long_text, group, characters):
         out = None
         for states in encoder.stream(pieces.tokenized):
             for units, pooled in pooled_units(states, pieces, lambda s: representation(s).float().numpy()):  # [B, D]
@@ -57,8 +60,10 @@ def encode_pieces(
         doc_index.append(pieces.owner)
         tokens.append(pieces.tokens)
         order.append(pieces.order)
+        spans.append(pieces.characters)
         progress(counting("encoding", "texts"), min(first + group, len(texts)), len(texts))
-    return Pieces(np.concatenate(vectors), np.concatenate(doc_index), np.concatenate(tokens), np.concatenate(order))
+    where = np.concatenate(spans) if characters else None
+    return Pieces(*(np.concatenate(x) for x in (vectors, doc_index, tokens, order)), where)
 
 
 def encode_long(

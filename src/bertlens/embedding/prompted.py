@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bertlens.embedding.protocol import Embeddings, TextEncoder, TokenCounter
+import numpy as np
+
+from bertlens.embedding.protocol import ChunkEmbeddings, Embeddings, TextEncoder, TokenCounter
 from bertlens.progress import Progress, silent
 
 
@@ -21,9 +23,19 @@ class Prompted(TextEncoder):
         self.prompt = inner.recipe.prompt(role)
         self.recipe, self.dim = inner.recipe, inner.dim
         self.fingerprint, self.max_length = inner.fingerprint, inner.max_length
+        self.chunked = getattr(inner, "chunked", False)
 
     def embed(self, texts: Sequence[str], progress: Progress = silent) -> Embeddings:
         return self.inner.embed([self.prompt + text for text in texts] if self.prompt else texts, progress)
+
+    def embed_chunks(self, texts: Sequence[str], progress: Progress = silent) -> ChunkEmbeddings:
+        """Chunks of the prompted texts; their characters count in the texts as given (the prompt is not theirs)."""
+        out = self.inner.embed_chunks([self.prompt + text for text in texts], progress)
+        shifted = np.maximum(out.characters - len(self.prompt), 0)  # [C, 2]
+        return ChunkEmbeddings(out.vectors, out.owner, out.chunk, shifted)
+
+    def for_queries(self) -> Prompted:
+        return Prompted(self.inner.for_queries(), self.role)
 
     def for_thread(self) -> Prompted:
         return Prompted(self.inner.for_thread(), self.role)
@@ -34,5 +46,9 @@ class Prompted(TextEncoder):
 
 
 def with_role(encoder: TextEncoder, role: str | None) -> TextEncoder:
-    """The encoder itself when the role has no prompt (nothing to wrap), else it `Prompted`."""
+    """The encoder itself when the role has no prompt (nothing to wrap), else it `Prompted`; queries read as the
+    recipe reads queries (`for_queries`: a reading of documents only reads a query whole)."""
+    if role == "query":
+        reader = getattr(encoder, "for_queries", None)  # a TextEncoder that does not subclass it reads as it is
+        encoder = reader() if reader is not None else encoder
     return Prompted(encoder, role) if encoder.recipe.prompt(role) else encoder

@@ -32,6 +32,17 @@ class Embeddings:
     truncated: int
 
 
+@dataclass(frozen=True)
+class ChunkEmbeddings:
+    """A chunk recipe's result (its long_text keeps one vector per chunk, `maxp`): rows [C, D] float32, the input
+    text each belongs to [C], the chunk's number within it [C] and its [start, end) characters in it [C, 2]."""
+
+    vectors: np.ndarray
+    owner: np.ndarray
+    chunk: np.ndarray
+    characters: np.ndarray
+
+
 @runtime_checkable
 class TextEncoder(Protocol):
     """Texts -> vectors. Backends subclass it to inherit `encode`; anything with the same members fits too."""
@@ -41,6 +52,7 @@ class TextEncoder(Protocol):
     fingerprint: str  # identifies the weights (cache keys, resume checks)
     max_length: int  # tokens per text the model reads
     capabilities: frozenset[str] = frozenset()  # optional parts it has (TOKEN_VECTORS); a route needing one checks
+    chunked: bool = False  # texts become one vector per chunk (embed_chunks), not one each (a maxp recipe's documents)
 
     def embed(self, texts: Sequence[str], progress: Progress = silent) -> Embeddings:
         """Embed texts; `progress("embedding", done, len(texts))` as batches finish."""
@@ -59,10 +71,31 @@ class TextEncoder(Protocol):
         """Just the vectors [N, D] float32."""
         return self.embed(texts, progress).vectors
 
+    def embed_chunks(self, texts: Sequence[str], progress: Progress = silent) -> ChunkEmbeddings:
+        """A chunk recipe's documents: one row per chunk. Backends that run one pass per text refuse."""
+        raise BertlensError(
+            f"{type(self).__name__} embeds one vector per text; a recipe that keeps one vector per chunk "
+            f"('{self.recipe.long_text}') runs on the PyTorch backend"
+        )
+
+    def for_queries(self) -> TextEncoder:
+        """The encoder queries are embedded with: itself, except that a reading of documents (late or independent
+        chunks, MaxP) reads a query whole up to the limit, as the retrieval sweep scored queries."""
+        return self
+
     def token_vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
         """With TOKEN_VECTORS in `capabilities`: each text's token vectors [T_i, D] (the recipe's layers, before
         pooling); a backend without it refuses in one line."""
         raise BertlensError(f"{type(self).__name__} has no token vectors; use the PyTorch backend")
+
+
+def chunked_refusal(recipe: Recipe) -> BertlensError:
+    """Why a chunk recipe's documents have no one vector each: what to call instead."""
+    return BertlensError(
+        f"the recipe reads documents as '{recipe.long_text}': one vector per chunk, a document scored by its best "
+        "(MaxP); embed documents with embed_chunks (`bertlens embed` writes chunk rows, `bertlens index` stores "
+        "them) and queries with the query role"
+    )
 
 
 def token_counter_of(tokenizer) -> TokenCounter:

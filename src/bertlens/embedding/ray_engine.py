@@ -10,13 +10,14 @@ path (or a hub id they can reach). `pip install bertlens[ray]`.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Sequence
 
 import numpy as np
 
 from bertlens.embedding.embedder import Embedder
-from bertlens.embedding.protocol import Embeddings, TextEncoder, TokenCounter
+from bertlens.embedding.protocol import ChunkEmbeddings, Embeddings, TextEncoder, TokenCounter, chunked_refusal
 from bertlens.errors import BertlensError
 from bertlens.progress import Progress, silent
 from bertlens.representation.recipe import Recipe
@@ -31,8 +32,11 @@ class _EmbedActor:
         torch.set_num_threads(threads)
         self.embedder = Embedder(Recipe.from_dict(recipe), trust_remote_code=trust_remote_code)
 
-    def embed(self, texts: list[str]) -> Embeddings:
-        return self.embedder.embed(texts)
+    def embed(self, texts: list[str], queries: bool = False) -> Embeddings:
+        return (self.embedder.for_queries() if queries else self.embedder).embed(texts)
+
+    def embed_chunks(self, texts: list[str]) -> ChunkEmbeddings:
+        return self.embedder.embed_chunks(texts)
 
 
 class RayEmbedder(TextEncoder):
@@ -58,6 +62,8 @@ class RayEmbedder(TextEncoder):
         local = Embedder(recipe, trust_remote_code=trust_remote_code)  # the driver's copy: dim, limits, fingerprint
         self.recipe, self.dim, self.fingerprint = local.recipe, local.dim, local.fingerprint
         self.max_length, self.chunk = local.max_length, chunk
+        self.chunked, self.queries = local.chunked, False  # for_queries: the actors read texts as queries
+        self._query_reader = local.for_queries() is not local
         self._count_tokens = local.token_counter()
         if not ray.is_initialized():
             os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
@@ -80,11 +86,39 @@ class RayEmbedder(TextEncoder):
         """The actor pool is not shared by threads: one caller at a time."""
         raise BertlensError("--engine ray serves one caller at a time; it cannot back several server workers")
 
-    def embed(self, texts: Sequence[str], progress: Progress = silent) -> Embeddings:
+    def for_queries(self) -> RayEmbedder:
+        if not self._query_reader:
+            return self
+        twin = copy.copy(self)
+        twin.chunked, twin.queries = False, True
+        return twin
+
+    def _parts(self, texts: Sequence[str]) -> list[list[str]]:
         size = max(1, min(self.chunk, -(-len(texts) // len(self.actors))))  # every actor gets a part of a shard
-        chunks = [list(texts[i : i + size]) for i in range(0, len(texts), size)]
+        return [list(texts[i : i + size]) for i in range(0, len(texts), size)]
+
+    def embed_chunks(self, texts: Sequence[str], progress: Progress = silent) -> ChunkEmbeddings:
+        if not self.chunked:
+            return super().embed_chunks(texts, progress)  # refuses: this recipe keeps one vector per text
+        parts, first = [], 0
+        for part, size in zip(
+            self.pool.map(lambda actor, chunk: actor.embed_chunks.remote(chunk), (batches := self._parts(texts))),
+            (len(b) for b in batches),
+            strict=True,
+        ):  # in order
+            parts.append(ChunkEmbeddings(part.vectors, part.owner + first, part.chunk, part.characters))
+            first += size
+            progress("embedding", first, len(texts))
+        return ChunkEmbeddings(
+            *(np.concatenate([getattr(p, f) for p in parts]) for f in ChunkEmbeddings.__dataclass_fields__)
+        )
+
+    def embed(self, texts: Sequence[str], progress: Progress = silent) -> Embeddings:
+        if self.chunked:
+            raise chunked_refusal(self.recipe)
+        chunks = self._parts(texts)
         parts, done, truncated = [], 0, 0
-        for part in self.pool.map(lambda actor, chunk: actor.embed.remote(chunk), chunks):  # in order
+        for part in self.pool.map(lambda actor, chunk: actor.embed.remote(chunk, self.queries), chunks):  # in order
             parts.append(part.vectors)
             truncated += part.truncated
             done += len(part.vectors)

@@ -12,6 +12,14 @@ model's special tokens, so `size` is the model limit minus those (e.g. 510 for 5
                 `size` overlapping by half, cut into chunks of `chunk` tokens, and each chunk is pooled
                 from the token states of the window where it sits most centrally, so a chunk's vector
                 has seen the context around it; chunk vectors are then aggregated like windows
+  chunks        independent chunks: the text cut into spans of `chunk` tokens, each read as its own model input
+                (no context beyond the chunk)
+
+Aggregates turn a text's pieces into one vector (mean, max, first, weighted), except `maxp`: the pieces stay
+separate vectors (one row per chunk in `embed` and `index`) and a document scores its best piece at search
+time (MaxP; Dai & Callan 2019, "Deeper text understanding for IR with contextual neural language modeling").
+Readings that exist for documents (late, chunks, and any maxp) read a query whole, up to the limit: queries are
+short, and the sweep scored them so.
 """
 
 from __future__ import annotations
@@ -20,8 +28,9 @@ from dataclasses import dataclass
 
 from bertlens.errors import BertlensError, did_you_mean
 
-KINDS = ("head", "tail", "head_tail", "windows", "late")
-AGGREGATES = ("mean", "max", "first", "weighted")
+KINDS = ("head", "tail", "head_tail", "windows", "late", "chunks")
+AGGREGATES = ("mean", "max", "first", "weighted", "maxp")
+MAXP = "maxp"  # not a vector aggregate: one row per piece, a document scored by its best
 
 
 def windows(length: int, size: int, stride: int) -> list[tuple[int, int]]:
@@ -64,9 +73,9 @@ def head_tail(length: int, size: int, head_tokens: int) -> list[tuple[int, int]]
 class LongText:
     """How a text longer than the model limit becomes one vector.
 
-    kind: head | tail | head_tail | windows; head_tokens: for head_tail; stride: for windows
-    (default: half the window); aggregate: how window vectors combine (mean, max, first,
-    weighted = token-count-weighted mean).
+    kind: head | tail | head_tail | windows | late | chunks; head_tokens: for head_tail; stride: for windows
+    (default: half the window); chunk: for late and chunks; aggregate: how piece vectors combine (mean, max,
+    first, weighted = token-count-weighted mean), or maxp: they stay one row each.
     """
 
     kind: str = "head"
@@ -81,14 +90,26 @@ class LongText:
             return f"head_tail:{self.head_tokens}"
         if self.kind == "windows":
             return "windows" + (f":{self.stride}" if self.stride else "") + f":{self.aggregate}"
-        if self.kind == "late":
-            return f"late:{self.chunk}:{self.aggregate}"
+        if self.kind in ("late", "chunks"):
+            return f"{self.kind}:{self.chunk}:{self.aggregate}"
         return self.kind
+
+    @property
+    def per_piece(self) -> bool:
+        """One vector per piece (chunk), not per text: a document scores its best (MaxP)."""
+        return self.aggregate == MAXP
+
+    @property
+    def for_documents(self) -> bool:
+        """A reading of documents only: a query is read whole up to the limit (see the module docstring)."""
+        return self.kind in ("late", "chunks") or self.per_piece
 
     @property
     def piece_aggregate(self) -> str:
         """How pieces combine into one vector: windows by their aggregate; one-piece strategies keep it."""
-        return self.aggregate if self.kind in ("windows", "late") else "first"
+        if self.per_piece:
+            raise BertlensError(f"'{self.name}' keeps one vector per piece; there is no per-text vector to make")
+        return self.aggregate if self.kind in ("windows", "late", "chunks") else "first"
 
     def pieces(self, length: int, size: int) -> list[list[tuple[int, int]]]:
         """Model inputs as lists of spans (one span, or two for head_tail) for a text of `length` tokens."""
@@ -100,6 +121,9 @@ class LongText:
             return [head_tail(length, size, min(self.head_tokens, size))]
         if self.kind == "late":
             return [[span] for span in windows(length, size, max(1, size // 2))]
+        if self.kind == "chunks":
+            chunk = min(self.chunk, size)
+            return [[span] for span in windows(length, chunk, chunk)]
         return [[span] for span in windows(length, size, self.stride or max(1, size // 2))]
 
     def chunks(self, length: int, size: int) -> list[tuple[int, int, int]]:
@@ -117,7 +141,8 @@ class LongText:
 
 
 def parse_long_text(spec: str) -> LongText:
-    """'head', 'tail', 'head_tail[:HEAD]', 'windows[:STRIDE][:AGGREGATE]', 'late[:CHUNK][:AGGREGATE]'."""
+    """'head', 'tail', 'head_tail[:HEAD]', 'windows[:STRIDE][:AGGREGATE]', 'late[:CHUNK][:AGGREGATE]',
+    'chunks[:CHUNK][:AGGREGATE]'."""
     parts = spec.strip().split(":")
     kind, args = parts[0], parts[1:]
     if kind not in KINDS:
@@ -128,7 +153,7 @@ def parse_long_text(spec: str) -> LongText:
         if len(args) > 1 or (args and not args[0].isdigit()):
             raise BertlensError(f"'{spec}': use head_tail or head_tail:HEAD_TOKENS (an integer)")
         return LongText("head_tail", head_tokens=int(args[0]) if args else 128)
-    if kind in ("windows", "late"):
+    if kind in ("windows", "late", "chunks"):
         stride, aggregate = None, "mean"
         for arg in args:
             if arg.isdigit():
@@ -142,7 +167,7 @@ def parse_long_text(spec: str) -> LongText:
                 )
         if stride is not None and stride < 1:
             raise BertlensError(f"'{spec}': the {'stride' if kind == 'windows' else 'chunk size'} must be at least 1")
-        if kind == "late":
-            return LongText("late", aggregate=aggregate, chunk=stride or 64)
+        if kind in ("late", "chunks"):
+            return LongText(kind, aggregate=aggregate, chunk=stride or 64)
         return LongText("windows", stride=stride, aggregate=aggregate)
     return LongText(kind)

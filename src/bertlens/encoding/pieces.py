@@ -49,6 +49,7 @@ class PieceTokens:
     tokens: np.ndarray  # [C] content tokens in the piece (chunk)
     order: np.ndarray  # [C] rank of the piece (chunk) within its text
     chunks: Chunks | None = None
+    characters: np.ndarray | None = None  # [C, 2] each unit's [start, end) characters in its text (when asked)
 
     @property
     def units(self) -> int:
@@ -76,31 +77,40 @@ def chunk_views(states: LayerStates, chunks: Chunks, piece_rows: np.ndarray):
         yield replace(states, attention_mask=mask), rows, chosen
 
 
-def piece_tokens(encoder: Encoder, texts: Sequence[str], long_text: LongText, first: int = 0) -> PieceTokens:
-    """Tokenize texts once (no special tokens), cut them into pieces, wrap each in the model's special tokens."""
+def piece_tokens(
+    encoder: Encoder, texts: Sequence[str], long_text: LongText, first: int = 0, characters: bool = False
+) -> PieceTokens:
+    """Tokenize texts once (no special tokens), cut them into pieces, wrap each in the model's special tokens;
+    with `characters`, also where each unit (piece, or chunk under late chunking) sits in its text's characters."""
     prefix, suffix = special_affixes(encoder)
     size = encoder.max_length - len(prefix) - len(suffix)
-    content = encoder.tokenizer(list(texts), add_special_tokens=False, truncation=False)["input_ids"]
-    ids, special, owner, count, rank = [], [], [], [], []
+    encoded = encoder.tokenizer(
+        list(texts), add_special_tokens=False, truncation=False, return_offsets_mapping=characters
+    )
+    content = encoded["input_ids"]
+    ids, special, owner, count, rank, spans = [], [], [], [], [], []
     late: list[tuple[int, int, int, int]] = []  # (piece, start, end, text) per chunk, under late chunking
+    late_spans: list[tuple[int, int, int]] = []  # (text, start, end) in the text's tokens, per chunk
     for offset, doc in enumerate(content):
         piece_spans = long_text.pieces(len(doc), size)
         if long_text.kind == "late":
-            window_starts = [spans[0][0] for spans in piece_spans]
-            late += [
-                (len(ids) + w, len(prefix) + a - window_starts[w], len(prefix) + b - window_starts[w], first + offset)
-                for w, a, b in long_text.chunks(len(doc), size)
-            ]
-        for k, spans in enumerate(piece_spans):
-            body = [t for start, end in spans for t in doc[start:end]]
+            window_starts = [piece[0][0] for piece in piece_spans]
+            for w, a, b in long_text.chunks(len(doc), size):
+                late.append((len(ids) + w, len(prefix) + a - window_starts[w], len(prefix) + b - window_starts[w],
+                             first + offset))  # fmt: skip
+                late_spans.append((offset, a, b))
+        for k, piece in enumerate(piece_spans):
+            body = [t for start, end in piece for t in doc[start:end]]
             ids.append(prefix + body + suffix)
             special.append([1] * len(prefix) + [0] * len(body) + [1] * len(suffix))
             owner.append(first + offset)
             count.append(len(body))
             rank.append(k)
+            spans.append((offset, piece[0][0], piece[-1][1]))
     tokenized = Tokenized(ids, special, 0)
+    where = _characters(encoded["offset_mapping"], late_spans or spans) if characters else None
     if long_text.kind != "late":
-        return PieceTokens(tokenized, np.array(owner), np.array(count), np.array(rank))
+        return PieceTokens(tokenized, np.array(owner), np.array(count), np.array(rank), characters=where)
     piece, start, end, text = (np.array(column, dtype=np.int64) for column in zip(*late))
     within_piece = np.zeros(len(piece), dtype=np.int64)
     within_text = np.zeros(len(piece), dtype=np.int64)
@@ -108,7 +118,16 @@ def piece_tokens(encoder: Encoder, texts: Sequence[str], long_text: LongText, fi
         within_piece[i] = within_piece[i - 1] + 1 if piece[i] == piece[i - 1] else 0
         within_text[i] = within_text[i - 1] + 1 if text[i] == text[i - 1] else 0
     chunks = Chunks(piece, np.stack([start, end], axis=1), within_piece)
-    return PieceTokens(tokenized, text, end - start, within_text, chunks)
+    return PieceTokens(tokenized, text, end - start, within_text, chunks, where)
+
+
+def _characters(offsets: list, spans: list[tuple[int, int, int]]) -> np.ndarray:
+    """[U, 2] character spans of token spans (text, start, end); an empty span (an empty text) is [0, 0)."""
+    out = np.zeros((len(spans), 2), dtype=np.int64)
+    for u, (text, start, end) in enumerate(spans):
+        if end > start:
+            out[u] = (offsets[text][start][0], offsets[text][end - 1][1])
+    return out
 
 
 def pooled_units(states: LayerStates, pieces: PieceTokens, pool) -> Iterator[tuple[np.ndarray, object]]:
@@ -126,7 +145,7 @@ def pooled_units(states: LayerStates, pieces: PieceTokens, pool) -> Iterator[tup
         )
 
 
-def piece_groups(encoder: Encoder, texts: Sequence[str], long_text: LongText, group: int):
+def piece_groups(encoder: Encoder, texts: Sequence[str], long_text: LongText, group: int, characters: bool = False):
     """(first text index, PieceTokens) for consecutive groups of texts: memory is bounded by a group."""
     for first in range(0, len(texts), group):
-        yield first, piece_tokens(encoder, texts[first : first + group], long_text, first)
+        yield first, piece_tokens(encoder, texts[first : first + group], long_text, first, characters)

@@ -41,6 +41,25 @@ def index_record(encoder: TextEncoder) -> IndexRecord:
     return IndexRecord(recipe.to_json(), recipe_fingerprint(recipe, encoder.fingerprint), encoder.dim)
 
 
+def document_rows(reader: TextEncoder, ids: list[str], texts: list[str]) -> Rows:
+    """One row per document, or per chunk for a chunk recipe (its characters and text the chunk's own)."""
+    if not getattr(reader, "chunked", False):  # a TextEncoder need not subclass the protocol
+        vectors = reader.encode(texts)  # [B, D]
+        zeros = np.zeros(len(ids), dtype=np.int32)
+        return Rows(tuple(ids), zeros, zeros, np.array([len(t) for t in texts], dtype=np.int32), tuple(texts), vectors)
+    chunks = reader.embed_chunks(texts)  # vectors [C, D]
+    owner = chunks.owner.tolist()
+    spans = chunks.characters.astype(np.int32)  # [C, 2]
+    return Rows(
+        tuple(ids[i] for i in owner),
+        chunks.chunk.astype(np.int32),
+        spans[:, 0],
+        spans[:, 1],
+        tuple(texts[i][a:b] for i, (a, b) in zip(owner, spans.tolist(), strict=True)),
+        chunks.vectors,
+    )
+
+
 def run_index(
     documents: dict[str, str],
     encoder: TextEncoder,
@@ -50,7 +69,9 @@ def run_index(
     batch: int = BATCH_DOCUMENTS,
     progress: Progress = silent,
 ) -> IndexSummary:
-    """Embed `documents` ({id: text}, in order) with `encoder` (its recipe's document prompt applied) into `store`."""
+    """Embed `documents` ({id: text}, in order) with `encoder` (its recipe's document prompt applied) into `store`:
+    one row per document, or one per chunk when the recipe keeps chunks (a search then scores a document by its
+    best chunk)."""
     if batch < 1:
         raise BertlensError(f"--batch must be at least 1 document, got {batch}")
     start = time.perf_counter()
@@ -78,11 +99,9 @@ def run_index(
         ids = todo[first : first + batch]
         texts = [documents[d] for d in ids]
         t0 = time.perf_counter()
-        vectors = reader.encode(texts)  # [B, D]
+        rows = document_rows(reader, ids, texts)
         embed_seconds += time.perf_counter() - t0
-        zeros = np.zeros(len(ids), dtype=np.int32)
-        ends = np.array([len(t) for t in texts], dtype=np.int32)
-        store.add(Rows(tuple(ids), zeros, zeros, ends, tuple(texts), vectors))
+        store.add(rows)
         progress("indexing", first + len(ids), len(todo))
     return IndexSummary(
         store.where,

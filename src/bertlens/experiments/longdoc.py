@@ -54,8 +54,11 @@ def check_strategies(names: tuple[str, ...]) -> tuple[str, ...]:
                 raise BertlensError(
                     f"unknown chunk classifier '{name}': {did_you_mean(name[5:], HIERARCHICAL)} (hier:KIND)"
                 )
-        else:
-            parse_long_text(name)
+        elif parse_long_text(name).per_piece:
+            raise BertlensError(
+                f"'{name}' keeps one vector per chunk, for search (bertlens index); a classifier needs one vector per "
+                "document: use mean, max, first or weighted"
+            )
     if not names:
         raise BertlensError("no long-text strategies given")
     return names

@@ -15,9 +15,8 @@ import numpy as np
 import torch
 
 from bertlens.embedding.long_text import Pieces, encode_pieces
-from bertlens.encoding.chunking import LongText, parse_long_text
+from bertlens.encoding.chunking import MAXP, LongText, parse_long_text
 from bertlens.encoding.encoder import Encoder
-from bertlens.encoding.pieces import piece_size
 from bertlens.errors import BertlensError
 from bertlens.features.bank import Bank, build_bank
 from bertlens.metrics.ranking import DEPTH, RANKING_METRICS, ranking_metrics, top_k, top_k_maxsim
@@ -37,7 +36,7 @@ class RetrievalScores:
     processors: dict[str, PostProcessor]  # candidate name -> its post-processing, fitted on the corpus
     candidates: tuple[Candidate, ...] = ()
     bank_seconds: float = 0.0  # encoding (one pass per prompt set)
-    scored_by: tuple[str, ...] = ()  # per candidate: 'cosine', or a reading no recipe expresses (long documents)
+    scored_by: tuple[str, ...] = ()  # per candidate: 'cosine', or 'maxp' (a long-document reading scoring chunks)
     long_document_seconds: float = 0.0
     plain_bank: Bank | None = field(default=None, repr=False)  # the bank without prompts (corpus + queries)
     plain_texts: tuple[str, ...] = field(default=(), repr=False)  # its texts, in bank order
@@ -187,9 +186,10 @@ def sweep_retrieval(
         best = candidates[int(np.argmax(dev))]
         bank, rows = query_rows[best.prompts]
         query_vectors = candidate_features(bank, replace(best, post=None), rows)  # [Q, D]
-        read, values, how = score_readings(
+        read, values, how, fitted = score_readings(
             encoder, best, documents, query_vectors, judgements, plan.include_special, progress
         )
+        processors.update(fitted)
         candidates += read
         scored_by += how
         stacked = {metric: np.concatenate([stacked[metric], values[metric]]) for metric in stacked}
@@ -208,43 +208,25 @@ def sweep_retrieval(
     )
 
 
-@dataclass(frozen=True)
-class DocumentReading:
-    """One way to read documents longer than the model limit, scored for the best candidate.
-
-    `long_text`: a --long-text strategy (the recipe can apply it) or None with `chunk` set: independent chunks
-    of `chunk` tokens (a model limit of chunk + special tokens); `maxsim`: a document scores its best piece's
-    cosine (MaxP) instead of one aggregated vector, which no recipe expresses."""
-
-    label: str
-    long_text: LongText
-    maxsim: bool = False
-    chunk: int | None = None
-
-    @property
-    def scored_by(self) -> str:
-        return "maxsim (no recipe)" if self.maxsim else ("chunks (no recipe)" if self.chunk else "cosine")
-
-
 LATE_CHUNK = 64
-READINGS = (
-    DocumentReading("head_tail", parse_long_text("head_tail")),
-    DocumentReading("windows:mean", parse_long_text("windows:mean")),
-    DocumentReading("windows:maxsim", parse_long_text("windows"), maxsim=True),
-    DocumentReading(f"chunks{LATE_CHUNK}:mean", parse_long_text(f"windows:{LATE_CHUNK}:mean"), chunk=LATE_CHUNK),
-    DocumentReading(f"chunks{LATE_CHUNK}:maxsim", parse_long_text(f"windows:{LATE_CHUNK}"), True, LATE_CHUNK),
-    DocumentReading(f"late:{LATE_CHUNK}:mean", parse_long_text(f"late:{LATE_CHUNK}:mean")),
-    DocumentReading(f"late:{LATE_CHUNK}:maxsim", parse_long_text(f"late:{LATE_CHUNK}"), maxsim=True),
+# every reading is a recipe's long_text: maxp readings keep one vector per chunk and score a document by its best
+READINGS = tuple(
+    parse_long_text(spec)
+    for spec in (
+        "head_tail",
+        "windows:mean",
+        "windows:maxp",
+        f"chunks:{LATE_CHUNK}:mean",
+        f"chunks:{LATE_CHUNK}:maxp",
+        f"late:{LATE_CHUNK}:mean",
+        f"late:{LATE_CHUNK}:maxp",
+    )
 )
 
 
-def _reader(encoder: Encoder, reading: DocumentReading) -> Encoder:
-    """The sweep's encoder, or one whose limit is a chunk (independent chunks: windows of that size)."""
-    if reading.chunk is None:
-        return encoder
-    specials = encoder.max_length - piece_size(encoder)
-    return Encoder(encoder.ref.name, max_length=reading.chunk + specials, precision=encoder.precision,
-                   attentions=encoder.attentions)  # fmt: skip
+def scored_by(reading: LongText) -> str:
+    """How a reading's figures were made: 'maxp' (a document scores its best chunk) or 'cosine' (one vector)."""
+    return MAXP if reading.per_piece else "cosine"
 
 
 def score_readings(
@@ -255,37 +237,40 @@ def score_readings(
     judgements: list[dict[int, int]],
     include_special: bool = True,
     progress: Progress = silent,
-) -> tuple[list[Candidate], dict[str, np.ndarray], list[str]]:
-    """`candidate` with every DocumentReading: (its candidates, metric -> [R, Q], how each was scored). The
-    queries keep the candidate's own vectors [Q, D] (queries are short); post-processing is refitted on each
-    reading's document vectors."""
+) -> tuple[list[Candidate], dict[str, np.ndarray], list[str], dict[str, PostProcessor]]:
+    """`candidate` with every reading of READINGS: (its candidates, metric -> [R, Q], how each was scored, the
+    post-processors fitted by candidate name). Documents are read as the recipe reads them (Embedder.embed_chunks
+    for maxp); the queries keep the candidate's own vectors [Q, D] (a query is read whole: for_queries);
+    post-processing is refitted on each reading's document vectors."""
     base = Recipe(model=encoder.ref.name, include_special=include_special)
     representation = Representation(candidate.recipe(base).replace(postprocess=None, long_text=None))
     texts = [(candidate.prompts.document if candidate.prompts else "") + d for d in documents]
-    candidates, scored_by = [], []
+    candidates, how, processors = [], [], {}
     per_query = {m: np.full((len(READINGS), len(query_vectors)), np.nan) for m in RANKING_METRICS}
-    encoded: dict[tuple, Pieces] = {}  # a mean and a maxsim reading of the same pieces share one encoding pass
+    encoded: dict[LongText, Pieces] = {}  # a mean and a maxp reading of the same pieces share one encoding pass
     for r, reading in enumerate(READINGS):
-        progress(counting(f"retrieval: long documents ({reading.label})", "readings"), r, len(READINGS))
-        candidates.append(replace(candidate, long_text=reading.label))
-        scored_by.append(reading.scored_by)
-        key = (replace(reading.long_text, aggregate="mean"), reading.chunk)
+        progress(counting(f"retrieval: long documents ({reading.name})", "readings"), r, len(READINGS))
+        read = replace(candidate, long_text=reading.name)
+        candidates.append(read)
+        how.append(scored_by(reading))
+        key = replace(reading, aggregate="mean")
         if key not in encoded:
-            encoded[key] = encode_pieces(_reader(encoder, reading), representation, texts, reading.long_text)
+            encoded[key] = encode_pieces(encoder, representation, texts, reading)
         pieces = encoded[key]
-        vectors = pieces.vectors if reading.maxsim else pieces.aggregate(len(texts), reading.long_text.piece_aggregate)
+        vectors = pieces.vectors if reading.per_piece else pieces.aggregate(len(texts), reading.piece_aggregate)
         queries = query_vectors
         if candidate.post:
             processor = _fit_post(candidate.post, vectors)
             if processor is None:
                 continue  # the reading is undefined for this candidate, as in score_candidates
+            processors[read.name] = processor
             vectors = processor.transform(vectors, dtype=np.float32)
             queries = processor.transform(queries, dtype=np.float32)
-        if reading.maxsim:
+        if reading.per_piece:
             owner = torch.from_numpy(pieces.doc_index.astype(np.int64))
             _, ranked = top_k_maxsim(_normalised(queries), _normalised(vectors), owner, len(texts))
         else:
             _, ranked = top_k(_normalised(queries), _normalised(vectors))
         for name, values in ranking_metrics(ranked.numpy(), judgements).items():
             per_query[name][r] = values
-    return candidates, per_query, scored_by
+    return candidates, per_query, how, processors

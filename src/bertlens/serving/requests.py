@@ -70,6 +70,13 @@ def prompted(payload: dict, texts: list[str], recipe: Recipe) -> list[str]:
         return texts
     if role not in ROLES:
         raise ApiError(422, f"'input_type' must be one of {', '.join(repr(r) for r in ROLES)} or absent")
+    reading = recipe.long_text_strategy
+    if role == "document" and reading is not None and reading.per_piece:
+        raise ApiError(
+            422,
+            f"this recipe reads documents as '{recipe.long_text}' (one vector per chunk): index documents with "
+            "`bertlens index`; the server embeds queries",
+        )
     prompt = recipe.prompt(role)
     return [prompt + text for text in texts] if prompt else texts
 

@@ -63,7 +63,10 @@ class EmbeddingService:
         metrics: ServerMetrics | None = None,
     ):
         """One recipe's encoder, workers and batcher; `admission` and `metrics` are shared when a server runs
-        several recipes (one client cap, one drain, one /metrics registry)."""
+        several recipes (one client cap, one drain, one /metrics registry). A chunk recipe (maxp) serves its
+        query reading: one vector per input; its documents go into a store with `bertlens index`."""
+        if getattr(embedder, "chunked", False):
+            embedder = embedder.for_queries()
         self.embedder, self.options, self.limits = embedder, options, options.limits
         copies = [embedder] + [embedder.for_thread() for _ in range(options.workers - 1)]
         self.count_tokens = embedder.token_counter()  # the event loop's own: the workers' are busy in their threads

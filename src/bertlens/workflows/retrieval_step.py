@@ -18,7 +18,7 @@ from bertlens.embedding.prompted import with_role
 from bertlens.experiments.contrastive import Examples, run_contrastive
 from bertlens.experiments.sweep import SweepConfig, SweepResult, run_sweep
 from bertlens.metrics.bootstrap import paired_difference
-from bertlens.metrics.ranking import RANKING_METRICS, ranking_metrics, top_k
+from bertlens.metrics.ranking import RANKING_METRICS, ranking_metrics, top_k, top_k_maxsim
 from bertlens.probing.candidates import PromptSet
 from bertlens.progress import Progress, silent
 from bertlens.representation.recipe import Recipe
@@ -79,22 +79,31 @@ def _long_document_decision(result: SweepResult, over_limit: float, measured: bo
         "long documents",
         f"read documents as {chosen}",
         f"{share}; nDCG@10 on the test queries by reading: {', '.join(parts)}",
-        rule + "; maxsim and independent chunks are reported, not recommended (no recipe expresses them)",
+        rule + "; a maxp reading keeps one vector per chunk: deploy it with `bertlens index`, which stores the chunks",
         "measured",
     )
 
 
 def _retrieve(recipe: Recipe, task: TaskData, rows: np.ndarray, judgements: list[dict[int, int]]) -> np.ndarray:
-    """nDCG@10 per query [Q] of `recipe` (documents and queries with their prompts) over the whole corpus."""
+    """nDCG@10 per query [Q] of `recipe` (documents and queries with their prompts, a maxp recipe's documents as
+    their chunks, each document scored by its best) over the whole corpus."""
     import torch
 
     collection = task.collection
     embedder = Embedder(recipe)
-    documents = torch.from_numpy(with_role(embedder, "document").encode(list(collection.documents)))
-    queries = torch.from_numpy(with_role(embedder, "query").encode([collection.queries[q] for q in rows]))
-    _, ranked = top_k(
-        torch.nn.functional.normalize(queries, dim=1), torch.nn.functional.normalize(documents, dim=1)
-    )  # [Q, 100]
+    documents, queries = list(collection.documents), [collection.queries[q] for q in rows]
+    query_vectors = torch.nn.functional.normalize(
+        torch.from_numpy(with_role(embedder, "query").encode(queries)), dim=1
+    )  # [Q, D]
+    reader = with_role(embedder, "document")
+    if recipe.long_text_strategy is not None and recipe.long_text_strategy.per_piece:
+        chunks = reader.embed_chunks(documents)
+        owner = torch.from_numpy(chunks.owner.astype(np.int64))  # [C]
+        chunk_vectors = torch.nn.functional.normalize(torch.from_numpy(chunks.vectors), dim=1)  # [C, D]
+        _, ranked = top_k_maxsim(query_vectors, chunk_vectors, owner, len(documents))  # [Q, 100]
+    else:
+        document_vectors = torch.nn.functional.normalize(torch.from_numpy(reader.encode(documents)), dim=1)  # [N, D]
+        _, ranked = top_k(query_vectors, document_vectors)  # [Q, 100]
     return ranking_metrics(ranked.numpy(), judgements)[RANKING_METRICS[0]]
 
 

@@ -149,7 +149,7 @@ def notes(task: TaskData, base: Recipe, config: SweepConfig) -> tuple[str, ...]:
             f"the ridge probe was not run: under {task.folds}-fold cross-validation it costs several times the rest "
             "of the sweep (about 4x on 5,000 pairs, docs/results.md); add it with --protocols cosine,probe",
         )
-    if base.long_text and ":max" in base.long_text:
+    if base.long_text_strategy is not None and base.long_text_strategy.aggregate == "max":
         found += (
             "with max-aggregated windows, layer mixes are scored as the mix of per-layer maxima; the recipe "
             "applies the max to the mixed vectors, so mixed candidates reproduce closely, not exactly",

@@ -15,7 +15,7 @@ from bertlens.representation.postprocess import PostProcessor
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.kinds import TaskKind
 
-RECIPE_PROBES = (LOGISTIC, "cosine", "label_free")  # what a recommendation may rest on (not a ridge screen, not maxsim)
+RECIPE_PROBES = (LOGISTIC, "cosine", "maxp", "label_free")  # what a recommendation may rest on (not a ridge screen)
 
 
 @dataclass(frozen=True)

@@ -79,8 +79,8 @@ def retrieval_protocols(
     if plan.long_documents:
         description += (
             "; long documents: the best candidate on the choosing queries also read as head_tail, windows, "
-            f"independent chunks and late chunks ({LATE_CHUNK} tokens), aggregated by mean or scored by their best "
-            "piece (maxsim, which no recipe expresses)"
+            f"independent chunks and late chunks ({LATE_CHUNK} tokens), aggregated by mean or kept one vector per "
+            "chunk with a document scored by its best (maxp: `bertlens index` stores the chunks)"
         )
     if plan.prompt_sets:
         description += "; prompt sets " + ", ".join(

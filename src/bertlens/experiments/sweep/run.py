@@ -47,6 +47,11 @@ def run_sweep(
     is refused before any work, in the CLI's words (sweep_pkg/config.check_config).
     """
     check_config(config, task.kind, task.name)
+    if base.long_text_strategy is not None and base.long_text_strategy.per_piece:
+        raise BertlensError(
+            f"--long-text {base.long_text} keeps one vector per chunk; the sweep scores one vector per text (for "
+            "retrieval, --long-documents also scores the maxp readings): use windows, late or chunks with mean"
+        )
     if not task.kind.labelled:
         return run_texts_sweep(task.all_texts(), task.name, encoder, base, cache_dir, config, progress)
     encoder = _sweep_encoder(encoder, base, config)
