@@ -1,10 +1,10 @@
 """The retrieval sweep's figure reproduced through a vector store, and what the store costs (issue #39).
 
-Usage: python bench/store_search.py [--model default] [--collections cranfield,cisi,vaswani-npl]
+Usage: python bench/store_search.py [--model default] [--collections cranfield,cisi,vaswani-npl] [--stores lance,chroma]
 
 Per collection: `bertlens sweep --task-type retrieval` scores the last-layer mean (fp32, float32 bank) on its
-scoring queries; the same recipe is indexed into LanceDB, the same queries searched exactly, and nDCG@10
-computed by the sweep's own metric code. Then:
+scoring queries; the same recipe is indexed into each store (LanceDB embedded; a Chroma server this bench starts
+on the loopback), the same queries searched exactly, and nDCG@10 computed by the sweep's own metric code. Then:
 index time against `embed` alone on the same corpus (the store's share), exact and approximate (IVF-PQ) query
 latency p50/p99 for one query at a time, and the approximate search's recall@10 against the exact top 10.
 """
@@ -27,7 +27,8 @@ from bertlens.experiments.index import run_index
 from bertlens.experiments.search import search_store
 from bertlens.metrics.ranking import ranking_metrics
 from bertlens.representation.recipe import Recipe
-from bertlens.stores.lance import LanceStore
+from bertlens.stores.chroma import local_chroma_server
+from bertlens.stores.open import open_store
 from bertlens.tasks.retrieval import load_beir, query_split
 from common import DATA, lscpu_summary
 
@@ -68,7 +69,7 @@ def latencies(store, vectors: np.ndarray, exact: bool) -> tuple[float, float, li
     return float(np.percentile(times, 50)) * 1e3, float(np.percentile(times, 99)) * 1e3, tops
 
 
-def one(name: str, model: str, work: Path) -> None:
+def one(name: str, model: str, work: Path, stores: dict[str, str]) -> None:
     root = DATA / "retrieval" / name
     collection = load_beir(root, drop_invalid=True)  # as the catalog loads it (Cranfield has 2 empty documents)
     split = query_split(collection, 0)
@@ -78,38 +79,45 @@ def one(name: str, model: str, work: Path) -> None:
     start = time.perf_counter()
     encoder.encode(list(documents.values()))
     embed_alone = time.perf_counter() - start
-    store = LanceStore(work / f"{name}.lance")
-    summary = run_index(documents, encoder, store)
-    through_store = store_figure(store, encoder, collection, split)
     swept = sweep_figure(root, model, work)
     vectors = encoder.encode([collection.queries[q] for q in split.test])
-    p50, p99, exact_tops = latencies(store, vectors, True)
-    built = store.build_ann()
-    a50, a99, ann_tops = latencies(store, vectors, False)
-    recall = np.mean([len(set(a) & set(e)) / max(len(e), 1) for a, e in zip(ann_tops, exact_tops, strict=True)])
-    print(
-        f"| {name} | {len(documents):,} | {len(split.test)} | {swept:.4f} | {through_store:.4f} | "
-        f"{abs(swept - through_store):.1e} | {embed_alone:.1f} s | {summary.seconds:.1f} s "
-        f"({summary.seconds / embed_alone:.2f}x) | {p50:.1f} / {p99:.1f} ms | {a50:.1f} / {a99:.1f} ms | "
-        f"{recall:.3f} | {built} |",
-        flush=True,
-    )
+    for label, where in stores.items():
+        store = open_store(where.format(name=name.replace("-", "_")))
+        summary = run_index(documents, encoder, store, restart=True)
+        through_store = store_figure(store, encoder, collection, split)
+        p50, p99, exact_tops = latencies(store, vectors, True)
+        built = store.build_ann()
+        a50, a99, ann_tops = latencies(store, vectors, False)
+        recall = np.mean([len(set(a) & set(e)) / max(len(e), 1) for a, e in zip(ann_tops, exact_tops, strict=True)])
+        print(
+            f"| {name} | {label} | {len(documents):,} | {len(split.test)} | {swept:.4f} | {through_store:.4f} | "
+            f"{abs(swept - through_store):.1e} | {embed_alone:.1f} s | {summary.seconds:.1f} s "
+            f"({summary.seconds / embed_alone:.2f}x) | {p50:.1f} / {p99:.1f} ms | {a50:.1f} / {a99:.1f} ms | "
+            f"{recall:.3f} | {built} |",
+            flush=True,
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default="default")
     parser.add_argument("--collections", default="cranfield,cisi,vaswani-npl")
+    parser.add_argument("--stores", default="lance,chroma", help="lance (embedded), chroma (a server started here)")
     args = parser.parse_args()
     print(f"model {args.model}, fp32; CPU: {lscpu_summary()}")
     print(
-        "| collection | documents | scoring queries | sweep nDCG@10 | through LanceDB | difference | embed alone "
-        "| index (ratio) | exact p50 / p99 | approximate p50 / p99 | approximate recall@10 | approximate index |"
+        "| collection | store | documents | scoring queries | sweep nDCG@10 | through the store | difference | "
+        "embed alone | index (ratio) | exact p50 / p99 | approximate p50 / p99 | approximate recall@10 | "
+        "approximate index |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    with tempfile.TemporaryDirectory() as tmp:
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    wanted = args.stores.split(",")
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as servers:
+        stores = {"LanceDB": str(Path(tmp) / "{name}.lance")} if "lance" in wanted else {}
+        if "chroma" in wanted:
+            stores["Chroma server"] = servers.enter_context(local_chroma_server(Path(tmp) / "chroma")) + "/{name}"
         for name in args.collections.split(","):
-            one(name, args.model, Path(tmp))
+            one(name, args.model, Path(tmp), stores)
 
 
 if __name__ == "__main__":

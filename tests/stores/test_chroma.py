@@ -1,53 +1,27 @@
 """The server store: a real Chroma server (`chroma run`, from the chromadb package) started by the test, indexed
 and searched through `bertlens index --store` and `bertlens search`, with the same nDCG@10 as the sweep."""
 
-import shutil
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
-
 import pytest
 
 from bertlens.cli.main import main
+from bertlens.errors import BertlensError
 from bertlens.representation.recipe import Recipe
+from bertlens.stores.chroma import free_port, local_chroma_server
 from tests.stores.test_lance import DOCS, QRELS, QUERIES, store_ndcg, sweep_ndcg
 from tests.tasks.test_retrieval import write_beir
 
 chromadb = pytest.importorskip("chromadb", reason="the stores extra is not installed: pip install '.[stores]'")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def chroma_server(tmp_path_factory):
-    chroma = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
-    if not Path(chroma).exists():
-        pytest.skip("the chroma command (from the chromadb package) is not on PATH")
-    port, data = free_port(), tmp_path_factory.mktemp("chroma")
-    server = subprocess.Popen(
-        [chroma, "run", "--path", str(data), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     try:
-        for _ in range(120):
-            try:
-                chromadb.HttpClient(host="127.0.0.1", port=port).heartbeat()  # the client connects when made
-                break
-            except Exception:  # noqa: BLE001 - not up yet: any client error
-                time.sleep(0.5)
-        else:
-            pytest.fail("the Chroma server did not start within 60 s")
-        yield f"chroma://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+        with local_chroma_server(tmp_path_factory.mktemp("chroma")) as prefix:
+            yield prefix
+    except BertlensError as exc:
+        if "not on PATH" in str(exc):
+            pytest.skip(str(exc))
+        raise
 
 
 def test_search_through_a_chroma_server_gives_the_sweeps_ndcg(tmp_path, chroma_server, default_model_dir, capsys):

@@ -122,3 +122,40 @@ def test_search_prints_one_result_a_line_and_writes_json(tmp_path, default_model
     rows = json.loads(out.read_text())
     assert [r["rank"] for r in rows] == [1, 2] and rows[0]["score"] >= rows[1]["score"]
     del default_model_dir
+
+
+def test_an_index_made_from_an_onnx_export_is_searched_with_that_export(tmp_path, tiny_bert_dir, capsys):
+    root = write_beir(tmp_path / "c", DOCS, QUERIES, QRELS)
+    export = tmp_path / "onnx"
+    argv = [
+        "export",
+        "--format",
+        "onnx",
+        "--model",
+        str(tiny_bert_dir),
+        "--texts",
+        str(root / "corpus.jsonl"),
+        "--column",
+        "text",
+    ]
+    assert main([*argv, "--out", str(export), "--quiet"]) == 0
+    store = str(tmp_path / "store")
+    assert main(["index", "--data", str(root), "--backend", "onnx", "--model", str(export), "--out", store]) == 0
+    capsys.readouterr()
+    hits = ["search", "--index", store, "--query", "the moon", "--top-k", "3", "--out", str(tmp_path / "o.json")]
+    assert main(hits) == 0  # the record names the export: no flag is needed
+    by_record = json.loads((tmp_path / "o.json").read_text())
+    assert main(["search", "--index", store, "--query", "the moon", "--top-k", "3", "--backend", "torch"]) == 1
+    assert "is not the index's" in capsys.readouterr().err  # PyTorch's weights fingerprint is not the graph's
+    from bertlens.embedding.onnx_backend import OnnxEmbedder
+    from bertlens.experiments.search import open_index
+
+    expected = OnnxEmbedder(export).encode(["the moon"])[0]  # [D]
+    best = open_index(store).store.search(expected[None, :], 1)[0][0]
+    assert by_record[0]["doc_id"] == best.doc_id and by_record[0]["score"] == pytest.approx(best.score, abs=1e-6)
+    moved = tmp_path / "moved"
+    export.rename(moved)
+    assert main(["search", "--index", store, "--query", "the moon"]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "which is gone" in err
+    assert main(["search", "--index", store, "--query", "the moon", "--backend", "onnx", "--model", str(moved)]) == 0

@@ -1,4 +1,7 @@
-"""`bertlens search --index STORE --query TEXT [--queries FILE] --top-k K [--recipe R.json] [--out F.json|.parquet]`."""
+"""`bertlens search --index STORE --query TEXT [--queries FILE] --top-k K [--recipe R.json] [--out F.json|.parquet]`.
+
+An index made from an ONNX export (`index --backend onnx`) is searched with that export, found from the index's
+record (or `--backend onnx --model DIR`)."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from pathlib import Path
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import say
 from bertlens.errors import BertlensError
+from bertlens.representation.choices import SERVED_BACKENDS
 
 OUT_FORMATS = (".json", ".parquet")
 
@@ -26,6 +30,15 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--top-k", type=int, default=10, help="documents per query (default 10)")
     parser.add_argument(
         "--recipe", type=Path, help="embed queries with this recipe (its fingerprint must be the index's)"
+    )
+    parser.add_argument(
+        "--backend",
+        choices=SERVED_BACKENDS,
+        help="what embeds the queries (default: what made the index: onnx for an index made with --backend onnx, "
+        "else torch)",
+    )
+    parser.add_argument(
+        "--model", help="with --backend onnx: the export directory (default: the one the index was made from)"
     )
     parser.add_argument("--approximate", action="store_true", help="use the store's approximate index (--ann)")
     parser.add_argument("--out", type=Path, help="write every result to .json or .parquet instead of the terminal")
@@ -61,20 +74,15 @@ def read_queries(args: argparse.Namespace) -> tuple[list[str], list[str]]:
 
 
 def run(args: argparse.Namespace) -> None:
-    from bertlens.embedding.backends import BackendSpec, make_encoder
-    from bertlens.experiments.search import check_encoder, recipe_for, search_store, stored_record
-    from bertlens.stores.open import open_store
+    from bertlens.experiments.search import open_index
 
     if args.top_k < 1:
         raise BertlensError(f"--top-k must be at least 1, got {args.top_k}")
     if args.out is not None and args.out.suffix not in OUT_FORMATS:
         raise BertlensError(f"--out {args.out}: use one of {', '.join(OUT_FORMATS)}")
     ids, queries = read_queries(args)
-    store = open_store(args.index)
-    record = stored_record(store)
-    encoder = make_encoder(BackendSpec("torch", recipe_for(record, store.where, args.recipe), device=args.device))
-    check_encoder(encoder, record, store.where)
-    results = search_store(store, encoder, queries, args.top_k, exact=not args.approximate)
+    index = open_index(args.index, recipe=args.recipe, backend=args.backend, model_dir=args.model, device=args.device)
+    results = index.search(queries, args.top_k, exact=not args.approximate)
     rows = [
         {"query_id": q, "rank": rank, "doc_id": h.doc_id, "score": h.score, "chunk": h.chunk, "start": h.start,
          "end": h.end, "text": h.text}

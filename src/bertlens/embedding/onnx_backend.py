@@ -77,6 +77,7 @@ class OnnxEmbedder(TextEncoder):
         from transformers import AutoTokenizer
 
         self.directory = Path(directory)
+        self.export_dir = self.directory.resolve()
         self.record = read_export(self.directory, verify)  # verify=False only for candidates made in this process
         self.recipe = Recipe.from_dict(self.record["recipe"], where=str(self.directory / RECORD_FILE))
         self.max_length = int(self.record["max_length"])

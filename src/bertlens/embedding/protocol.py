@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -53,6 +54,7 @@ class TextEncoder(Protocol):
     max_length: int  # tokens per text the model reads
     capabilities: frozenset[str] = frozenset()  # optional parts it has (TOKEN_VECTORS); a route needing one checks
     chunked: bool = False  # texts become one vector per chunk (embed_chunks), not one each (a maxp recipe's documents)
+    export_dir: Path | None = None  # an ONNX export's directory when the vectors come from one (an index records it)
 
     def embed(self, texts: Sequence[str], progress: Progress = silent) -> Embeddings:
         """Embed texts; `progress("embedding", done, len(texts))` as batches finish."""

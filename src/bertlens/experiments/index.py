@@ -37,8 +37,10 @@ class IndexSummary:
 
 
 def index_record(encoder: TextEncoder) -> IndexRecord:
-    recipe = encoder.recipe
-    return IndexRecord(recipe.to_json(), recipe_fingerprint(recipe, encoder.fingerprint), encoder.dim)
+    """The recipe, its fingerprint and, for an ONNX export, where it is: a search then loads the same graph."""
+    recipe, export_dir = encoder.recipe, getattr(encoder, "export_dir", None)
+    fingerprint = recipe_fingerprint(recipe, encoder.fingerprint)
+    return IndexRecord(recipe.to_json(), fingerprint, encoder.dim, export_dir=export_dir and str(export_dir))
 
 
 def document_rows(reader: TextEncoder, ids: list[str], texts: list[str]) -> Rows:

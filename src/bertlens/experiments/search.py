@@ -85,7 +85,8 @@ def search_store(
 
 
 class SearchIndex:
-    """The Python API: `SearchIndex(store, encoder).search(["a query"], k=10)`; see `open_index`."""
+    """The Python API: `open_index("store/").search(["a query"], k=10)`, or `SearchIndex(store, encoder)` with an
+    encoder of your own (refused when its fingerprint is not the index's)."""
 
     def __init__(self, store: VectorStore, encoder: TextEncoder) -> None:
         self.store, self.encoder = store, encoder
@@ -94,6 +95,40 @@ class SearchIndex:
 
     def search(self, queries: Sequence[str], k: int = 10, exact: bool = True) -> list[list[DocumentHit]]:
         return search_store(self.store, self.encoder, queries, k, exact=exact)
+
+
+def open_index(
+    where: str,
+    *,
+    recipe: Path | None = None,
+    backend: str | None = None,
+    model_dir: str | Path | None = None,
+    device: str = "cpu",
+) -> SearchIndex:
+    """The index at `where` (a LanceDB directory or a server URI) with the encoder that made it: an index made from
+    an ONNX export loads that export (or `model_dir`, another copy of it), any other is embedded by PyTorch from
+    the index's recipe (or `recipe`, which must carry the same fingerprint)."""
+    from bertlens.embedding.backends import BackendSpec, make_encoder
+    from bertlens.stores.open import open_store
+
+    store = open_store(where)
+    record = stored_record(store)
+    backend = backend or ("onnx" if record.export_dir else "torch")
+    if backend == "onnx":
+        if recipe is not None:
+            raise BertlensError("--backend onnx runs the recipe baked into the export; drop --recipe")
+        directory = model_dir or record.export_dir
+        if directory is None or not Path(directory).is_dir():
+            made = f"; the index was made from {record.export_dir}, which is gone" if record.export_dir else ""
+            raise BertlensError(
+                f"--backend onnx needs --model DIR, a directory from `bertlens export --format onnx`{made}"
+            )
+        spec = BackendSpec("onnx", model_dir=directory)
+    else:
+        if model_dir is not None:
+            raise BertlensError("--model names an ONNX export: use it with --backend onnx (or give --recipe)")
+        spec = BackendSpec(backend, recipe_for(record, store.where, recipe), device=device)
+    return SearchIndex(store, make_encoder(spec))
 
 
 def recipe_for(record: IndexRecord, where: str, given: Path | None) -> Recipe:

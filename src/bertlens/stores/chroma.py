@@ -9,6 +9,15 @@ with HNSW only (Malkov & Yashunin 2018), so "exact" here means an HNSW search wh
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
 import numpy as np
 
 from bertlens.errors import BertlensError
@@ -110,3 +119,42 @@ class ChromaStore:
 
     def build_ann(self) -> str:
         return f"HNSW (Chroma builds it as rows arrive); approximate searches use ef_search {APPROXIMATE_EF}"
+
+
+def free_port() -> int:
+    """A TCP port on the loopback that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextlib.contextmanager
+def local_chroma_server(data: Path, start_seconds: float = 60.0) -> Iterator[str]:
+    """A Chroma server (`chroma run`, installed with chromadb) on a free loopback port, its data in `data`, for as
+    long as the block runs: yields its `chroma://127.0.0.1:PORT` prefix (add `/COLLECTION`). For tests and benches;
+    users run their own server."""
+    chroma = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
+    if not Path(chroma).exists():
+        raise BertlensError(
+            "the chroma command (from the chromadb package) is not on PATH: pip install 'bertlens[stores]'"
+        )
+    port = free_port()
+    server = subprocess.Popen(
+        [chroma, "run", "--path", str(data), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + start_seconds
+        while True:
+            try:
+                _chromadb().HttpClient(host="127.0.0.1", port=port).heartbeat()  # the client connects when made
+                break
+            except Exception:  # noqa: BLE001 - not up yet: any client error
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise BertlensError(f"the Chroma server did not start within {start_seconds:.0f} s") from None
+                time.sleep(0.5)
+        yield f"chroma://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -27,18 +27,19 @@ class IndexRecord:
     dim: int
     aggregation: str = "max"  # how a document's chunk scores become its score (MaxP: its best chunk)
     version: int = RECORD_VERSION
+    export_dir: str | None = None  # the ONNX export the vectors came from (its graph is in the fingerprint)
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "version": self.version,
-                "fingerprint": self.fingerprint,
-                "dim": self.dim,
-                "aggregation": self.aggregation,
-                "recipe": json.loads(self.recipe_json),
-            },
-            sort_keys=True,
-        )
+        data = {
+            "version": self.version,
+            "fingerprint": self.fingerprint,
+            "dim": self.dim,
+            "aggregation": self.aggregation,
+            "recipe": json.loads(self.recipe_json),
+        }
+        if self.export_dir is not None:  # absent for PyTorch-made indexes, so their records read as before
+            data["export_dir"] = self.export_dir
+        return json.dumps(data, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str, where: str) -> IndexRecord:
@@ -46,7 +47,14 @@ class IndexRecord:
             data = json.loads(text)
             if data["version"] != RECORD_VERSION:
                 raise BertlensError(f"{where}: index record version {data['version']} (this bertlens reads 1)")
-            return cls(json.dumps(data["recipe"]), str(data["fingerprint"]), int(data["dim"]), str(data["aggregation"]))
+            export_dir = data.get("export_dir")
+            return cls(
+                json.dumps(data["recipe"]),
+                str(data["fingerprint"]),
+                int(data["dim"]),
+                str(data["aggregation"]),
+                export_dir=None if export_dir is None else str(export_dir),
+            )
         except (json.JSONDecodeError, KeyError, TypeError, ValueError):
             raise BertlensError(f"{where}: the index record is damaged; index the corpus again") from None
 
