@@ -224,3 +224,39 @@ def test_a_damaged_checkpoint_is_not_resumed_from(setup, tmp_path):
             progress=lambda stage, step, total: seen.append(step),
         )
     assert seen[0] == 1  # started over, not from step 6 with wrong weights
+
+
+def test_many_tiny_epochs_checkpoint_every_n_steps_not_every_epoch(setup, tmp_path, monkeypatch):
+    """32 examples at batch 32 make one step an epoch; 12 steps with checkpoint_every=5 save at 5, 10 and the end
+    (a checkpoint per epoch cost recommend's budget more than the steps did), and the run still resumes exactly."""
+    import bertlens.training.loop as loop
+
+    config = replace(CONFIG, batch_size=32, epochs=12, checkpoint_every=5, patience=100)
+    saved = []
+    real = loop.save_checkpoint
+    monkeypatch.setattr(
+        loop, "save_checkpoint", lambda d, m, o, state, *a: (saved.append(state["step"]), real(d, m, o, state, *a))
+    )
+    encoder, head, train_data, dev = setup()
+    full = train(
+        (encoder, head, train_data, dev), Recipe(pooler="mean"), "full", config, checkpoint_dir=tmp_path / "a"
+    )[0]
+    assert full.steps == 12 and saved == [5, 10, 12]
+    expected = {k: v.clone() for k, v in encoder.model.state_dict().items()}
+    encoder, head, train_data, dev = setup()
+    with pytest.raises(KeyboardInterrupt):
+        train(
+            (encoder, head, train_data, dev),
+            Recipe(pooler="mean"),
+            "full",
+            config,
+            checkpoint_dir=tmp_path / "b",
+            progress=interrupt_at(9),
+        )
+    encoder, head, train_data, dev = setup()  # resumed from step 5: steps 6-8 and their dev scores run again
+    resumed = train(
+        (encoder, head, train_data, dev), Recipe(pooler="mean"), "full", config, checkpoint_dir=tmp_path / "b"
+    )[0]
+    assert resumed.history == full.history and resumed.steps == full.steps
+    for name, value in encoder.model.state_dict().items():
+        assert torch.equal(value, expected[name]), name

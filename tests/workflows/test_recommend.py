@@ -155,6 +155,25 @@ def test_the_cost_trial_times_real_training_steps(tiny_bert_dir, tmp_path):
     assert costs.test == 60 and costs.dev > 0
 
 
+def test_no_cost_trial_when_even_its_lower_bound_does_not_fit_the_budget(tiny_bert_dir, tmp_path, monkeypatch):
+    """A nearly spent budget: the step says so from the forward cost alone, without spending more on the trial."""
+    lines = (DATA / "sst2" / "train.txt").read_text().splitlines()[:300]
+    task = _csv(tmp_path / "d.csv", [ln.split(" ", 1)[1] for ln in lines], [ln[0] for ln in lines])
+
+    def no_trial(*args, **kwargs):
+        raise AssertionError("the cost trial ran on a spent budget")
+
+    monkeypatch.setattr(fine_tune_step, "measure_costs", no_trial)
+    model = str(tiny_bert_dir)
+    decision = fine_tune_step.fine_tune_or_rule(
+        task, model, Recipe(model=model), tmp_path, 0, Budget(61.0), lambda *a: None
+    )
+    assert decision.confidence.startswith("rule of thumb: not measured") and "cost trial" in decision.confidence
+    floor = fine_tune_step.least_seconds(0.002, 500, 1000, fine_tune_step.TRAIN)
+    real = fine_tune_step.Costs(forward=0.002, train_example=0.014, dev=500, test=1000)
+    assert 0 < floor < fine_tune_step.fine_tune_seconds(64, real, fine_tune_step.TRAIN)  # a lower bound
+
+
 def test_alternatives_are_checked_before_measuring(tmp_path, tiny_bert_dir):
 
     from bertlens.errors import BertlensError

@@ -8,6 +8,7 @@ the ONNX backend runs without torch.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,16 +76,25 @@ def map_batches(
     max_tokens: int,
     progress: Progress = silent,
     stage: str = "encoding",
+    workers: int = 1,
 ) -> np.ndarray:
     """`run(rows)` -> [B, ...] for each length-bucketed batch of rows, put back in input order [N, ...]
-    (no rows: an empty float64 array)."""
+    (no rows: an empty float64 array). With `workers` > 1, that many batches run at once on threads (for a `run`
+    that releases the GIL, such as an ONNX Runtime session of one thread each); results are placed in order."""
+    batches = length_batches(lengths, max_batch, max_tokens)
     out = None
     done = 0
-    for rows in length_batches(lengths, max_batch, max_tokens):
-        part = np.asarray(run(rows))
-        if out is None:
-            out = np.empty((len(lengths), *part.shape[1:]), dtype=part.dtype)
-        out[rows] = part
-        done += len(rows)
-        progress(stage, done, len(lengths))
+    pool = ThreadPoolExecutor(workers) if workers > 1 and len(batches) > 1 else None
+    parts = pool.map(run, batches) if pool else map(run, batches)
+    try:
+        for rows, part in zip(batches, parts, strict=True):
+            part = np.asarray(part)
+            if out is None:
+                out = np.empty((len(lengths), *part.shape[1:]), dtype=part.dtype)
+            out[rows] = part
+            done += len(rows)
+            progress(stage, done, len(lengths))
+    finally:
+        if pool:
+            pool.shutdown(cancel_futures=True)
     return out if out is not None else np.empty((0,))

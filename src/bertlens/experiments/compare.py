@@ -39,7 +39,7 @@ from bertlens.tasks.loaders import Split, TaskData, load_catalog_task
 from bertlens.tasks.splits import resolve_sizes, task_splits, training_subset
 from bertlens.training.config import TrainConfig
 from bertlens.training.heads import Head, HeadSpec
-from bertlens.training.loop import fine_tune
+from bertlens.training.loop import autocast_at, fine_tune
 from bertlens.training.objectives import Encoded, Supervised, score
 from bertlens.training.strategies import Strategy
 
@@ -235,7 +235,8 @@ def _tuned_run(
         encoder, representation, Head(spec), Encoded.of(encoder, subset), Encoded.of(encoder, splits.dev), task.kind
     )
     result = fine_tune(encoder, objective, strategy, train_config, checkpoint_dir=run_dir / "checkpoint")
-    test = score(objective.predict(Encoded.of(encoder, splits.test)), splits.test.targets, task.kind)
+    with autocast_at(train_config.precision):  # scored at the precision it was trained at
+        test = score(objective.predict(Encoded.of(encoder, splits.test)), splits.test.targets, task.kind)
     after = layer_vectors(encoder, drift_texts)["mean"]
     cka = tuple(linear_cka(before[k], after[k]) for k in range(len(after)))
     drift_after = _drift_score(encoder, representation.fitted_recipe(), drift) if drift else None

@@ -17,7 +17,7 @@ from bertlens.tasks.loaders import TaskData
 from bertlens.tasks.splits import resolve_sizes, task_splits, training_subset
 from bertlens.training.config import TrainConfig
 from bertlens.training.heads import Head, HeadSpec
-from bertlens.training.loop import FineTuneResult, fine_tune
+from bertlens.training.loop import FineTuneResult, autocast_at, fine_tune
 from bertlens.training.objectives import Encoded, Supervised, score
 from bertlens.training.saved_model import run_checkpoint, save_finetuned
 from bertlens.training.strategies import parse_strategy
@@ -66,7 +66,8 @@ def run_finetune(
         encoder, representation, Head(spec), Encoded.of(encoder, train), Encoded.of(encoder, dev), task.kind
     )
     result = fine_tune(encoder, objective, strategy, config, checkpoint_dir=checkpoint, progress=progress)
-    test_score = score(objective.predict(Encoded.of(encoder, test)), test.targets, task.kind)
+    with autocast_at(config.precision):  # scored at the precision it was trained at
+        test_score = score(objective.predict(Encoded.of(encoder, test)), test.targets, task.kind)
     saved = save_finetuned(
         out,
         encoder,

@@ -1,14 +1,16 @@
 """`bertlens index`: a corpus embedded with a recipe into a vector store, with the recipe's fingerprint beside it.
 
 The store keeps the recipe (so `search` embeds queries exactly as the documents were) and every row's
-document id, span and text. Documents are written in batches, each one commit; a rerun of the same command
-skips the documents already there, so a killed run continues where it stopped and nothing is written twice.
+document id, span and text. Documents are written in batches, each one commit (sent while the next batch is
+embedded); a rerun of the same command skips the documents already there, so a killed run continues where it
+stopped and nothing is written twice.
 A store made with another recipe is never mixed into: the run stops in one line instead.
 """
 
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -97,14 +99,23 @@ def run_index(
     reader = with_role(encoder, "document")
     embed_seconds = 0.0
     progress("indexing", 0, len(todo))
-    for first in range(0, len(todo), batch):
-        ids = todo[first : first + batch]
-        texts = [documents[d] for d in ids]
-        t0 = time.perf_counter()
-        rows = document_rows(reader, ids, texts)
-        embed_seconds += time.perf_counter() - t0
-        store.add(rows)
-        progress("indexing", first + len(ids), len(todo))
+    # One writer thread: batch i is committed while batch i+1 is embedded, so a store's writes (a server's HTTP
+    # round trips and index building) overlap the encoder instead of adding to it. Commits stay in order, one in
+    # flight at most; progress counts committed documents, and leaving the block waits for the last commit.
+    with ThreadPoolExecutor(1) as writer:
+        pending, committed = None, 0
+        for first in range(0, len(todo), batch):
+            ids = todo[first : first + batch]
+            t0 = time.perf_counter()
+            rows = document_rows(reader, ids, [documents[d] for d in ids])
+            embed_seconds += time.perf_counter() - t0
+            if pending is not None:
+                committed += pending.result()
+                progress("indexing", committed, len(todo))
+            pending = writer.submit(lambda rows=rows, count=len(ids): (store.add(rows), count)[1])
+        if pending is not None:
+            committed += pending.result()
+            progress("indexing", committed, len(todo))
     return IndexSummary(
         store.where,
         record.fingerprint,

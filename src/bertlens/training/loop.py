@@ -3,8 +3,10 @@
 Shared by all: AdamW (no weight decay on biases and norms), linear warmup then linear decay,
 gradient clipping, early stopping on the objective's dev score with the best weights restored
 (objectives without a dev score train for the full schedule), a fixed seed (data order per
-epoch and dropout), progress, and checkpoints every `checkpoint_every` steps and at each epoch
-end, from which an interrupted run resumes to the same weights as an uninterrupted one.
+epoch and dropout), progress, and checkpoints every `checkpoint_every` steps (at an epoch's end once that many
+steps have passed since the last, and when the run ends), from which an interrupted run resumes to the same
+weights as an uninterrupted one. Not at every epoch's end: a small training set runs up to `min_steps` epochs
+of one step each, and a checkpoint (weights, AdamW state, best weights) can cost more than the step itself.
 The strategy decides which encoder blocks train in each epoch and at which learning rate; the
 objective decides what a batch is, its loss, its dev score and its extra modules.
 """
@@ -141,8 +143,9 @@ def _checkpoint(directory: Path, modules, optimizer, state: dict, best, world) -
         save_checkpoint(directory, modules, optimizer, state, best, states)
 
 
-def _autocast(precision: str):
-    """Mixed precision for the forward pass: bf16 matrix products where asked, fp32 master weights either way."""
+def autocast_at(precision: str):
+    """Mixed precision for forward passes (training steps, and dev and test scoring, so a bf16 run is scored at the
+    speed it trains): bf16 matrix products where asked, fp32 master weights either way."""
     if precision not in ("fp32", "bf16"):
         raise BertlensError(f"unknown training precision '{precision}': valid: fp32, bf16")
     return torch.autocast(
@@ -169,6 +172,7 @@ class _Run:
     per_epoch: int  # steps per epoch
     total: int  # steps in the schedule
     warmup: int  # warmup steps
+    saved: int = -1  # the step of the last checkpoint written or resumed from (-1: none yet)
 
 
 def _schedule(objective: Objective, config: TrainConfig, world) -> tuple[int, int, int, int]:
@@ -205,7 +209,7 @@ def _start(key: str, checkpoint_dir: Path | None, modules, optimizer, world) -> 
 
 def _step(objective: Objective, rows: np.ndarray, optimizer, config: TrainConfig, world, state: dict) -> None:
     """One optimiser step on `rows` (this process's slice of the global batch)."""
-    with _autocast(config.precision):
+    with autocast_at(config.precision):
         loss = objective.loss(rows) if len(rows) else None
     if world.size > 1:
         _distributed_step(loss, optimizer, config, world, state)
@@ -237,13 +241,15 @@ def _epoch(run: _Run, objective, modules, optimizer, config, world, checkpoint_d
             progress(f"training | loss {np.mean(recent):.3f}" if recent else "training", step, run.total)
         if checkpoint_dir and step % config.checkpoint_every == 0 and step % run.per_epoch:
             _checkpoint(checkpoint_dir, modules, optimizer, {**run.state, "step": step}, run.best, world)
+            run.saved = step
     return step
 
 
 def _end_epoch(run: _Run, epoch: int, step: int, objective, modules, config: TrainConfig) -> None:
     """Score dev (when the objective has a dev score), keep the best weights, decide whether to stop."""
     state = run.state
-    dev_score = objective.evaluate()
+    with autocast_at(config.precision):
+        dev_score = objective.evaluate()
     if dev_score is not None:
         state["history"].append(dev_score)
         if dev_score > state["best"]:
@@ -287,6 +293,7 @@ def fine_tune(
         [*identity, asdict(config)] + ([world.size] if world.size > 1 else [])
     )  # N processes: another run
     run = _Run(*_start(key, checkpoint_dir, modules, optimizer, world), *_schedule(objective, config, world))
+    run.saved = run.state["step"]
     while not run.state["done"] and run.state["step"] < run.total:
         epoch = run.state["step"] // run.per_epoch
         if model is not None:
@@ -294,8 +301,9 @@ def fine_tune(
         _set_mode(modules, True)
         step = _epoch(run, objective, modules, optimizer, config, world, checkpoint_dir, progress)
         _end_epoch(run, epoch, step, objective, modules, config)
-        if checkpoint_dir:
+        if checkpoint_dir and (run.state["done"] or step - run.saved >= config.checkpoint_every):
             _checkpoint(checkpoint_dir, modules, optimizer, run.state, run.best, world)
+            run.saved = step
         distributed.barrier(world)
     if run.best is not None:
         for name, module in modules.items():

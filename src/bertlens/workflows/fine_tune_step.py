@@ -63,13 +63,28 @@ def affordable_size(n: int, costs: Costs, train: TrainConfig, seconds: float) ->
     return 0
 
 
-def measure_costs(task: TaskData, model: str, recipe: Recipe, train: TrainConfig, seed: int) -> Costs:
+TRIAL_BATCHES = (4, 12)  # the two short fine-tuning runs of the cost trial, in batches
+BACKWARD_FACTOR = 3.0  # a training example costs at least a forward and a backward pass (about two forwards)
+
+
+def least_seconds(forward: float, dev: int, test: int, train: TrainConfig) -> float:
+    """A lower bound on the trial plus the smallest comparison (n=64), from the forward cost alone: when even this
+    does not fit the budget left, the trial is not run (it would only spend the budget to learn that)."""
+    floor = Costs(forward, BACKWARD_FACTOR * forward, dev, test)
+    trial = sum(TRIAL_BATCHES) * train.batch_size * floor.train_example
+    return trial + fine_tune_seconds(64, floor, train)
+
+
+def measure_costs(
+    task: TaskData, model: str, recipe: Recipe, train: TrainConfig, seed: int, forward: float | None = None
+) -> Costs:
     """A forward pass over 64 of the user's texts, and two short fine-tuning trials (4 and 12 steps at the real batch
     size and precision, through the same `run_compare` the step uses): the difference is the cost of a training
     example without the fixed start-up cost, which is counted once per run. The sizing then holds on any machine."""
-    forward = _seconds_per_text(model, sample_rows(task.all_texts(), 64, seed), train.precision)
+    if forward is None:
+        forward = _seconds_per_text(model, sample_rows(task.all_texts(), 64, seed), train.precision)
     train_split, dev_split, test_split = task_splits(task, 500, seed)
-    short, long = (min(len(train_split), k * train.batch_size) for k in (4, 12))
+    short, long = (min(len(train_split), k * train.batch_size) for k in TRIAL_BATCHES)
     tiny = test_split.subset(np.arange(min(16, len(test_split))))
     config = CompareConfig(
         sizes=tuple(sorted({short, long})),
@@ -196,20 +211,18 @@ def fine_tune_or_rule(task, model, recipe, steps, seed, budget, progress) -> Dec
         if len(test) > FINE_TUNE_TEST:
             test = test.subset(np.sort(np.random.default_rng(seed).choice(len(test), FINE_TUNE_TEST, replace=False)))
         tune_task = replace(tune_task, splits={**tune_task.splits, "test": test})
-        train_split, _, _ = task_splits(tune_task, 500, seed)
+        train_split, dev_split, _ = task_splits(tune_task, 500, seed)
         train = replace(TRAIN, seed=seed, precision=choose_precision("auto")[0])
-        costs = measure_costs(tune_task, model, recipe, train, seed)
-        left = BUDGET_SHARE * (budget.left() - 60)
-        size = affordable_size(len(train_split), costs, train, left)
-        if size == 0:
-            now = budget.left()
-            spent = (
-                f"{now:.0f} s of the budget left"
-                if now > 0
-                else f"the earlier steps used the budget ({-now:.0f} s over)"
-            )
-            why = f"{spent}, and even n=64 would take about {fine_tune_seconds(64, costs, train):.0f} s"
-        estimate = fine_tune_seconds(size, costs, train) if size else 0.0
+        forward = _seconds_per_text(model, sample_rows(tune_task.all_texts(), 64, seed), train.precision)
+        floor = least_seconds(forward, len(dev_split), len(test), train)
+        if floor > BUDGET_SHARE * (budget.left() - 60):
+            why = f"{_budget_left(budget)}, and the cost trial with even n=64 would take at least {floor:.0f} s"
+        else:
+            costs = measure_costs(tune_task, model, recipe, train, seed, forward)
+            size = affordable_size(len(train_split), costs, train, BUDGET_SHARE * (budget.left() - 60))
+            if size == 0:
+                why = f"{_budget_left(budget)}, and even n=64 would take about {fine_tune_seconds(64, costs, train):.0f} s"
+            estimate = fine_tune_seconds(size, costs, train) if size else 0.0
     if why:
         choice = FROZEN if user_n < FINE_TUNE_RULE_N else TUNE
         return Decision(
@@ -225,6 +238,11 @@ def fine_tune_or_rule(task, model, recipe, steps, seed, budget, progress) -> Dec
     )
     took = time.perf_counter() - start
     return replace(decision, evidence=decision.evidence + f"; this step: estimated {estimate:.0f} s, took {took:.0f} s")
+
+
+def _budget_left(budget) -> str:
+    now = budget.left()
+    return f"{now:.0f} s of the budget left" if now > 0 else f"the earlier steps used the budget ({-now:.0f} s over)"
 
 
 def _seconds_per_text(model: str, texts: list[str], precision: str) -> float:
