@@ -120,29 +120,24 @@ def test_schedule_warms_up_then_decays():
     ]
 
 
+def assert_resumes_exactly(setup, config, stop_step: int, directory, full, expected) -> None:
+    """Killed at `stop_step`, then resumed in a fresh 'process': the same dev history, steps and weights as `full`."""
+    with pytest.raises(KeyboardInterrupt):
+        train(
+            setup(), Recipe(pooler="mean"), "full", config, checkpoint_dir=directory, progress=interrupt_at(stop_step)
+        )
+    fresh = setup()  # a new process: fresh weights, resumed from the checkpoint
+    resumed = train(fresh, Recipe(pooler="mean"), "full", config, checkpoint_dir=directory)[0]
+    assert resumed.history == full.history and resumed.steps == full.steps
+    for name, value in fresh[0].model.state_dict().items():
+        assert torch.equal(value, expected[name]), name
+
+
 def test_interrupted_run_resumes_to_the_same_weights(setup, tmp_path):
     encoder, head, train_data, dev = setup()
     full = train((encoder, head, train_data, dev), Recipe(pooler="mean"), "full", CONFIG)[0]
     expected = {k: v.clone() for k, v in encoder.model.state_dict().items()}
-
-    encoder, head, train_data, dev = setup()
-    stop = interrupt_at(7)  # mid-epoch, after the checkpoint at step 6
-    with pytest.raises(KeyboardInterrupt):
-        train(
-            (encoder, head, train_data, dev),
-            Recipe(pooler="mean"),
-            "full",
-            CONFIG,
-            checkpoint_dir=tmp_path / "ckpt",
-            progress=stop,
-        )
-    encoder, head, train_data, dev = setup()  # a new process: fresh weights, resumed from the checkpoint
-    resumed = train(
-        (encoder, head, train_data, dev), Recipe(pooler="mean"), "full", CONFIG, checkpoint_dir=tmp_path / "ckpt"
-    )[0]
-    assert resumed.history == full.history and resumed.steps == full.steps
-    for name, value in encoder.model.state_dict().items():
-        assert torch.equal(value, expected[name]), name
+    assert_resumes_exactly(setup, CONFIG, 7, tmp_path / "ckpt", full, expected)  # mid-epoch, after step 6's checkpoint
 
 
 def test_checkpoint_of_another_run_is_refused(setup, tmp_path):
@@ -243,20 +238,4 @@ def test_many_tiny_epochs_checkpoint_every_n_steps_not_every_epoch(setup, tmp_pa
     )[0]
     assert full.steps == 12 and saved == [5, 10, 12]
     expected = {k: v.clone() for k, v in encoder.model.state_dict().items()}
-    encoder, head, train_data, dev = setup()
-    with pytest.raises(KeyboardInterrupt):
-        train(
-            (encoder, head, train_data, dev),
-            Recipe(pooler="mean"),
-            "full",
-            config,
-            checkpoint_dir=tmp_path / "b",
-            progress=interrupt_at(9),
-        )
-    encoder, head, train_data, dev = setup()  # resumed from step 5: steps 6-8 and their dev scores run again
-    resumed = train(
-        (encoder, head, train_data, dev), Recipe(pooler="mean"), "full", config, checkpoint_dir=tmp_path / "b"
-    )[0]
-    assert resumed.history == full.history and resumed.steps == full.steps
-    for name, value in encoder.model.state_dict().items():
-        assert torch.equal(value, expected[name]), name
+    assert_resumes_exactly(setup, config, 9, tmp_path / "b", full, expected)  # from step 5: steps 6-8 run again
