@@ -48,9 +48,14 @@ def check_encoder(encoder: TextEncoder, record: IndexRecord, where: str) -> None
     """One line when the encoder's recipe is not the index's (another model, layer, pooling, prompt, ...)."""
     fingerprint = recipe_fingerprint(encoder.recipe, encoder.fingerprint)
     if fingerprint != record.fingerprint:
+        fix = (
+            f"the index was made from the ONNX export {record.export_dir}: leave out --backend and --recipe"
+            if record.export_dir
+            else "leave out --recipe to use the index's own"
+        )
         raise BertlensError(
             f"the query recipe's fingerprint {fingerprint} is not the index's {record.fingerprint} ({where}): queries "
-            "must be embedded with the recipe the documents were; leave out --recipe to use the index's own"
+            f"must be embedded with the recipe the documents were; {fix}"
         )
 
 

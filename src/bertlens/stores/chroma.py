@@ -151,7 +151,9 @@ def local_chroma_server(data: Path, start_seconds: float = 60.0) -> Iterator[str
                 _chromadb().HttpClient(host="127.0.0.1", port=port).heartbeat()  # the client connects when made
                 break
             except Exception:  # noqa: BLE001 - not up yet: any client error
-                if server.poll() is not None or time.monotonic() > deadline:
+                if server.poll() is not None:
+                    raise BertlensError(f"the Chroma server exited at start (code {server.returncode})") from None
+                if time.monotonic() > deadline:
                     raise BertlensError(f"the Chroma server did not start within {start_seconds:.0f} s") from None
                 time.sleep(0.5)
         yield f"chroma://127.0.0.1:{port}"

@@ -172,7 +172,7 @@ class _Run:
     per_epoch: int  # steps per epoch
     total: int  # steps in the schedule
     warmup: int  # warmup steps
-    saved: int = -1  # the step of the last checkpoint written or resumed from (-1: none yet)
+    saved: int = 0  # the step of the last checkpoint written or resumed from (set when the run starts)
 
 
 def _schedule(objective: Objective, config: TrainConfig, world) -> tuple[int, int, int, int]:
