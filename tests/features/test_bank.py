@@ -74,3 +74,93 @@ def test_reading_a_mapped_bank_does_not_keep_it_resident(tmp_path):
     release_pages(mapped)
     assert _rss_file_kb() - before < 8 * 1024  # ... and releasing drops them
     assert copy.sum() == 64 * 2**19 and np.load(tmp_path / "v.npy", mmap_mode="r")[63, -1] == 1.0  # nothing lost
+
+
+class _Stopped(Exception):
+    pass
+
+
+MANY = [f"text {i} " + "word " * (i % 9) + ("a long tail of words " * (i % 3)) for i in range(24)]
+
+
+def _stop_after(calls: int):
+    seen = []
+
+    def progress(stage, done, total):
+        seen.append(done)
+        if len(seen) == calls:
+            raise _Stopped
+
+    return progress
+
+
+def _partial(cache: Path) -> Path:
+    (found,) = (cache / "banks").glob(".*.partial")
+    return found
+
+
+def _rows_encoded(encoder, monkeypatch) -> list[int]:
+    counts: list[int] = []
+    forward = encoder.forward
+
+    def counting_forward(tokenized, rows, **kwargs):
+        counts.append(len(rows))
+        return forward(tokenized, rows, **kwargs)
+
+    monkeypatch.setattr(encoder, "forward", counting_forward)
+    return counts
+
+
+@pytest.mark.parametrize("long_text", [None, "windows"])
+def test_a_stopped_bank_build_resumes_from_its_last_checkpoint(tmp_path, tiny_bert_dir, monkeypatch, long_text):
+    from bertlens.encoding.chunking import parse_long_text
+
+    monkeypatch.setattr(bank_module, "CHECKPOINT_SECONDS", 0.0)  # a checkpoint after every batch (or group)
+    monkeypatch.setattr(bank_module, "PIECE_GROUP", 4)
+    strategy = parse_long_text(long_text) if long_text else None
+    encoder = Encoder(str(tiny_bert_dir), max_batch=4, max_length=16)
+    options = {"poolers": ("mean", "max"), "dtype": "float32", "long_text": strategy}
+    with pytest.raises(_Stopped):
+        build_bank(encoder, MANY, tmp_path / "a", progress=_stop_after(3), **options)
+    done = np.load(_partial(tmp_path / "a") / "done.npy")
+    assert 0 < done.sum() < len(MANY)
+    encoded = _rows_encoded(encoder, monkeypatch)
+    resumed = build_bank(encoder, MANY, tmp_path / "a", **options)
+    if long_text is None:
+        assert sum(encoded) == len(MANY) - done.sum()  # only the rows the first run did not finish
+    assert not list((tmp_path / "a" / "banks").glob(".*.partial")) and not (resumed.path / "done.npy").exists()
+    whole = build_bank(Encoder(str(tiny_bert_dir), max_batch=4, max_length=16), MANY, tmp_path / "b", **options)
+    np.testing.assert_allclose(resumed.vectors, whole.vectors, atol=1e-5)
+    np.testing.assert_allclose(resumed.mixes, whole.mixes, atol=1e-5)
+    assert resumed.meta["truncated"] == whole.meta["truncated"]
+
+
+def test_a_partial_bank_that_does_not_match_is_started_again(tmp_path, tiny_bert_dir, monkeypatch):
+    monkeypatch.setattr(bank_module, "CHECKPOINT_SECONDS", 0.0)
+    encoder = Encoder(str(tiny_bert_dir), max_batch=4, max_length=16)
+    with pytest.raises(_Stopped):
+        build_bank(encoder, MANY, tmp_path / "a", poolers=("mean",), dtype="float32", progress=_stop_after(2))
+    np.save(_partial(tmp_path / "a") / "done.npy", np.ones(len(MANY) + 1, dtype=bool))  # not this bank's rows
+    encoded = _rows_encoded(encoder, monkeypatch)
+    bank = build_bank(encoder, MANY, tmp_path / "a", poolers=("mean",), dtype="float32")
+    assert sum(encoded) == len(MANY)
+    whole = build_bank(encoder, MANY, tmp_path / "b", poolers=("mean",), dtype="float32")
+    np.testing.assert_allclose(bank.vectors, whole.vectors, atol=1e-5)
+
+
+def test_a_bank_another_process_is_building_is_left_alone(tmp_path, tiny_bert_dir, monkeypatch):
+    import fcntl
+
+    monkeypatch.setattr(bank_module, "CHECKPOINT_SECONDS", 0.0)
+    encoder = Encoder(str(tiny_bert_dir), max_batch=4, max_length=16)
+    with pytest.raises(_Stopped):
+        build_bank(encoder, MANY, tmp_path, poolers=("mean",), dtype="float32", progress=_stop_after(2))
+    partial = _partial(tmp_path)
+    before = np.load(partial / "done.npy")
+    with open(partial.with_name(partial.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # as a live process building it holds it
+        encoded = _rows_encoded(encoder, monkeypatch)
+        bank = build_bank(encoder, MANY, tmp_path, poolers=("mean",), dtype="float32")
+    assert sum(encoded) == len(MANY)  # built from zero in a private directory
+    np.testing.assert_array_equal(np.load(partial / "done.npy"), before)  # the other's work untouched
+    assert bank.texts == len(MANY)

@@ -98,3 +98,23 @@ def test_fold_specific_candidates_are_screened_with_their_own_features_per_fold(
     screened_probe(source, [16, 16, 16], {1}, folds, labels)
     assert all(((1,), True, k) in calls for k in range(len(folds)))
     assert ((0, 2), True, 0) in calls  # the others share one pass over every fold
+
+
+def test_screen_batches_count_the_gram_matrices_and_batching_leaves_the_figures_unchanged(monkeypatch):
+    features, labels, folds = _task()
+    whole = screened_probe(_source(features), [16, 16, 16], set(), folds, labels)
+    one = sp.screen_bytes(16, rows=600, dev_rows=60, folds=5, classes=3)
+    assert one > 4 * (2 * 600 * 16 + 13 * 16**2)  # features, a gathered copy and (folds + 8) Gram-sized matrices
+    # At 3,000 rows and 768 wide, the Gram terms decide: without them 58 candidates fitted in 512 MiB
+    assert sp.SCREEN_BYTES // sp.screen_bytes(768, rows=3000, dev_rows=240, folds=5, classes=100) < 25
+    monkeypatch.setattr(sp, "SCREEN_BYTES", one)  # one candidate a batch
+    calls = []
+
+    def source(ids, rows, k):
+        calls.append(tuple(ids))
+        return _source(features)(ids, rows, k)
+
+    alone = screened_probe(source, [16, 16, 16], set(), folds, labels)
+    assert {len(ids) for ids in calls if len(ids) > 0} == {1}
+    np.testing.assert_array_equal(alone.predictions, whole.predictions)
+    np.testing.assert_array_equal(alone.per_fold, whole.per_fold)

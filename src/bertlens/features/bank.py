@@ -11,6 +11,7 @@ keep it linear, hence mixable).
 from __future__ import annotations
 
 import mmap
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,9 +20,11 @@ import torch
 
 from bertlens.encoding.chunking import LongText
 from bertlens.encoding.encoder import Encoder
-from bertlens.encoding.pieces import piece_groups, pooled_units
+from bertlens.encoding.pieces import piece_tokens, pooled_units
+from bertlens.encoding.tokens import Tokenized
 from bertlens.features.layers import pool_layers
-from bertlens.io.cache import content_key, open_entry, publish, staging_dir
+from bertlens.io.atomic import write_npy
+from bertlens.io.cache import content_key, open_entry, publish, resumable_staging
 from bertlens.progress import Progress, counting, silent
 from bertlens.representation.aggregate import aggregate
 from bertlens.representation.choices import DEFAULT_POOLERS, needs_cls_attention
@@ -30,6 +33,8 @@ from bertlens.representation.poolers import LINEAR_POOLERS, check_pooler, pool, 
 
 BANK_VERSION = 3  # 2: meta.json carries a sha256 per file, verified on open; 3: stored pooler-major
 PIECE_GROUP = 256  # long texts aggregated per group: memory is bounded by a group's pieces
+CHECKPOINT_SECONDS = 60.0  # a stopped build loses at most this much encoding (see _Checkpoints)
+DONE_FILE = "done.npy"  # staged banks only: which rows hold their vectors (never published)
 
 
 def named_mixes(num_layers: int) -> dict[str, tuple[str, tuple[int, ...]]]:
@@ -163,53 +168,119 @@ def build_bank(
         return _open(final, meta)
     num_layers = encoder.num_layers
     mixes = named_mixes(num_layers) if nonlinear(poolers) else {}
-    tmp = staging_dir(final)
     shape = (len(poolers), num_layers + 1, len(texts), encoder.hidden_size)
-    vectors = np.lib.format.open_memmap(tmp / "vectors.npy", mode="w+", dtype=dtype, shape=shape)
-    mix_array = None
-    if mixes:
-        mix_array = np.lib.format.open_memmap(
-            tmp / "mixes.npy",
-            mode="w+",
-            dtype=dtype,
-            shape=(len(nonlinear(poolers)), len(mixes), len(texts), encoder.hidden_size),
-        )
-    if long_text is not None:
-        _fill_from_pieces(encoder, texts, long_text, poolers, include_special, mixes, vectors, mix_array, progress)
-        truncated = 0
-    else:
-        tokenized = encoder.tokenize(texts)
-        truncated = tokenized.truncated
-        for states in encoder.stream(tokenized, progress):
-            rows = states.doc_index.numpy()
-            stacked, pooled_mixes = _pool_batch(states, poolers, include_special, mixes)
-            vectors[:, :, rows] = stacked.transpose(2, 1, 0, 3).astype(dtype)  # [B, L+1, P, H] -> [P, L+1, B, H]
-            if mix_array is not None:
-                mix_array[:, :, rows] = pooled_mixes.transpose(1, 2, 0, 3).astype(dtype)  # -> [Q, M, B, H]
-            release_pages(vectors)
-            release_pages(mix_array)
-    vectors.flush()
-    if mix_array is not None:
-        mix_array.flush()
-    del vectors, mix_array
-    meta = {
-        "bank_version": BANK_VERSION,
-        "model": encoder.ref.name,
-        "model_fingerprint": encoder.ref.fingerprint,
-        "max_length": encoder.max_length,
-        "precision": encoder.precision,
-        "include_special": include_special,
-        "poolers": list(poolers),
-        "mix_names": list(mixes),
-        "texts": len(texts),
-        "dtype": dtype,
-        "truncated": truncated,
-        "attention_layer": -1,
-        "long_text": long_text.name if long_text else None,
-        "variant": variant,
-    }
-    publish(tmp, final, meta)
+    mix_shape = (len(nonlinear(poolers)), len(mixes), len(texts), encoder.hidden_size) if mixes else None
+    with resumable_staging(final) as (tmp, resumable):
+        vectors, mix_array, state = _staged_arrays(tmp, shape, mix_shape, dtype, resumable, progress)
+        if long_text is not None:
+            _fill_from_pieces(encoder, texts, long_text, poolers, include_special, mixes, vectors, mix_array, state)
+            truncated = 0
+        else:
+            truncated = _fill(encoder, texts, poolers, include_special, mixes, vectors, mix_array, state)
+        state.save()
+        state.arrays.clear()
+        del vectors, mix_array
+        (tmp / DONE_FILE).unlink()
+        meta = {
+            "bank_version": BANK_VERSION,
+            "model": encoder.ref.name,
+            "model_fingerprint": encoder.ref.fingerprint,
+            "max_length": encoder.max_length,
+            "precision": encoder.precision,
+            "include_special": include_special,
+            "poolers": list(poolers),
+            "mix_names": list(mixes),
+            "texts": len(texts),
+            "dtype": dtype,
+            "truncated": truncated,
+            "attention_layer": -1,
+            "long_text": long_text.name if long_text else None,
+            "variant": variant,
+        }
+        publish(tmp, final, meta)
     return _open(final, open_entry(final, "feature bank") or meta)
+
+
+class _Checkpoints:
+    """Which rows of a staged bank hold their vectors for sure, so a stopped build resumes where it stopped.
+
+    Rows become done only at a checkpoint: the arrays are flushed to disk first (msync), then `done.npy` is
+    replaced atomically; a row written after the last checkpoint is encoded again. Checkpoints come every
+    CHECKPOINT_SECONDS, not every batch: each flush writes a batch's rows scattered over the whole file.
+    """
+
+    def __init__(self, folder: Path, done: np.ndarray, arrays: list[np.ndarray], progress: Progress):
+        self.path, self.done, self.arrays, self.progress = folder / DONE_FILE, done, arrays, progress
+        self.pending: list[np.ndarray] = []
+        self.last = time.monotonic()
+
+    def written(self, rows: np.ndarray) -> None:
+        self.pending.append(np.asarray(rows))
+        if time.monotonic() - self.last >= CHECKPOINT_SECONDS:
+            self.save()
+
+    def save(self) -> None:
+        for array in self.arrays:
+            array.flush()
+        if self.pending:
+            self.done[np.concatenate(self.pending)] = True
+            self.pending = []
+        write_npy(self.path, self.done)
+        self.last = time.monotonic()
+
+
+def _staged_arrays(folder: Path, shape, mix_shape, dtype: str, resumable: bool, progress: Progress):
+    """(vectors, mixes or None, checkpoints) in the staging folder: an earlier run's arrays and done rows when they
+    match this bank's shapes (resumable staging), new ones otherwise."""
+    done = None
+    if resumable and (folder / DONE_FILE).is_file():
+        try:
+            done = np.load(folder / DONE_FILE, allow_pickle=False)
+            vectors = np.lib.format.open_memmap(folder / "vectors.npy", mode="r+")
+            mixes = np.lib.format.open_memmap(folder / "mixes.npy", mode="r+") if mix_shape else None
+            if (
+                done.dtype != bool
+                or done.shape != (shape[2],)
+                or (vectors.shape, vectors.dtype) != (shape, np.dtype(dtype))
+                or (mix_shape and (mixes.shape, mixes.dtype) != (mix_shape, np.dtype(dtype)))
+            ):
+                raise ValueError("shapes differ")
+        except (OSError, ValueError):
+            done = None
+    if done is None:
+        for stale in folder.iterdir():
+            stale.unlink()
+        vectors = np.lib.format.open_memmap(folder / "vectors.npy", mode="w+", dtype=dtype, shape=shape)
+        mixes = (
+            np.lib.format.open_memmap(folder / "mixes.npy", mode="w+", dtype=dtype, shape=mix_shape)
+            if mix_shape
+            else None
+        )
+        done = np.zeros(shape[2], dtype=bool)
+    arrays = [vectors] + ([mixes] if mixes is not None else [])
+    return vectors, mixes, _Checkpoints(folder, done, arrays, progress)
+
+
+def _fill(encoder, texts, poolers, include_special, mixes, vectors, mix_array, state: _Checkpoints) -> int:
+    """Encode the rows not yet done, pool them into the arrays; returns how many texts were cut at max_length."""
+    tokenized = encoder.tokenize(texts)
+    rest = np.flatnonzero(~state.done)  # [R] rows still to encode, in input order
+    if len(rest) < len(texts):
+        tokenized = Tokenized(
+            [tokenized.input_ids[i] for i in rest],
+            [tokenized.special_tokens_mask[i] for i in rest],
+            tokenized.truncated,
+        )
+    for states in encoder.stream(tokenized, state.progress, done=len(texts) - len(rest), total=len(texts)):
+        rows = rest[states.doc_index.numpy()]  # positions in `texts`
+        stacked, pooled_mixes = _pool_batch(states, poolers, include_special, mixes)
+        vectors[:, :, rows] = stacked.transpose(2, 1, 0, 3).astype(vectors.dtype)  # [B, L+1, P, H] -> [P, L+1, B, H]
+        if mix_array is not None:
+            mix_array[:, :, rows] = pooled_mixes.transpose(1, 2, 0, 3).astype(mix_array.dtype)  # -> [Q, M, B, H]
+        state.written(rows)
+        release_pages(vectors)
+        release_pages(mix_array)
+    return tokenized.truncated
 
 
 def _pool_batch(states, poolers, include_special, mixes) -> tuple[np.ndarray, np.ndarray | None]:
@@ -224,11 +295,15 @@ def _pool_batch(states, poolers, include_special, mixes) -> tuple[np.ndarray, np
     return stacked, torch.stack(pooled, dim=1).float().numpy()  # [B, Q, M, H]
 
 
-def _fill_from_pieces(encoder, texts, long_text, poolers, include_special, mixes, vectors, mix_array, progress) -> None:
-    """Pool every piece of a group of texts, then aggregate pieces per text into the bank."""
+def _fill_from_pieces(encoder, texts, long_text, poolers, include_special, mixes, vectors, mix_array, state) -> None:
+    """Pool every piece of a group of texts, then aggregate pieces per text into the bank (groups already done in
+    an earlier run are skipped)."""
     how = long_text.piece_aggregate
-    for first, pieces in piece_groups(encoder, texts, long_text, group=PIECE_GROUP):
+    for first in range(0, len(texts), PIECE_GROUP):
         count = min(PIECE_GROUP, len(texts) - first)
+        if state.done[first : first + count].all():
+            continue
+        pieces = piece_tokens(encoder, texts[first : first + count], long_text, first)
         owner = pieces.owner - first
         num_layers, poolers_count, hidden = vectors.shape[1], vectors.shape[0], vectors.shape[-1]
         pooled = np.zeros((len(owner), num_layers, poolers_count, hidden), dtype=np.float32)  # [C, L+1, P, H]
@@ -247,6 +322,7 @@ def _fill_from_pieces(encoder, texts, long_text, poolers, include_special, mixes
         if mix_array is not None:
             per_text = aggregate(pooled_mixes, owner, pieces.tokens, pieces.order, count, how)  # [count, Q, M, H]
             mix_array[:, :, first : first + count] = per_text.transpose(1, 2, 0, 3).astype(mix_array.dtype)
+        state.written(np.arange(first, first + count))
         release_pages(vectors)
         release_pages(mix_array)
-        progress(counting("encoding", "texts"), first + count, len(texts))
+        state.progress(counting("encoding", "texts"), first + count, len(texts))

@@ -65,3 +65,10 @@ def write_npz(path: Path, **arrays) -> None:
         import numpy as np  # here, not at the top: Recipe (and so every --help) imports this module
 
         np.savez(tmp, **arrays)
+
+
+def write_npy(path: Path, array) -> None:
+    with atomic_path(path, ".npy") as tmp:
+        import numpy as np
+
+        np.save(tmp, array, allow_pickle=False)

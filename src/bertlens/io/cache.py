@@ -6,18 +6,22 @@
   and `open_entry` verifies them before the entry is used. A missing, truncated, altered or
   unreadable entry is never used: it is removed, a one-line warning says so, and the caller
   rebuilds it.
+- A long build (a feature bank of 100k texts) stages in `.<key>.partial` instead, under a lock, so a stopped run
+  resumes there (`resumable_staging`); what it holds is trusted only as far as its own checkpoints say.
 - A cached JSON *result* (a finished fine-tuning run, a probed task) is stored with its key and a
   checksum of its payload; `cached_result` recomputes when either does not match.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -64,6 +68,29 @@ def staging_dir(final: Path) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     return tmp
+
+
+@contextlib.contextmanager
+def resumable_staging(final: Path) -> Iterator[tuple[Path, bool]]:
+    """(directory, resumable) to build `final` in: `.<key>.partial` beside it, which outlives a stopped process, so
+    the next run with the same key carries on from that run's checkpoints (resumable: True). Held under an exclusive
+    lock while in use; when another live process holds it, a private staging_dir instead (resumable: False: that
+    run starts from zero and leaves the partial one alone). The empty lock file stays: removing it would let a waiting
+    process and a new one each hold a lock on the same directory."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    partial = final.with_name(f".{final.name}.partial")
+    lock_path = final.with_name(f".{final.name}.partial.lock")
+    with open(lock_path, "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield staging_dir(final), False
+            return
+        try:
+            partial.mkdir(exist_ok=True)
+            yield partial, True
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def remove_stale_staging(folder: Path) -> int:

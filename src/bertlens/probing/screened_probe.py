@@ -34,7 +34,7 @@ MAX_CONTENDERS = 8  # logistic fits at most this many (best screen scores first)
 LOGISTIC_UNITS = 320_000  # and at most this much feature width x outputs (C values x classes) beyond the best:
 # two 384-wide candidates at 100 classes, any 8 contenders of a binary task. Logistic cost grows with it (about
 # 3 s per fold for 8k training rows x 1536 x 100 classes x 4 C on 2 Xeon cores, along the C path), the screen's does not
-SCREEN_BYTES = 512 * 2**20  # features of one batch of screened candidates (float32), so memory is bounded at 100k rows
+SCREEN_BYTES = 1024 * 2**20  # working memory of one batch of screened candidates: features, Gram matrices, solves
 LOGISTIC_BYTES = 1536 * 2**20  # working memory of one batch of logistic fits (features, logits, gradients)
 
 SCREEN, LOGISTIC = "ridge screen", "logistic"
@@ -133,15 +133,29 @@ def _affordable(ranked: list[int], widths: list[int], outputs: int, always: tupl
     return fitted + [i for i in always if i not in fitted]
 
 
-def _batches(ids: list[int], widths: list[int], bytes_per_unit: int, limit: int, extra: int = 0) -> list[list[int]]:
-    """Candidates grouped by width (each group stacks into one tensor), cut so that a batch's
-    bytes_per_unit x (width + extra) summed over its candidates stays within `limit`."""
+def screen_bytes(width: int, rows: int, dev_rows: int, folds: int, classes: int) -> int:
+    """Working memory (float32 bytes) of one candidate of `width` in the ridge screen (probing/fold_ridge.py).
+
+    The features and one gathered copy of them (2 x rows x width); Gram-sized matrices (width^2 each): every
+    test set's sums and their total (folds + 1), and about 7 more while a fold is solved (its training sums,
+    the standardisation's outer product and covariance, the shifted system, its Cholesky factor, the
+    difference's temporaries); weights and dev outputs at every strength. Without the Gram terms a batch sized
+    by its features alone held 58 candidates at 3,000 rows and peaked at 4.0 GB (all-mpnet-base-v2, 100
+    classes, 5 folds), 3 GB of it Gram matrices.
+    """
+    strengths = len(SCREEN_ALPHAS)
+    return 4 * (2 * rows * width + (folds + 8) * width**2 + strengths * (width + dev_rows) * max(classes, 1))
+
+
+def _batches(ids: list[int], widths: list[int], cost: Callable[[int], int], limit: int) -> list[list[int]]:
+    """Candidates grouped by width (each group stacks into one tensor), cut so that a batch's summed
+    cost(width) per candidate (bytes) stays within `limit`."""
     by_width: dict[int, list[int]] = {}
     for i in ids:
         by_width.setdefault(widths[i], []).append(i)
     batches = []
     for width, group in by_width.items():
-        size = max(1, limit // (bytes_per_unit * (width + extra)))
+        size = max(1, limit // cost(width))
         batches += [group[s : s + size] for s in range(0, len(group), size)]
     return batches
 
@@ -202,7 +216,10 @@ def screened_probe(
     """
     classes = int(targets.max()) + 1
     rows = max(len(f.train) + len(f.dev) + len(f.test) for f in folds)
-    groups = _batches(list(range(len(widths))), widths, rows * 4, SCREEN_BYTES)
+    dev_rows = max(len(f.dev) for f in folds)
+    groups = _batches(
+        list(range(len(widths))), widths, lambda w: screen_bytes(w, rows, dev_rows, len(folds), classes), SCREEN_BYTES
+    )
     start = time.perf_counter()
     screen = _screen(source, groups, fold_specific, folds, targets, classes, progress)
     screened = time.perf_counter() - start
@@ -221,7 +238,7 @@ def screened_probe(
     # per candidate: float32 + two bf16 copies of the features (8 bytes x width), logits, softmax and gradients
     # (about 20 bytes x outputs)
     per_unit, extra = rows * 8, outputs * 20 // 8
-    for batch in _batches(fitted, widths, per_unit, LOGISTIC_BYTES, extra=extra):
+    for batch in _batches(fitted, widths, lambda w: per_unit * (w + extra), LOGISTIC_BYTES):
         side = 2 * per_unit * sum(widths[i] + extra for i in batch) <= LOGISTIC_BYTES
         _logistic(source, batch, folds, targets, strengths, scores, progress, side)
     return replace(scores, seconds=(screened, time.perf_counter() - start))
