@@ -82,3 +82,17 @@ def test_a_system_rounding_made_indefinite_is_solved_with_jitter_not_an_error():
     weights = _solve_one(system, torch.ones(1, 2, 3))
     assert torch.isfinite(weights).all() and weights.shape == (1, 2, 3)
     np.testing.assert_allclose(weights[0, 0].numpy(), 1.0, rtol=1e-5)
+
+
+def test_an_indefinite_system_does_not_regularise_the_others_in_its_batch():
+    from bertlens.probing.fold_ridge import _solve_one
+
+    rng = np.random.default_rng(0)
+    basis = rng.normal(size=(6, 6))
+    conditioned = basis @ np.diag(10.0 ** -np.arange(6)) @ basis.T  # SPD, condition number 1e5
+    broken = np.diag([1.0, 1.0, 1.0, 1.0, 1.0, -1e-3])  # indefinite: it needs jitter of 1e-2 to factor
+    rhs = torch.from_numpy(rng.normal(size=(2, 6, 3)))
+    together = _solve_one(torch.tensor(np.stack([conditioned, broken])), rhs)
+    alone = _solve_one(torch.tensor(conditioned[None]), rhs[:1])
+    np.testing.assert_array_equal(together[0].numpy(), alone[0].numpy())
+    np.testing.assert_allclose(alone[0].numpy(), np.linalg.solve(conditioned, rhs[0].numpy()), rtol=1e-4)

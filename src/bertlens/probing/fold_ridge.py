@@ -84,22 +84,26 @@ def _sums(x: torch.Tensor, y: torch.Tensor, rows: np.ndarray) -> _Sums:
 
 
 def _solve_one(system: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
-    """system W = rhs for symmetric positive definite systems [C, D, D], rhs [C, D, K] (float32).
+    """system W = rhs for symmetric positive definite systems [C, D, D], rhs [C, D, K]; float64, returned as float32.
 
-    float32 Cholesky: the relative strengths keep the systems far better conditioned than float32
-    needs on standardised features; float64 for a batch float32 cannot factor.
+    A system that rounding made indefinite gets jitter until it factors, alone. Before, one such system sent its
+    whole batch to a jitter grown until the worst system factored: every candidate of the batch was regularised by
+    it, so a candidate's figure depended on which others shared its batch, i.e. on the memory budget (up to 1.2
+    points of ridge-screen accuracy on all-mpnet-base-v2's [CLS] layers, 3,000 texts, 100 classes). Float64
+    throughout, so far fewer systems need any.
     """
+    system, rhs = system.double(), rhs.double()
     factor, info = torch.linalg.cholesky_ex(system)
-    if not bool(info.any()):
-        return torch.cholesky_solve(rhs, factor)
-    system = system.double()  # rounding made a near-singular system indefinite: float64, jitter until it factors
-    jitter = 1e-9 * system.diagonal(dim1=1, dim2=2).abs().mean().clamp(min=1e-12)
     eye = torch.eye(system.shape[-1], dtype=system.dtype)
-    while True:
-        factor, info = torch.linalg.cholesky_ex(system + jitter * eye)
-        if not bool(info.any()):
-            return torch.cholesky_solve(rhs.double(), factor).float()
-        jitter *= 10
+    for i in torch.nonzero(info).flatten().tolist():
+        jitter = 1e-9 * system[i].diagonal().abs().mean().clamp(min=1e-12)
+        while True:
+            factor_i, info_i = torch.linalg.cholesky_ex(system[i] + jitter * eye)
+            if not bool(info_i):
+                factor[i] = factor_i
+                break
+            jitter *= 10
+    return torch.cholesky_solve(rhs, factor).float()
 
 
 def _solve(sums: _Sums, alphas: tuple[float, ...]):
