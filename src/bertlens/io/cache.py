@@ -78,6 +78,7 @@ def resumable_staging(final: Path) -> Iterator[tuple[Path, bool]]:
     run starts from zero and leaves the partial one alone). The empty lock file stays: removing it would let a waiting
     process and a new one each hold a lock on the same directory."""
     final.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_staging(final.parent)  # private staging directories that stopped processes left
     partial = final.with_name(f".{final.name}.partial")
     lock_path = final.with_name(f".{final.name}.partial.lock")
     with open(lock_path, "a") as lock:
