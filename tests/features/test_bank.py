@@ -164,3 +164,20 @@ def test_a_bank_another_process_is_building_is_left_alone(tmp_path, tiny_bert_di
     assert sum(encoded) == len(MANY)  # built from zero in a private directory
     np.testing.assert_array_equal(np.load(partial / "done.npy"), before)  # the other's work untouched
     assert bank.texts == len(MANY)
+
+
+def test_a_bank_with_dropout_on_never_resumes(tmp_path, tiny_bert_dir, monkeypatch):
+    """A seeded dropout view encoded again after a stop would draw other masks than one uninterrupted run."""
+    monkeypatch.setattr(bank_module, "CHECKPOINT_SECONDS", 0.0)
+    encoder = Encoder(str(tiny_bert_dir), max_batch=4, max_length=16)
+    options = {"poolers": ("mean",), "dtype": "float32", "variant": "dropout:1"}
+    with encoder.dropout_active(1), pytest.raises(_Stopped):
+        build_bank(encoder, MANY, tmp_path / "a", progress=_stop_after(2), **options)
+    assert not list((tmp_path / "a" / "banks").glob(".*.partial"))  # nothing kept to resume from
+    with encoder.dropout_active(1):
+        encoded = _rows_encoded(encoder, monkeypatch)
+        stopped_then_run = build_bank(encoder, MANY, tmp_path / "a", **options)
+    assert sum(encoded) == len(MANY)
+    with encoder.dropout_active(1):
+        whole = build_bank(encoder, MANY, tmp_path / "b", **options)
+    np.testing.assert_array_equal(stopped_then_run.vectors, whole.vectors)

@@ -24,7 +24,7 @@ from bertlens.encoding.pieces import piece_tokens, pooled_units
 from bertlens.encoding.tokens import Tokenized
 from bertlens.features.layers import pool_layers
 from bertlens.io.atomic import write_npy
-from bertlens.io.cache import content_key, open_entry, publish, resumable_staging
+from bertlens.io.cache import content_key, open_entry, private_staging, publish, resumable_staging
 from bertlens.progress import Progress, counting, silent
 from bertlens.representation.aggregate import aggregate
 from bertlens.representation.choices import DEFAULT_POOLERS, needs_cls_attention
@@ -170,7 +170,10 @@ def build_bank(
     mixes = named_mixes(num_layers) if nonlinear(poolers) else {}
     shape = (len(poolers), num_layers + 1, len(texts), encoder.hidden_size)
     mix_shape = (len(nonlinear(poolers)), len(mixes), len(texts), encoder.hidden_size) if mixes else None
-    with resumable_staging(final) as (tmp, resumable):
+    # A build with dropout on (a seeded view) starts from zero: rows encoded again after a stop would draw other
+    # dropout masks than one uninterrupted run, so the same seed would not give the same bank.
+    staging = private_staging(final) if encoder.model.training else resumable_staging(final)
+    with staging as (tmp, resumable):
         vectors, mix_array, state = _staged_arrays(tmp, shape, mix_shape, dtype, resumable, progress)
         if long_text is not None:
             _fill_from_pieces(encoder, texts, long_text, poolers, include_special, mixes, vectors, mix_array, state)

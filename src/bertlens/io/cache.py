@@ -71,6 +71,12 @@ def staging_dir(final: Path) -> Path:
 
 
 @contextlib.contextmanager
+def private_staging(final: Path) -> Iterator[tuple[Path, bool]]:
+    """staging_dir(final) in resumable_staging's form: (directory, False), for builds that must not resume."""
+    yield staging_dir(final), False
+
+
+@contextlib.contextmanager
 def resumable_staging(final: Path) -> Iterator[tuple[Path, bool]]:
     """(directory, resumable) to build `final` in: `.<key>.partial` beside it, which outlives a stopped process, so
     the next run with the same key carries on from that run's checkpoints (resumable: True). Held under an exclusive
@@ -85,7 +91,8 @@ def resumable_staging(final: Path) -> Iterator[tuple[Path, bool]]:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            yield staging_dir(final), False
+            with private_staging(final) as staged:
+                yield staged
             return
         try:
             partial.mkdir(exist_ok=True)
