@@ -119,7 +119,8 @@ class OnnxEmbedder(TextEncoder):
         if not texts:
             return Embeddings(np.zeros((0, self.dim), dtype=np.float32), 0)
         tokenized = tokenize(self.tokenizer, texts, self.max_length)
-        several = self.threads > 1 and len(length_batches(tokenized.lengths, MAX_BATCH, MAX_TOKENS)) > 1
+        batches = length_batches(tokenized.lengths, MAX_BATCH, MAX_TOKENS)
+        several = self.threads > 1 and len(batches) > 1
         runner = self._one_thread_session() if several else self.session
 
         def run(rows: np.ndarray) -> np.ndarray:
@@ -127,5 +128,5 @@ class OnnxEmbedder(TextEncoder):
             return runner.run(None, {"input_ids": ids, "attention_mask": mask})[0]  # [B, D]
 
         workers = self.threads if several else 1
-        vectors = map_batches(tokenized.lengths, run, MAX_BATCH, MAX_TOKENS, progress, "embedding", workers)
+        vectors = map_batches(tokenized.lengths, run, MAX_BATCH, MAX_TOKENS, progress, "embedding", workers, batches)
         return Embeddings(vectors.astype(np.float32, copy=False), tokenized.truncated)

@@ -174,12 +174,14 @@ def build_bank(
     # dropout masks than one uninterrupted run, so the same seed would not give the same bank.
     staging = private_staging(final) if encoder.model.training else resumable_staging(final)
     with staging as (tmp, resumable):
-        vectors, mix_array, state = _staged_arrays(tmp, shape, mix_shape, dtype, resumable, progress)
+        vectors, mix_array, state = _staged_arrays(tmp, shape, mix_shape, dtype, resumable)
         if long_text is not None:
-            _fill_from_pieces(encoder, texts, long_text, poolers, include_special, mixes, vectors, mix_array, state)
+            _fill_from_pieces(
+                encoder, texts, long_text, poolers, include_special, mixes, vectors, mix_array, state, progress
+            )
             truncated = 0
         else:
-            truncated = _fill(encoder, texts, poolers, include_special, mixes, vectors, mix_array, state)
+            truncated = _fill(encoder, texts, poolers, include_special, mixes, vectors, mix_array, state, progress)
         state.save()
         state.arrays.clear()
         del vectors, mix_array
@@ -212,8 +214,8 @@ class _Checkpoints:
     CHECKPOINT_SECONDS, not every batch: each flush writes a batch's rows scattered over the whole file.
     """
 
-    def __init__(self, folder: Path, done: np.ndarray, arrays: list[np.ndarray], progress: Progress):
-        self.path, self.done, self.arrays, self.progress = folder / DONE_FILE, done, arrays, progress
+    def __init__(self, folder: Path, done: np.ndarray, arrays: list[np.ndarray]):
+        self.path, self.done, self.arrays = folder / DONE_FILE, done, arrays
         self.pending: list[np.ndarray] = []
         self.last = time.monotonic()
 
@@ -232,7 +234,7 @@ class _Checkpoints:
         self.last = time.monotonic()
 
 
-def _staged_arrays(folder: Path, shape, mix_shape, dtype: str, resumable: bool, progress: Progress):
+def _staged_arrays(folder: Path, shape, mix_shape, dtype: str, resumable: bool):
     """(vectors, mixes or None, checkpoints) in the staging folder: an earlier run's arrays and done rows when they
     match this bank's shapes (resumable staging), new ones otherwise."""
     done = None
@@ -261,10 +263,10 @@ def _staged_arrays(folder: Path, shape, mix_shape, dtype: str, resumable: bool, 
         )
         done = np.zeros(shape[2], dtype=bool)
     arrays = [vectors] + ([mixes] if mixes is not None else [])
-    return vectors, mixes, _Checkpoints(folder, done, arrays, progress)
+    return vectors, mixes, _Checkpoints(folder, done, arrays)
 
 
-def _fill(encoder, texts, poolers, include_special, mixes, vectors, mix_array, state: _Checkpoints) -> int:
+def _fill(encoder, texts, poolers, include_special, mixes, vectors, mix_array, state: _Checkpoints, progress) -> int:
     """Encode the rows not yet done, pool them into the arrays; returns how many texts were cut at max_length."""
     tokenized = encoder.tokenize(texts)
     rest = np.flatnonzero(~state.done)  # [R] rows still to encode, in input order
@@ -274,7 +276,7 @@ def _fill(encoder, texts, poolers, include_special, mixes, vectors, mix_array, s
             [tokenized.special_tokens_mask[i] for i in rest],
             tokenized.truncated,
         )
-    for states in encoder.stream(tokenized, state.progress, done=len(texts) - len(rest), total=len(texts)):
+    for states in encoder.stream(tokenized, progress, done=len(texts) - len(rest), total=len(texts)):
         rows = rest[states.doc_index.numpy()]  # positions in `texts`
         stacked, pooled_mixes = _pool_batch(states, poolers, include_special, mixes)
         vectors[:, :, rows] = stacked.transpose(2, 1, 0, 3).astype(vectors.dtype)  # [B, L+1, P, H] -> [P, L+1, B, H]
@@ -298,7 +300,9 @@ def _pool_batch(states, poolers, include_special, mixes) -> tuple[np.ndarray, np
     return stacked, torch.stack(pooled, dim=1).float().numpy()  # [B, Q, M, H]
 
 
-def _fill_from_pieces(encoder, texts, long_text, poolers, include_special, mixes, vectors, mix_array, state) -> None:
+def _fill_from_pieces(
+    encoder, texts, long_text, poolers, include_special, mixes, vectors, mix_array, state, progress
+) -> None:
     """Pool every piece of a group of texts, then aggregate pieces per text into the bank (groups already done in
     an earlier run are skipped)."""
     how = long_text.piece_aggregate
@@ -328,4 +332,4 @@ def _fill_from_pieces(encoder, texts, long_text, poolers, include_special, mixes
         state.written(np.arange(first, first + count))
         release_pages(vectors)
         release_pages(mix_array)
-        state.progress(counting("encoding", "texts"), first + count, len(texts))
+        progress(counting("encoding", "texts"), first + count, len(texts))
