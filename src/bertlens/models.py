@@ -149,7 +149,7 @@ def load_tokenizer(ref: ModelRef, trust_remote_code: bool = False):
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(ref.path, use_fast=True, trust_remote_code=trust_remote_code)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, TypeError) as exc:  # transformers 4.x: TypeError when no vocabulary file is there
         raise BertlensError(f"model '{ref.name}': could not load its tokenizer from {ref.path} ({exc})") from exc
     vocab = read_config(ref.path, ref.name).get("vocab_size")
     if vocab and len(tokenizer) < vocab // 2:

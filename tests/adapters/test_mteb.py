@@ -31,3 +31,52 @@ def test_a_bad_sts_file_names_its_line(tmp_path):
     path.write_text("a,b,4.0\nc,d,high\n")
     with pytest.raises(BertlensError, match="s.csv:2"):
         read_sts_csv(path)
+
+
+def _own_ndcg_at_10(recipe: Recipe, directory) -> float:
+    """bertlens' own retrieval score: queries and documents each with their role's prompt, cosine, nDCG@10 over
+    every judged test query."""
+    import numpy as np
+    import torch
+
+    from bertlens.embedding.embedder import Embedder
+    from bertlens.embedding.prompted import with_role
+    from bertlens.metrics.ranking import ranking_metrics, top_k
+    from bertlens.tasks.retrieval import load_beir
+
+    collection = load_beir(directory)
+    rows = collection.judged("test")
+    embedder = Embedder(recipe)
+    queries = with_role(embedder, "query").encode([collection.queries[q] for q in rows])  # [Q, D]
+    documents = with_role(embedder, "document").encode(list(collection.documents))  # [N, D]
+    normalize = torch.nn.functional.normalize
+    _, ranked = top_k(normalize(torch.from_numpy(queries), dim=1), normalize(torch.from_numpy(documents), dim=1))
+    judgements = [collection.qrels["test"][q] for q in rows]
+    return float(np.mean(ranking_metrics(ranked.numpy(), judgements)["ndcg@10"]))
+
+
+@pytest.mark.userstack
+def test_mteb_retrieval_honours_prompts_and_equals_bertlens(tiny_bert_dir):
+    """A recipe with query and document prompts: MTEB's nDCG@10 on a local BEIR collection equals bertlens' own
+    score, and differs from the same recipe without prompts (so each side really got its own prompt)."""
+    from bertlens.adapters.mteb import evaluate_retrieval, recipe_encoder
+
+    directory = DATA / "retrieval" / "cisi"
+    prompted = Recipe(
+        model=str(tiny_bert_dir), layers=(2,), pooler="mean", query_prompt="query: ", document_prompt="passage: "
+    )
+    plain = prompted.replace(query_prompt=None, document_prompt=None)
+    ours, theirs = _own_ndcg_at_10(prompted, directory), evaluate_retrieval(prompted, directory)
+    assert theirs == pytest.approx(ours, abs=1e-4)
+    assert evaluate_retrieval(plain, directory) != pytest.approx(theirs, abs=1e-3)
+    meta = recipe_encoder(prompted).mteb_model_meta
+    assert meta.revision and meta.embed_dim == 32 and meta.use_instructions and meta.similarity_fn_name == "cosine"
+
+
+def test_a_missing_split_is_one_line(tmp_path):
+    from bertlens.adapters.mteb import local_retrieval_task
+    from tests.tasks.test_retrieval import DOCS, QRELS, QUERIES, write_beir
+
+    root = write_beir(tmp_path / "c", DOCS, QUERIES, QRELS)
+    with pytest.raises(BertlensError, match="no qrels/dev.tsv"):
+        local_retrieval_task(root, split="dev")

@@ -166,7 +166,7 @@ def test_hugging_face_task_without_the_datasets_package_is_a_clear_error(tmp_pat
     code, err = run(
         capsys, "--task", "hf:glue:sst2", "--text-col", "sentence", "--label-col", "label", "--out", tmp_path / "o"
     )
-    assert code == 1 and "pip install datasets" in err
+    assert code == 1 and "pip install 'bertlens[datasets]'" in err
 
 
 def test_the_users_own_split_replaces_cross_validation(tmp_path, tiny_bert_dir, capsys):

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import json
 
-from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
+from bertlens.extras import require
 
-from bertlens.adapters.roles import RecipeLike, RoleEncoders
-from bertlens.representation.recipe import Recipe
+require("stores", "bertlens.adapters.chroma")
+
+from chromadb.api.types import Documents, EmbeddingFunction, Embeddings  # noqa: E402
+
+from bertlens.adapters.roles import RecipeLike, RoleEncoders  # noqa: E402
+from bertlens.representation.recipe import Recipe  # noqa: E402
 
 
 class BertlensEmbeddingFunction(EmbeddingFunction[Documents]):

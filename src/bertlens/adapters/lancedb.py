@@ -3,10 +3,14 @@ Source texts get the document prompt, queries the query prompt; `.fingerprint()`
 
 from __future__ import annotations
 
-from lancedb.embeddings import TextEmbeddingFunction, register
-from pydantic import PrivateAttr
+from bertlens.extras import require
 
-from bertlens.adapters.roles import RoleEncoders
+require("stores", "bertlens.adapters.lancedb")
+
+from lancedb.embeddings import TextEmbeddingFunction, register  # noqa: E402
+from pydantic import PrivateAttr  # noqa: E402
+
+from bertlens.adapters.roles import RoleEncoders  # noqa: E402
 
 
 @register("bertlens")

@@ -3,9 +3,13 @@ prompt. `pip install langchain-core`; `.fingerprint` names the recipe."""
 
 from __future__ import annotations
 
-from langchain_core.embeddings import Embeddings
+from bertlens.extras import require
 
-from bertlens.adapters.roles import RecipeLike, RoleEncoders
+require("frameworks", "bertlens.adapters.langchain")
+
+from langchain_core.embeddings import Embeddings  # noqa: E402
+
+from bertlens.adapters.roles import RecipeLike, RoleEncoders  # noqa: E402
 
 
 class BertlensEmbeddings(Embeddings):

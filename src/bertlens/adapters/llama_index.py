@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
-from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import PrivateAttr
+from bertlens.extras import require
 
-from bertlens.adapters.roles import RecipeLike, RoleEncoders
+require("frameworks", "bertlens.adapters.llama_index")
+
+from llama_index.core.base.embeddings.base import BaseEmbedding  # noqa: E402
+from llama_index.core.bridge.pydantic import PrivateAttr  # noqa: E402
+
+from bertlens.adapters.roles import RecipeLike, RoleEncoders  # noqa: E402
 
 
 class BertlensEmbedding(BaseEmbedding):

@@ -1,10 +1,14 @@
-"""A recipe as an MTEB encoder, and STS-B from local files as an MTEB STS task (so MTEB runs offline).
+"""A recipe as an MTEB encoder, and local files as MTEB tasks (STS-B, any BEIR-layout collection), so MTEB runs
+offline.
 
-`RecipeEncoder(recipe)` satisfies MTEB's encoder protocol (`encode(DataLoader, *, task_metadata,
-hf_split, hf_subset, prompt_type)`): it gathers the batch texts and returns the recipe's vectors.
+`recipe_encoder(recipe)` satisfies MTEB's encoder protocol (`encode(DataLoader, *, task_metadata,
+hf_split, hf_subset, prompt_type)`): it gathers the batch texts and returns the recipe's vectors, queries
+with the recipe's query prompt and documents with its document prompt (MTEB's `prompt_type`); its
+`mteb_model_meta` carries the recipe (name, revision = recipe fingerprint, width, token limit).
+`local_retrieval_task(dir)` is an `AbsTaskRetrieval` over a BEIR-layout directory.
 `local_sts_task(csv)` is an `AbsTaskSTS` whose test split is read from a headerless
 `sentence1,sentence2,score` CSV (the layout of `$BERTLENS_DATA/stsb/test.csv`), scored 0-5 as
-MTEB's STSBenchmark is. `mteb` is imported only when these are used (`pip install mteb`).
+MTEB's STSBenchmark is. `mteb` is imported only when these are used (`pip install 'bertlens[mteb]'`).
 """
 
 from __future__ import annotations
@@ -16,16 +20,19 @@ from typing import Any
 import numpy as np
 
 from bertlens.embedding.embedder import Embedder
+from bertlens.embedding.prompted import with_role
 from bertlens.embedding.protocol import TextEncoder
 from bertlens.errors import BertlensError
-from bertlens.representation.recipe import Recipe
+from bertlens.extras import require
+from bertlens.representation.fingerprint import recipe_fingerprint
+from bertlens.representation.recipe import ROLES, Recipe
+from bertlens.tasks.retrieval import load_beir
 
 
 def _mteb():
-    try:
-        import mteb
-    except ImportError:
-        raise BertlensError("the MTEB adapter needs the mteb package: pip install mteb") from None
+    require("mteb", "the MTEB adapter (bertlens.adapters.mteb)")
+    import mteb
+
     return mteb
 
 
@@ -89,21 +96,126 @@ def local_sts_task(path: str | Path, name: str = "LocalSTSBenchmark"):
     return LocalSTS()
 
 
+def model_meta(encoder: TextEncoder):
+    """MTEB's `ModelMeta` for a recipe's encoder: named after the recipe's model, revision = the recipe fingerprint
+    (model weights and every reading choice, representation/fingerprint.py), its width and token limit, cosine."""
+    from mteb.models.model_meta import ModelMeta
+
+    fingerprint = recipe_fingerprint(encoder.recipe, encoder.fingerprint)
+    model = Path(str(encoder.recipe.model)).name or "default"
+    return ModelMeta(
+        loader=None,
+        name=f"bertlens/{model}",
+        revision=fingerprint,
+        release_date=None,
+        languages=None,
+        n_parameters=None,
+        memory_usage_mb=None,
+        max_tokens=encoder.max_length,
+        embed_dim=encoder.dim,
+        license=None,
+        open_weights=None,
+        public_training_code=None,
+        public_training_data=None,
+        framework=["PyTorch"],
+        similarity_fn_name="cosine",
+        use_instructions=bool(encoder.recipe.query_prompt or encoder.recipe.document_prompt),
+        training_datasets=None,
+    )
+
+
+def _role(prompt_type) -> str | None:
+    """MTEB's prompt type as a recipe role: queries read with the query prompt, documents with the document prompt
+    (as `bertlens embed --role` does); None (STS, classification, ...) reads texts plainly."""
+    value = getattr(prompt_type, "value", prompt_type)
+    return value if value in ROLES else None
+
+
 def recipe_encoder(recipe: Recipe | TextEncoder, trust_remote_code: bool = False):
     """An MTEB encoder for a recipe (run with the PyTorch backend) or any `TextEncoder` (an ONNX export, ...):
-    an `AbsEncoder` subclass, built when mteb is importable."""
+    an `AbsEncoder` subclass, built when mteb is importable. MTEB's `prompt_type` picks the recipe's role, so a
+    recipe with query and document prompts embeds each side as bertlens does."""
     _mteb()
     from mteb.models.abs_encoder import AbsEncoder
 
+    model = Embedder(recipe, trust_remote_code=trust_remote_code) if isinstance(recipe, Recipe) else recipe
+    meta = model_meta(model)
+
     class RecipeEncoder(AbsEncoder):
+        mteb_model_meta = meta
+
         def __init__(self) -> None:
-            self.model = Embedder(recipe, trust_remote_code=trust_remote_code) if isinstance(recipe, Recipe) else recipe
+            self.model = model
 
         def encode(self, inputs, *, task_metadata, hf_split, hf_subset, prompt_type=None, **kwargs) -> np.ndarray:
             texts = [text for batch in inputs for text in batch["text"]]
-            return self.model.encode(texts)  # [n, D] in input order
+            return with_role(self.model, _role(prompt_type)).encode(texts)  # [n, D] in input order
 
     return RecipeEncoder()
+
+
+def local_retrieval_task(directory: str | Path, split: str = "test", name: str = "LocalRetrieval"):
+    """An MTEB retrieval task read from a local BEIR-layout directory (corpus.jsonl, queries.jsonl,
+    qrels/SPLIT.tsv) through bertlens' own checked reader, so both score the same documents, queries and
+    judgements (a document is its title and text joined, as both embed it)."""
+    _mteb()
+    from datasets import Dataset
+    from mteb.abstasks.retrieval import AbsTaskRetrieval
+    from mteb.abstasks.task_metadata import TaskMetadata
+
+    directory = Path(directory)
+    collection = load_beir(directory)
+    if split not in collection.qrels:
+        raise BertlensError(f"{directory}: no qrels/{split}.tsv; name a split it has: {', '.join(collection.qrels)}")
+    judged = collection.judged(split)
+    relevant = {
+        collection.query_ids[q]: {collection.doc_ids[d]: int(g) for d, g in collection.qrels[split][q].items()}
+        for q in judged
+    }
+    corpus = Dataset.from_dict({"id": list(collection.doc_ids), "text": list(collection.documents)})
+    queries = Dataset.from_dict(
+        {"id": [collection.query_ids[q] for q in judged], "text": [collection.queries[q] for q in judged]}
+    )
+
+    class LocalRetrieval(AbsTaskRetrieval):
+        metadata = TaskMetadata(
+            type="Retrieval",
+            name=name,
+            main_score="ndcg_at_10",
+            description=f"a BEIR-layout collection read from {directory} (offline)",
+            reference="https://github.com/beir-cellar/beir",
+            dataset={"path": str(directory), "revision": "local"},
+            category="t2t",
+            eval_splits=[split],
+            eval_langs=["eng-Latn"],
+            date=("2000-01-01", "2000-12-31"),
+            dialect=[],
+            domains=[],
+            task_subtypes=[],
+            license="not specified",
+            annotations_creators="human-annotated",
+            modalities=["text"],
+            sample_creation="found",
+            bibtex_citation="",
+        )
+
+        def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
+            self.dataset = {
+                "default": {
+                    split: {"corpus": corpus, "queries": queries, "relevant_docs": relevant, "top_ranked": None}
+                }
+            }
+            self.data_loaded = True
+
+    return LocalRetrieval()
+
+
+def evaluate_retrieval(recipe: Recipe | TextEncoder, directory: str | Path, split: str = "test") -> float:
+    """MTEB's nDCG@10 of the recipe on a local BEIR-layout collection (no results cache, no network)."""
+    mteb = _mteb()
+    task = local_retrieval_task(directory, split)
+    result = mteb.evaluate(recipe_encoder(recipe), task, cache=None, show_progress_bar=False)
+    return float(result.task_results[0].scores[split][0]["ndcg_at_10"])
 
 
 def evaluate_sts(recipe: Recipe | TextEncoder, path: str | Path) -> float:

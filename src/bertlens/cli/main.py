@@ -15,6 +15,7 @@ import sys
 import warnings
 
 from bertlens.cli.commands import COMMANDS
+from bertlens.cli.needs import check_extras
 from bertlens.errors import BertlensError
 from bertlens.io.atomic import check_out_dir
 from bertlens.io.run_context import check_seed
@@ -28,6 +29,31 @@ INTEGER_FLOORS = {
 }
 
 
+class VersionAction(argparse.Action):
+    """`--version`: bertlens' version and the versions of the stack it runs on, read from the installed packages'
+    metadata (no import: `bertlens --version` stays as quick as `--help`)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(stack_versions())
+        parser.exit(0)
+
+
+def stack_versions() -> str:
+    """'bertlens X (torch Y, transformers Z, ...)': what a bug report needs to reproduce a run."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for package in ("torch", "transformers", "huggingface_hub", "tokenizers", "sentence-transformers"):
+        try:
+            found.append(f"{package} {version(package)}")
+        except PackageNotFoundError:
+            continue
+    return f"bertlens {__version__} ({', '.join(found)}; Python {sys.version.split()[0]})"
+
+
 class Parser(argparse.ArgumentParser):
     """argparse's own complaints (an unknown flag, a missing value) as one line and exit 1, like every other error."""
 
@@ -38,7 +64,7 @@ class Parser(argparse.ArgumentParser):
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The full parser of `command` (its module imported now); every other command is a light stub."""
     parser = Parser(prog="bertlens", description="Find and serve the right BERT representation for a task.")
-    parser.add_argument("--version", action="version", version=f"bertlens {__version__}")
+    parser.add_argument("--version", action=VersionAction, help="the version of bertlens and of the stack it runs on")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an unexpected error")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, summary in COMMANDS.items():
@@ -84,6 +110,7 @@ def check_arguments(args: argparse.Namespace) -> None:
         from bertlens.metrics.bootstrap import check_resamples
 
         check_resamples(args.resamples)
+    check_extras(args)
     if getattr(args, "out_is_dir", False) and getattr(args, "out", None) is not None:
         check_out_dir(args.out)
 

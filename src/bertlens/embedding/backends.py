@@ -14,6 +14,7 @@ from pathlib import Path
 
 from bertlens.embedding.protocol import TextEncoder
 from bertlens.errors import BertlensError, did_you_mean
+from bertlens.extras import require
 from bertlens.representation.choices import BACKENDS
 from bertlens.representation.recipe import Recipe
 
@@ -45,6 +46,7 @@ def _torch(spec: BackendSpec) -> TextEncoder:
 
 
 def _onnx(spec: BackendSpec) -> TextEncoder:
+    require("onnx", "the ONNX backend (--backend onnx)")
     from bertlens.embedding.onnx_backend import OnnxEmbedder
 
     if not spec.model_dir:
@@ -53,6 +55,7 @@ def _onnx(spec: BackendSpec) -> TextEncoder:
 
 
 def _ray(spec: BackendSpec) -> TextEncoder:
+    require("ray", "the Ray engine (--engine ray)")
     from bertlens.embedding.ray_engine import RayEmbedder
 
     return RayEmbedder(

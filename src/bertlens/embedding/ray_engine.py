@@ -19,6 +19,7 @@ import numpy as np
 from bertlens.embedding.embedder import Embedder
 from bertlens.embedding.protocol import ChunkEmbeddings, Embeddings, TextEncoder, TokenCounter, chunked_refusal
 from bertlens.errors import BertlensError
+from bertlens.extras import require
 from bertlens.progress import Progress, silent
 from bertlens.representation.recipe import Recipe
 
@@ -52,11 +53,10 @@ class RayEmbedder(TextEncoder):
         chunk: int = 256,
         trust_remote_code: bool = False,
     ):
-        try:
-            import ray
-            from ray.util import ActorPool
-        except ImportError:
-            raise BertlensError("--engine ray needs Ray: pip install 'bertlens[ray]'") from None
+        require("ray", "the Ray engine (--engine ray)")
+        import ray
+        from ray.util import ActorPool
+
         if workers < 1 or chunk < 1:
             raise BertlensError("--ray-workers and the chunk size must be at least 1")
         local = Embedder(recipe, trust_remote_code=trust_remote_code)  # the driver's copy: dim, limits, fingerprint

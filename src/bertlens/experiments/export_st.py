@@ -25,6 +25,7 @@ from bertlens.embedding.embedder import Embedder
 from bertlens.embedding.onnx_graph import affine_parts
 from bertlens.embedding.prompted import with_role
 from bertlens.errors import BertlensError
+from bertlens.extras import require
 from bertlens.io.atomic import write_json
 from bertlens.models import resolve_model
 from bertlens.representation.mixers import mixed_layers, softmax
@@ -92,8 +93,24 @@ def check_expressible(recipe: Recipe) -> None:
         raise not_expressible(f"long_text '{recipe.long_text}' (several passes per text)")
 
 
+ST_OLDEST = (5, 7)  # sentence_transformer.modules with Transformer(config_kwargs=...): tested on 5.7 and 6.x
+
+
+def check_sentence_transformers_version() -> None:
+    """The modules this export builds exist from sentence-transformers 5.7 on (the same names in 5.x and 6.x)."""
+    from importlib.metadata import version
+
+    found = version("sentence-transformers")
+    numbers = tuple(int(part) for part in found.split(".")[:2] if part.isdigit())
+    if numbers < ST_OLDEST:
+        raise BertlensError(
+            f"the sentence-transformers export needs sentence-transformers>=5.7 (found {found}): "
+            "pip install 'bertlens[sentence-transformers]'"
+        )
+
+
 def _dense(matrix: np.ndarray, bias: np.ndarray | None):
-    from sentence_transformers.base.modules import Dense
+    from sentence_transformers.sentence_transformer.modules import Dense
 
     weight = torch.from_numpy(np.ascontiguousarray(matrix.T)).float()  # [out, in]
     return Dense(
@@ -107,8 +124,7 @@ def _dense(matrix: np.ndarray, bias: np.ndarray | None):
 
 
 def build_modules(recipe: Recipe) -> list:
-    from sentence_transformers.base.modules import Normalize, Transformer
-    from sentence_transformers.sentence_transformer.modules import Pooling, WeightedLayerPooling
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer, WeightedLayerPooling
 
     check_expressible(recipe)
     ref = resolve_model(recipe.model)
@@ -144,12 +160,10 @@ def build_modules(recipe: Recipe) -> list:
 
 def run_export_sentence_transformers(recipe: Recipe, out: Path, texts: Sequence[str], texts_source: str) -> dict:
     """Build, save, load back with sentence-transformers, compare with bertlens fp32, then publish OUT."""
-    try:
-        from sentence_transformers import SentenceTransformer
-    except ImportError:
-        raise BertlensError(
-            "--format sentence-transformers needs the sentence-transformers package: pip install sentence-transformers"
-        ) from None
+    require("sentence-transformers", "the sentence-transformers export (--format sentence-transformers)")
+    check_sentence_transformers_version()
+    from sentence_transformers import SentenceTransformer
+
     recipe = recipe.replace(precision="fp32")
     modules = build_modules(recipe)
     staging = out.with_name(f".{out.name}.partial")

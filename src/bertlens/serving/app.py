@@ -32,18 +32,24 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
 
 from bertlens.embedding.backends import BackendSpec, make_encoder
 from bertlens.embedding.protocol import TOKEN_VECTORS, TextEncoder
 from bertlens.errors import BertlensError, did_you_mean
+from bertlens.extras import require
 from bertlens.representation.choices import SERVED_BACKENDS
 from bertlens.representation.dimensions import truncate
 from bertlens.representation.recipe import Recipe
 from bertlens.serving.config import ServeOptions
-from bertlens.serving.metrics import CONTENT_TYPE, ServerMetrics
-from bertlens.serving.requests import (
+from bertlens.version import __version__
+
+require("serve", "bertlens.serving.app (bertlens serve)")
+
+from fastapi import FastAPI, Request  # noqa: E402
+from fastapi.responses import JSONResponse, Response  # noqa: E402
+
+from bertlens.serving.metrics import CONTENT_TYPE, ServerMetrics  # noqa: E402
+from bertlens.serving.requests import (  # noqa: E402
     ENCODINGS,
     ApiError,
     check_fields,
@@ -54,8 +60,7 @@ from bertlens.serving.requests import (
     read_json,
     request_texts,
 )
-from bertlens.serving.service import Admission, EmbeddingService
-from bertlens.version import __version__
+from bertlens.serving.service import Admission, EmbeddingService  # noqa: E402
 
 LOG = logging.getLogger("bertlens.serve")
 

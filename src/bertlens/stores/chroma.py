@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from bertlens.errors import BertlensError
+from bertlens.extras import require
 from bertlens.stores.rows import Hit, IndexRecord, Rows
 
 RECORD_KEY = "bertlens_index"
@@ -28,12 +29,9 @@ APPROXIMATE_EF = 64  # the HNSW candidate list when the caller accepts approxima
 
 
 def _chromadb():
-    try:
-        import chromadb
-    except ImportError:
-        raise BertlensError(
-            "the Chroma store needs the chromadb package: pip install 'bertlens[stores]' (with the constraints file)"
-        ) from None
+    require("stores", "the Chroma store")
+    import chromadb
+
     return chromadb
 
 

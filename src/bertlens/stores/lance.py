@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from bertlens.errors import BertlensError
+from bertlens.extras import require
 from bertlens.stores.rows import Hit, IndexRecord, Rows, row_schema
 
 ROWS, RECORD = "rows", "record"
@@ -22,12 +23,9 @@ SHOWN = ["doc_id", "chunk", "start", "end", "text"]
 
 def _lancedb():
     os.environ.setdefault("LANCEDB_LOG", "error")  # its Rust side logs a WARN when it creates a table
-    try:
-        import lancedb
-    except ImportError:
-        raise BertlensError(
-            "the LanceDB store needs the lancedb package: pip install 'bertlens[stores]' (with the constraints file)"
-        ) from None
+    require("stores", "the LanceDB store")
+    import lancedb
+
     return lancedb
 
 

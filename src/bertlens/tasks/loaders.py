@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from bertlens.errors import BertlensError, did_you_mean
+from bertlens.extras import require
 from bertlens.io.tables import TableSpec, check_file, first_lines, iter_records
 from bertlens.tasks.catalog import TaskSpec
 from bertlens.tasks.kinds import CLASSIFICATION, RETRIEVAL, TEXTS, TaskKind, task_kind, user_kinds
@@ -442,10 +443,9 @@ def load_hf_task(
     (all negative, as in GLUE's test sets) is dropped; the dev split then serves as test and a
     seeded 10% of train becomes dev.
     """
-    try:
-        import datasets
-    except ImportError:
-        raise BertlensError("Hugging Face datasets need the 'datasets' package: pip install datasets") from None
+    require("datasets", "a Hugging Face dataset (--task hf:NAME)")
+    import datasets
+
     try:
         loaded = datasets.load_dataset(name, config)
     except Exception as exc:  # noqa: BLE001 - network, missing dataset or config: one user-facing line

@@ -26,6 +26,7 @@ import numpy as np
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
 from bertlens.experiments.sweep import SweepConfig, check_config
+from bertlens.extras import has_extra
 from bertlens.io.atomic import write_json
 from bertlens.io.cache import cached_result, content_key
 from bertlens.io.run_context import RunContext
@@ -99,6 +100,8 @@ def _int8_plan(served: Recipe, texts: list[str], out: Path, budget: Budget, own_
     when the budget is short, why it was not made), from a trial pass on the user's texts."""
     if not own_int8:
         return None, ""
+    if not has_extra("onnx"):
+        return None, "own ONNX int8 skipped: the 'onnx' extra is not installed (pip install 'bertlens[onnx]')"
     plan = plan_int8(served, texts)
     if budget.left() > plan.seconds:
         return out / "onnx-int8", f"own ONNX int8: {plan.describe()}"

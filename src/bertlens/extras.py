@@ -1,0 +1,68 @@
+"""The optional parts of bertlens (pyproject's extras) and the one-line error for a missing one.
+
+The core install (`pip install bertlens`) carries what `sweep`, `recommend`, `embed`, `probe` and `finetune`
+need; the rest is an extra named for what it enables. Whatever needs an extra calls `require(extra, what)`
+before any work, so a user without it reads which extra to install instead of a ModuleNotFoundError from
+deep inside a run. The check looks the modules up without importing them (fast; nothing half-started).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass
+
+from bertlens.errors import BertlensError
+
+
+@dataclass(frozen=True)
+class Extra:
+    modules: tuple[str, ...]  # the top-level modules the extra's packages install
+    enables: str  # for the README's table and the error line
+
+
+EXTRAS = {
+    "serve": Extra(("fastapi", "uvicorn", "orjson", "prometheus_client"), "bertlens serve (the HTTP server)"),
+    "onnx": Extra(
+        ("onnx", "onnxruntime", "onnxscript"),
+        "export --format onnx, --backend onnx, int8, recommend's own int8 trial",
+    ),
+    "stores": Extra(("lancedb", "chromadb"), "bertlens index and search (LanceDB, Chroma)"),
+    "frameworks": Extra(("langchain_core", "llama_index.core"), "the LangChain and LlamaIndex adapters"),
+    "ray": Extra(("ray",), "--engine ray (embed, index)"),
+    "sentence-transformers": Extra(("sentence_transformers",), "export --format sentence-transformers"),
+    "mteb": Extra(("mteb",), "bertlens.adapters.mteb (a recipe as an MTEB encoder)"),
+    "datasets": Extra(("datasets",), "--task hf:NAME (a Hugging Face dataset)"),
+}
+
+
+class MissingExtraError(BertlensError):
+    """An optional part is not installed: the message names the extra that brings it."""
+
+
+def _installed(module: str) -> bool:
+    if sys.modules.get(module) is not None:  # imported already (or put there, as tests put a stand-in)
+        return True
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing, or a module blocked (sys.modules[name] = None)
+        return False
+
+
+def missing_modules(extra: str) -> tuple[str, ...]:
+    """The modules of `extra` that cannot be imported here (empty: the extra is installed)."""
+    return tuple(module for module in EXTRAS[extra].modules if not _installed(module))
+
+
+def has_extra(extra: str) -> bool:
+    return not missing_modules(extra)
+
+
+def require(extra: str, what: str) -> None:
+    """Raise one line naming the extra to install when any of its modules is missing; `what` is the caller's
+    own words for what needs it (a command and flag, or a Python name)."""
+    missing = missing_modules(extra)
+    if missing:
+        raise MissingExtraError(
+            f"{what} needs the '{extra}' extra ({', '.join(missing)} not installed): pip install 'bertlens[{extra}]'"
+        )
