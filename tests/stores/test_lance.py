@@ -161,3 +161,32 @@ def test_an_index_made_from_an_onnx_export_is_searched_with_that_export(tmp_path
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "which is gone" in err
     assert main(["search", "--index", store, "--query", "the moon", "--backend", "onnx", "--model", str(moved)]) == 0
+
+
+def test_index_drops_empty_documents_only_when_asked(tmp_path, tiny_bert_dir, capsys):
+    """A BEIR collection with an empty document (as Cranfield has two): without --drop-invalid, one line whose hint
+    names a flag `index` accepts; with it, the rest is indexed and the summary counts what was dropped."""
+    root = write_beir(tmp_path / "c", [*DOCS, ("d-empty", "", "  ")], QUERIES, QRELS)
+    store = str(tmp_path / "store")
+    argv = ["index", "--data", str(root), "--model", str(tiny_bert_dir), "--out", store, "--quiet"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "1 documents have an empty title and text" in err[0] and "--drop-invalid" in err[0]
+    assert main([*argv, "--drop-invalid"]) == 0, capsys.readouterr().err
+    assert "dropped 1 empty documents (--drop-invalid)" in capsys.readouterr().err
+    assert LanceStore(store).count() == len(DOCS)
+
+
+def test_search_drops_malformed_queries_only_when_asked(tmp_path, tiny_bert_dir, capsys):
+    root = write_beir(tmp_path / "c", DOCS, QUERIES, QRELS)
+    store = str(tmp_path / "store")
+    assert main(["index", "--data", str(root), "--model", str(tiny_bert_dir), "--out", store, "--quiet"]) == 0
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text('{"_id": "a", "text": "cats"}\n{"_id": "b", "text": ""}\n\n{"text": "no id"}\n')
+    argv = ["search", "--index", store, "--queries", str(queries), "--top-k", "2", "--out", str(tmp_path / "h.json")]
+    capsys.readouterr()
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "(lines 2, 4)" in err[0] and "--drop-invalid" in err[0], err
+    assert main([*argv, "--drop-invalid"]) == 0, capsys.readouterr().err
+    assert {hit["query_id"] for hit in json.loads((tmp_path / "h.json").read_text())} == {"a"}

@@ -152,3 +152,58 @@ def test_a_test_file_that_repeats_training_rows_is_kept_apart_and_unseen_labels_
     assert unseen.startswith("12 test rows carry labels training never saw ('neutral')")
     train_texts = set(task.splits["train"].texts_a)
     assert not train_texts & set(task.splits["test"].texts_a)
+
+
+def _many_classes(path, classes: int, rows_of, seed: int = 0):
+    """A CSV of `classes` classes, class c with rows_of(c) texts, rows shuffled."""
+    import random
+
+    rows = [(f"text {i} about topic {c}", f"class{c}") for c in range(classes) for i in range(rows_of(c))]
+    random.Random(seed).shuffle(rows)
+    path.write_text("text,label\n" + "".join(f"{t},{label}\n" for t, label in rows))
+    return path
+
+
+def test_max_examples_keeps_every_class_what_the_folds_need(tmp_path):
+    """The issue's case: 100 classes, every one >= 20 texts, --max-examples 2000 --folds 5. A plain random draw
+    leaves some class under 5; the draw is made by class instead, and says so."""
+    import numpy as np
+
+    path = _many_classes(tmp_path / "t.csv", 100, lambda c: 20 + (c * 37) % 200)
+    table = UserTable("classification", ("text",), "label")
+    data = load_user_task(path, table, folds=5, max_examples=2000, seed=0)
+    counts = np.bincount(data.splits["all"].targets, minlength=100)
+    assert len(data.splits["all"]) == 2000 and counts.min() >= 5 and len(data.class_names) == 100
+    assert any("drawn by class" in note for note in data.notes)
+
+
+def test_classes_that_cannot_all_fit_are_dropped_by_name_and_renumbered(tmp_path):
+    import numpy as np
+
+    path = _many_classes(tmp_path / "t.csv", 10, lambda c: 30 + c)  # class9 the largest, class0 the rarest
+    table = UserTable("classification", ("text",), "label")
+    data = load_user_task(path, table, folds=5, max_examples=22, seed=3)
+    assert data.class_names == ("class6", "class7", "class8", "class9")  # 4 x 5 fit in 22: the 4 largest kept
+    targets = data.splits["all"].targets
+    assert len(targets) == 22 and set(targets.tolist()) == {0, 1, 2, 3} and np.bincount(targets).min() >= 5
+    note = next(n for n in data.notes if "dropped" in n)
+    assert "6 rarest classes" in note and "'class0'" in note and "'class5'" in note
+
+
+def test_a_draw_that_already_fits_is_the_plain_seeded_draw(tmp_path):
+    """Figures made before the by-class draw stay as they were wherever the random draw already fitted."""
+    import numpy as np
+
+    path = _many_classes(tmp_path / "t.csv", 2, lambda c: 500)
+    table = UserTable("classification", ("text",), "label")
+    full = load_user_task(path, table, folds=5)
+    data = load_user_task(path, table, folds=5, max_examples=200, seed=7)
+    rows = np.sort(np.random.default_rng(7).choice(1000, 200, replace=False))
+    assert data.splits["all"].texts_a == tuple(full.splits["all"].texts_a[i] for i in rows)
+    assert not data.notes
+
+
+@pytest.mark.parametrize("value", [-1, 0, 2.5, "10", True])
+def test_the_library_refuses_a_bad_max_examples_in_its_own_words(value):
+    with pytest.raises(BertlensError, match="^max_examples must be"):
+        load_catalog_task(get_task("trec"), DATA, max_examples=value)

@@ -30,6 +30,11 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--text-col", help="tables: the text column (header name or 0-based index)")
     parser.add_argument("--id-col", help="tables: the document id column (default: line numbers)")
     parser.add_argument("--encoding", default="utf-8", help="the corpus files' text encoding (default utf-8)")
+    parser.add_argument(
+        "--drop-invalid",
+        action="store_true",
+        help="drop empty documents and rows without an id (counted in the summary) instead of stopping",
+    )
     parser.add_argument("--batch", type=int, default=512, help="documents per commit (default 512)")
     parser.add_argument("--restart", action="store_true", help="replace what the store holds and start over")
     parser.add_argument("--ann", action="store_true", help="also build the store's approximate index at the end")
@@ -44,12 +49,14 @@ def run(args: argparse.Namespace) -> None:
     from bertlens.stores.open import open_store
     from bertlens.tasks.corpus import load_corpus
 
-    documents = load_corpus(args.data, args.text_col, args.id_col, args.encoding)
+    corpus = load_corpus(args.data, args.text_col, args.id_col, args.encoding, drop_invalid=args.drop_invalid)
     store = open_store(args.out or args.store)
     encoder = encoder_from_args(args)
     with progress_bar("index", unit="documents", enabled=not args.quiet) as update:
-        summary = run_index(documents, encoder, store, restart=args.restart, batch=args.batch, progress=update)
+        summary = run_index(corpus.documents, encoder, store, restart=args.restart, batch=args.batch, progress=update)
     notes = [f"resumed: {summary.skipped} documents were already there"] if summary.skipped else []
+    if corpus.dropped:
+        notes.append(f"dropped {corpus.describe_dropped()} (--drop-invalid)")
     if args.ann:
         notes.append("approximate index: " + store.build_ann())
     say(

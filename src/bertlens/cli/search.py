@@ -12,6 +12,7 @@ from pathlib import Path
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import say
 from bertlens.errors import BertlensError
+from bertlens.io.tables import first_lines
 from bertlens.representation.choices import SERVED_BACKENDS
 
 OUT_FORMATS = (".json", ".parquet")
@@ -27,6 +28,11 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--index", required=True, help="the store: a LanceDB directory or chroma://HOST:PORT/NAME")
     parser.add_argument("--query", action="append", default=[], help="a query (repeat for several)")
     parser.add_argument("--queries", type=Path, help="a file of queries: .txt (one a line) or a BEIR queries.jsonl")
+    parser.add_argument(
+        "--drop-invalid",
+        action="store_true",
+        help="--queries .jsonl: drop lines without an _id or a text (counted) instead of stopping",
+    )
     parser.add_argument("--top-k", type=int, default=10, help="documents per query (default 10)")
     parser.add_argument(
         "--recipe", type=Path, help="embed queries with this recipe (its fingerprint must be the index's)"
@@ -48,7 +54,9 @@ def add_parser(subparsers) -> None:
 
 
 def read_queries(args: argparse.Namespace) -> tuple[list[str], list[str]]:
-    """(ids, texts): --query texts are numbered q1, q2, ...; a .txt file's by line; a BEIR file's by _id."""
+    """(ids, texts): --query texts are numbered q1, q2, ...; a .txt file's by line (blank lines skipped); a BEIR
+    file's by _id. A BEIR line without an _id or a text, or with an empty text, stops with its line number, or is
+    dropped and counted with --drop-invalid."""
     ids, texts = [f"q{i + 1}" for i in range(len(args.query))], list(args.query)
     if args.queries is not None:
         path = args.queries
@@ -56,14 +64,16 @@ def read_queries(args: argparse.Namespace) -> tuple[list[str], list[str]]:
             raise BertlensError(f"--queries {path} does not exist")
         lines = path.read_text(encoding="utf-8").splitlines()
         if path.suffix == ".jsonl":
-            for number, line in enumerate(lines, start=1):
-                if line.strip():
-                    try:
-                        record = json.loads(line)
-                        ids.append(str(record["_id"]))
-                        texts.append(str(record["text"]))
-                    except (json.JSONDecodeError, KeyError, TypeError):
-                        raise BertlensError(f"{path}:{number}: expected a JSON object with _id and text") from None
+            found, bad = _beir_queries(path, lines)
+            if bad and not args.drop_invalid:
+                raise BertlensError(
+                    f"{path}: {len(bad)} lines are not a query with an _id and a non-empty text (lines "
+                    f"{first_lines(bad)}); fix them or pass --drop-invalid to drop them"
+                )
+            if bad:
+                say(f"dropped {len(bad)} lines of {path} without an _id or a text (--drop-invalid)")
+            ids += [i for i, _ in found]
+            texts += [t for _, t in found]
         else:
             numbered = [(str(n), line) for n, line in enumerate(lines, start=1) if line.strip()]
             ids += [n for n, _ in numbered]
@@ -71,6 +81,25 @@ def read_queries(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     if not texts:
         raise BertlensError("no query to search: give --query TEXT or --queries FILE")
     return ids, texts
+
+
+def _beir_queries(path: Path, lines: list[str]) -> tuple[list[tuple[str, str]], list[int]]:
+    """(id, text) of every well-formed line, and the numbers of the others (blank lines are neither)."""
+    found, bad = [], []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            query_id, text = str(record["_id"]).strip(), record["text"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            bad.append(number)
+            continue
+        if not query_id or not isinstance(text, str) or not text.strip():
+            bad.append(number)
+            continue
+        found.append((query_id, text))
+    return found, bad
 
 
 def run(args: argparse.Namespace) -> None:

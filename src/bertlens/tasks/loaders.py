@@ -405,18 +405,114 @@ def _check_fold_size(data: TaskData, where: str) -> TaskData:
     return data
 
 
+def check_max_examples(max_examples: int | None) -> None:
+    """`max_examples` is a whole number of at least 1, or None for no limit (the library's own words: the
+    command line checks `--max-examples` the same way first)."""
+    if max_examples is None:
+        return
+    if isinstance(max_examples, bool) or not isinstance(max_examples, int | np.integer):
+        raise BertlensError(f"max_examples must be a whole number, got {max_examples!r}")
+    if max_examples < 1:
+        raise BertlensError(f"max_examples must be at least 1 (leave it out for no limit), got {max_examples}")
+
+
+def _class_floor(data: TaskData, split: str) -> int:
+    """Texts every kept class needs in `split` for what follows: the folds under cross-validation, two in a
+    training split (a fit and a held-out choice of strength), one elsewhere."""
+    if split == "all":
+        return data.folds
+    return 2 if split == "train" else 1
+
+
+def _stratified_rows(targets: np.ndarray, size: int, floor: int, rng: np.random.Generator) -> tuple[np.ndarray, list]:
+    """(rows, dropped classes) of a seeded draw of `size` rows in which every kept class has at least `floor` rows
+    and the rest is spread in proportion to what each class has beyond that. Classes with fewer than `floor` rows
+    in the data keep them all (the class check names them: that is the data, not the draw); when the floors of
+    all classes do not fit in `size`, the rarest classes are dropped."""
+    classes, counts = np.unique(targets, return_counts=True)
+    short = classes[counts < floor]
+    order = np.argsort(-counts, kind="stable")
+    room = size - int(counts[counts < floor].sum())
+    kept = [c for c in classes[order] if counts[classes == c][0] >= floor]
+    dropped = []
+    while kept and floor * len(kept) > room:
+        dropped.append(kept.pop())  # the rarest of those left
+    spare = {c: int((targets == c).sum()) - floor for c in kept}
+    extra = max(room - floor * len(kept), 0)
+    total_spare = sum(spare.values()) or 1
+    shares = {c: extra * spare[c] / total_spare for c in kept}
+    take = {c: floor + min(spare[c], int(shares[c])) for c in kept}
+    leftover = extra - sum(take[c] - floor for c in kept)
+    for c in sorted(kept, key=lambda c: shares[c] - int(shares[c]), reverse=True):
+        if leftover <= 0:
+            break
+        if take[c] < floor + spare[c]:
+            take[c] += 1
+            leftover -= 1
+    rows = [np.flatnonzero(targets == c) for c in short]
+    rows += [rng.choice(np.flatnonzero(targets == c), take[c], replace=False) for c in kept]
+    return np.sort(np.concatenate(rows)) if rows else np.array([], dtype=np.int64), dropped
+
+
+def _draw(data: TaskData, name: str, split: Split, max_examples: int, rng, seed: int) -> tuple[Split, list, bool]:
+    """A seeded random subset of the split (the draw every earlier release made); when that leaves a class of a
+    classification task below what follows needs, a stratified draw instead. (subset, dropped classes, stratified)"""
+    rows = np.sort(rng.choice(len(split), max_examples, replace=False))
+    if not data.kind.classes:
+        return split.subset(rows), [], False
+    floor = _class_floor(data, name)
+    full = Counter(split.targets.tolist())
+    drawn = Counter(split.targets[rows].tolist())
+    if all(drawn[c] >= floor for c, n in full.items() if n >= floor):
+        return split.subset(rows), [], False
+    own = np.random.default_rng([seed, len(split), max_examples])  # its own stream: other splits' draws unchanged
+    rows, dropped = _stratified_rows(split.targets, max_examples, floor, own)
+    return split.subset(rows), dropped, True
+
+
+def _without_classes(splits: dict[str, Split], class_names: tuple, dropped: set) -> tuple[dict, tuple]:
+    """Every split less the rows of `dropped` classes, the kept classes numbered 0.. again (as loading numbers them)."""
+    kept = [c for c in range(len(class_names)) if c not in dropped]
+    number = np.full(len(class_names), -1, dtype=np.int64)
+    number[kept] = np.arange(len(kept))
+    out = {}
+    for name, split in splits.items():
+        split = split.subset(np.flatnonzero(~np.isin(split.targets, sorted(dropped))))
+        out[name] = Split(split.texts_a, split.texts_b, number[split.targets.astype(np.int64)])
+    return out, tuple(class_names[c] for c in kept)
+
+
 def limit_examples(data: TaskData, max_examples: int | None, seed: int) -> TaskData:
-    """Keep at most `max_examples` rows per split (a seeded random subset, order preserved)."""
+    """Keep at most `max_examples` rows per split (a seeded random subset, order preserved). For classification,
+    every class kept has at least the texts what follows needs (the folds under cross-validation): a draw that
+    would leave one short is made stratified, and classes that cannot all fit are dropped from every split, named
+    in the task's notes."""
+    check_max_examples(max_examples)
     if not max_examples:
         return data
     rng = np.random.default_rng(seed)
-    splits = {}
+    splits, dropped, notes = {}, set(), []
     for name, split in data.splits.items():
         if len(split) > max_examples:
-            split = split.subset(np.sort(rng.choice(len(split), max_examples, replace=False)))
+            split, lost, stratified = _draw(data, name, split, max_examples, rng, seed)
+            dropped.update(lost)
+            if stratified:
+                notes.append(
+                    f"--max-examples {max_examples}: the {name} split drawn by class, so every class keeps at least "
+                    f"{_class_floor(data, name)} texts"
+                )
         splits[name] = split
+    if dropped:
+        names = ", ".join(repr(data.class_names[c]) for c in sorted(dropped))
+        notes.append(
+            f"--max-examples {max_examples}: {len(dropped)} rarest classes dropped, as {max_examples} texts cannot give "
+            f"every class what the folds need: {names}"
+        )
+        splits, class_names = _without_classes(splits, data.class_names, dropped)
+    else:
+        class_names = data.class_names
     limited = TaskData(
-        data.name, data.kind, splits, data.class_names, data.folds, data.dropped, data.source, data.notes
+        data.name, data.kind, splits, class_names, data.folds, data.dropped, data.source, (*data.notes, *notes)
     )
     _check_classes(limited, data.source)
     return limited

@@ -164,13 +164,17 @@ def load_beir(directory: Path, *, drop_invalid: bool = False, encoding: str = "u
     return _collection(documents, queries, judgements, problems, f"{directory}/queries.jsonl")
 
 
-def load_beir_corpus(directory: Path, *, drop_invalid: bool = False, encoding: str = "utf-8") -> dict[str, str]:
-    """A BEIR directory's documents only ({id: title and text joined}, in file order): what `index` embeds; queries
-    and qrels are not needed to index a corpus."""
+def load_beir_corpus(
+    directory: Path, *, drop_invalid: bool = False, encoding: str = "utf-8"
+) -> tuple[dict[str, str], dict[str, int]]:
+    """A BEIR directory's documents only ({id: title and text joined}, in file order) and what `drop_invalid`
+    dropped ({reason: count}): what `index` embeds; queries and qrels are not needed to index a corpus."""
     directory = Path(directory)
     if not directory.is_dir():
         raise BertlensError(f"{directory} is not a directory; give a BEIR layout directory (corpus.jsonl)")
-    return _corpus(directory, _Problems(drop_invalid), encoding)
+    problems = _Problems(drop_invalid)
+    documents = _corpus(directory, problems, encoding)
+    return documents, dict(problems.dropped)
 
 
 def _corpus(directory: Path, problems: _Problems, encoding: str) -> dict[str, str]:
