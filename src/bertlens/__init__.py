@@ -4,6 +4,10 @@ The public API for a notebook: embed with a recipe, run a sweep and read its res
 feature bank, fit post-processing. Names load on first use, so `import bertlens` (and
 `bertlens --help`) stays quick; heavy libraries load only when something runs.
 
+    import bertlens
+    run = bertlens.sweep(task="stsb", max_examples=300)   # the keywords are `bertlens sweep`'s long flags
+    run.recipe, run.to_pandas(), run.plot(), run.save("out/stsb")
+
     from bertlens import Embedder, Recipe, run_sweep, load_catalog_task
 """
 
@@ -15,6 +19,9 @@ from bertlens.errors import BertlensError
 from bertlens.version import __version__
 
 _EXPORTS = {
+    "sweep": "bertlens.api.sweep",
+    "SweepOptions": "bertlens.api.sweep",
+    "SweepRun": "bertlens.api.sweep",
     "Embedder": "bertlens.embedding.embedder",
     "Encoder": "bertlens.encoding.encoder",
     "LayerStates": "bertlens.encoding.encoder",

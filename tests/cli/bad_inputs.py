@@ -97,6 +97,7 @@ def _retrieval_files(tmp: Path) -> None:
     corpus.write_bytes(corpus.read_bytes().replace(b"document 1", b"caf\xe9 1"))
     _beir(tmp / "beir-empty-corpus", good)
     (tmp / "beir-empty-corpus" / "corpus.jsonl").write_text("")
+    (tmp / "bad-queries.jsonl").write_text('{"_id": "a", "text": "fine"}\n{"_id": "b", "text": "  "}\n')
     prompted = {"schema_version": 1, "query_prompt": "query: "}
     (tmp / "recipe-prompted.json").write_text(json.dumps(prompted))
     (tmp / "split.csv").write_text(
@@ -798,6 +799,21 @@ CASES += [  # issue #28: what a newcomer found (numbers accepted silently or fai
         "search without a query",
         ["search", "--index", "{tmp}/not-an-index"],
         "no query to search: give --query TEXT or --queries FILE",
+    ),
+    (
+        "index a BEIR collection with an empty document (as Cranfield has)",
+        ["index", "--data", "{tmp}/beir-empty-doc", "--model", "{model}", "--out", "{tmp}/store"],
+        "1 documents have an empty title and text (lines 11); fix the collection or pass --drop-invalid",
+    ),
+    (
+        "search --queries with an empty query",
+        ["search", "--index", "{tmp}/not-an-index", "--queries", "{tmp}/bad-queries.jsonl"],
+        "1 lines are not a query with an _id and a non-empty text (lines 2); fix them or pass --drop-invalid",
+    ),
+    (
+        "search --queries that does not exist",
+        ["search", "--index", "{tmp}/not-an-index", "--queries", "{tmp}/nope.jsonl"],
+        "nope.jsonl does not exist",
     ),
     (
         "serve on every address without a key",

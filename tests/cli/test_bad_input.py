@@ -3,9 +3,12 @@ nothing half-written, and no heavy library loaded where the problem is visible f
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from bertlens.cli.main import main
+from bertlens.cli.commands import COMMANDS
+from bertlens.cli.main import build_parser, main
 from tests.cli.bad_inputs import CASES, expand, make_files
 from tests.conftest import DATA
 
@@ -26,8 +29,25 @@ def test_bad_input_is_one_line_and_exit_1(inputs, tiny_bert_dir, capsys, name, a
     assert code == 1, err
     assert len(lines) == 1 and "Traceback" not in err, err
     assert expected in lines[0], lines[0]
+    suggested = [flag for flag in unknown_flags(lines[0], argv[0]) if flag not in argv]  # not what the user typed
+    assert not suggested, f"the hint names flags {argv[0]} does not accept ({suggested}): {lines[0]}"
     leftovers = {p for p in inputs.rglob("*") if p not in before and (".tmp" in p.name or p.name.endswith(".partial"))}
     assert not leftovers, leftovers
+
+
+def accepted_flags(command: str) -> set[str]:
+    """Every option string of `command`'s parser, and the global ones."""
+    parser = build_parser(command)
+    flags = {flag for action in parser._actions for flag in action.option_strings}
+    sub = next(a for a in parser._actions if a.dest == "command").choices[command]
+    return flags | {flag for action in sub._actions for flag in action.option_strings}
+
+
+def unknown_flags(message: str, command: str) -> list[str]:
+    """Flags a message suggests that neither its command nor a command it names (`bertlens NAME ...`) accepts."""
+    named = {command, *(name for name in re.findall(r"bertlens (\w[\w-]*)", message) if name in COMMANDS)}
+    accepted = set().union(*(accepted_flags(name) for name in named))
+    return [flag for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", message) if flag not in accepted]
 
 
 def test_at_least_forty_cases_cover_every_command():

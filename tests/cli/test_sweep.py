@@ -215,3 +215,18 @@ def test_clustering_is_scored_next_to_the_probe_when_asked(tmp_path, labelled, t
     assert rows and {r["metric"] for r in rows} == {"v_measure"} and rows[0]["split"] == "all subsamples"
     assert all(0 <= r["value"] <= 1 for r in rows if r["value"] is not None)
     assert not any(r["candidate"] == "mean/scalar_mix" for r in rows)
+
+
+def test_a_sample_bertlens_draws_is_never_refused_for_its_folds(tmp_path, tiny_bert_dir, capsys):
+    """The issue's case: 100 classes, every one >= 20 texts, --max-examples 2000 --folds 5 (a plain random draw
+    leaves a class under 5). The sweep runs, and says how it drew."""
+    from tests.tasks.test_loaders import _many_classes
+
+    path = _many_classes(tmp_path / "topics.csv", 100, lambda c: 20 + (c * 37) % 200)
+    argv = ["sweep", "--data", str(path), "--text-col", "text", "--label-col", "label", "--max-examples", "2000"]
+    argv += ["--folds", "5", "--model", str(tiny_bert_dir), "--poolers", "mean", "--layers", "2", "--resamples", "50"]
+    code = main([*argv, "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c")])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "drawn by class, so every class keeps at least 5 texts" in err
+    assert any("drawn by class" in n for n in json.loads((tmp_path / "o" / "results.json").read_text())["notes"])

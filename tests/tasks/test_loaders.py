@@ -207,3 +207,9 @@ def test_a_draw_that_already_fits_is_the_plain_seeded_draw(tmp_path):
 def test_the_library_refuses_a_bad_max_examples_in_its_own_words(value):
     with pytest.raises(BertlensError, match="^max_examples must be"):
         load_catalog_task(get_task("trec"), DATA, max_examples=value)
+
+
+@pytest.mark.parametrize(("keyword", "value"), [("folds", 1), ("folds", 2.0), ("seed", -1)])
+def test_the_library_refuses_bad_folds_and_seeds_in_its_own_words(keyword, value):
+    with pytest.raises(BertlensError, match=f"^{keyword} must be"):
+        load_catalog_task(get_task("trec"), DATA, max_examples=50, **{keyword: value})

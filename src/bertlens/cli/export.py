@@ -104,6 +104,7 @@ def run(args: argparse.Namespace) -> None:
         say(f"saved {args.out} (SentenceTransformer('{args.out}') loads it without bertlens)")
         return
     from bertlens.experiments.export import Int8Options, run_export_onnx  # the onnx extra: checked before any work
+
     eval_task = load_catalog_task(get_task(args.eval_task), data_dir(args.data_dir)) if args.eval_task else None
     if eval_task is not None and eval_task.uses_cv:
         raise BertlensError(f"--eval-task '{args.eval_task}' has no test split; use stsb, sst2 or trec")

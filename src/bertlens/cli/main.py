@@ -115,6 +115,13 @@ def check_arguments(args: argparse.Namespace) -> None:
         check_out_dir(args.out)
 
 
+def user_words(error: BertlensError) -> str:
+    """An error in the command line's words: an option named as its flag (`max_examples` -> `--max-examples`)."""
+    from bertlens.api.options import OptionError
+
+    return error.as_flags() if isinstance(error, OptionError) else str(error)
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     argv = join_negative_values(sys.argv[1:] if argv is None else list(argv))
@@ -129,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         check_arguments(args)
         args.run(args)
     except BertlensError as exc:
-        print(f"bertlens {args.command}: error: {exc}", file=sys.stderr)
+        print(f"bertlens {args.command}: error: {user_words(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         what = getattr(args, "on_interrupt", "interrupted; rerun the same command to resume")

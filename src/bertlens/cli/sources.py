@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from bertlens.errors import BertlensError
-from bertlens.io.tables import is_blank, iter_texts, parse_column
-from bertlens.tasks.catalog import CATALOG, data_dir, get_task
-from bertlens.tasks.kinds import CLASSIFICATION, RETRIEVAL, SIMILARITY, user_kinds
-
-if TYPE_CHECKING:  # annotations only: the module loads without heavy imports (`--help`)
-    from bertlens.tasks.loaders import TaskData
-
+from bertlens.api.sources import (  # noqa: F401 - the loaders, for the commands that import them from here
+    FOLDS,
+    file_texts,
+    folds_of,
+    load_task,
+    load_texts,
+    training_texts,
+    unlabelled_texts,
+)
+from bertlens.tasks.catalog import CATALOG
+from bertlens.tasks.kinds import user_kinds
 
 TEXT_FILES = ".txt (one a line), .csv/.tsv/.parquet or .jsonl (with --column)"
 
@@ -26,7 +28,7 @@ def add_task_options(parser: argparse.ArgumentParser, texts: str | None = None) 
     source.add_argument(
         "--task",
         help=f"a catalog task: {', '.join(CATALOG)}; or hf:NAME[:CONFIG] for a Hugging Face "
-        "dataset (online; needs `pip install datasets` and --text-col/--label-col)",
+        "dataset (online; needs `pip install 'bertlens[datasets]'` and --text-col/--label-col)",
     )
     source.add_argument(
         "--data",
@@ -77,99 +79,6 @@ def add_task_options(parser: argparse.ArgumentParser, texts: str | None = None) 
     parser.add_argument("--encoding", default="utf-8", help="for --data: the file's encoding (e.g. latin-1)")
 
 
-def load_task(args: argparse.Namespace) -> TaskData:
-    """The task named by --task / --data and their column flags."""
-    from bertlens.tasks.loaders import UserTable, load_catalog_task, load_hf_task, load_user_task
-
-    own_split = [flag for flag in ("split_col", "test", "dev") if getattr(args, flag, None) is not None]
-    if own_split and (args.task or args.label_first or args.task_type == "retrieval"):
-        raise BertlensError(
-            f"--{own_split[0].replace('_', '-')} applies to --data tables (catalog tasks, --label-first files and "
-            "retrieval data bring their own splits)"
-        )
-    if args.data is not None and not args.data.exists():
-        raise BertlensError(f"--data {args.data} does not exist; give a CSV/TSV/JSONL file or a BEIR directory")
-    _refuse_on_retrieval(args)
-    max_examples = getattr(args, "max_examples", None)
-    folds = folds_of(args)
-    if args.task and args.task.startswith("hf:"):
-        name, _, config = args.task[3:].partition(":")
-        if args.text_col is None or args.label_col is None:
-            raise BertlensError("--task hf:NAME needs --text-col and --label-col (and --text-col2 for pairs)")
-        texts = tuple(c for c in (args.text_col, args.text_col2) if c is not None)
-        kind = args.task_type or _default_kind(texts)
-        return load_hf_task(
-            name,
-            kind=kind,
-            text_cols=texts,
-            label_col=args.label_col,
-            config=config or None,
-            drop_invalid=args.drop_invalid,
-            folds=folds,
-            max_examples=max_examples,
-            seed=args.seed,
-        )
-    if args.task:
-        return load_catalog_task(
-            get_task(args.task),
-            data_dir(args.data_dir),
-            drop_invalid=args.drop_invalid,
-            max_examples=max_examples,
-            seed=args.seed,
-            folds=folds,
-        )
-    if args.label_first:
-        table = UserTable(args.task_type or CLASSIFICATION.name, (), 0, label_first=True, encoding=args.encoding)
-        return load_user_task(
-            args.data,
-            table,
-            drop_invalid=args.drop_invalid,
-            folds=folds,
-            max_examples=max_examples,
-            seed=args.seed,
-        )
-    if args.task_type == RETRIEVAL.name or args.data.is_dir():
-        return _user_retrieval(args)
-    if args.text_col is None or args.label_col is None:
-        raise BertlensError("--data needs --text-col and --label-col (and --text-col2 for pairs), or --label-first")
-    texts = tuple(parse_column(c) for c in (args.text_col, args.text_col2) if c is not None)
-    kind = args.task_type or _default_kind(texts)
-    table = UserTable(
-        kind,
-        texts,
-        parse_column(args.label_col),
-        header=not args.no_header,
-        multiline=args.multiline,
-        encoding=args.encoding,
-        split_col=parse_column(args.split_col) if args.split_col else None,
-        split_files=_split_files(args),
-    )
-    return load_user_task(
-        args.data, table, drop_invalid=args.drop_invalid, folds=folds, max_examples=max_examples, seed=args.seed
-    )
-
-
-def _split_files(args: argparse.Namespace) -> dict[str, Path]:
-    """--test / --dev files (checked together with --split-col, which they replace)."""
-    files = {name: getattr(args, name) for name in ("test", "dev") if getattr(args, name, None) is not None}
-    if files and args.split_col:
-        raise BertlensError("give the split either as --split-col or as --test/--dev files, not both")
-    if "dev" in files and "test" not in files:
-        raise BertlensError("--dev needs --test: without a test split the data is cross-validated")
-    return files
-
-
-def _user_retrieval(args: argparse.Namespace) -> TaskData:
-    """--data DIR (BEIR layout) or --data FILE --text-col QUERY --text-col2 DOCUMENT, as a retrieval task."""
-    from bertlens.tasks.loaders import UserTable, load_user_task
-
-    if args.task_type not in (None, RETRIEVAL.name):
-        raise BertlensError(f"--data {args.data} is a directory: only --task-type retrieval reads one (a BEIR layout)")
-    texts = tuple(parse_column(c) for c in (args.text_col, args.text_col2) if c is not None)
-    table = UserTable(RETRIEVAL.name, texts, None, header=not args.no_header, encoding=args.encoding)
-    return load_user_task(args.data, table, drop_invalid=args.drop_invalid)
-
-
 def add_data_dir_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data-dir",
@@ -201,98 +110,3 @@ def add_text_source(parser: argparse.ArgumentParser, required: bool = True) -> a
     add_data_dir_option(parser)
     parser.add_argument("--max-texts", type=int, help="a seeded sample of at most N texts")
     return source
-
-
-def file_texts(path: Path, column: str | None) -> list[str]:
-    """Non-blank texts of a .txt/.csv/.tsv/.jsonl/.parquet file."""
-    return [t for t in iter_texts(path, parse_column(column) if column else None) if not is_blank(t)]
-
-
-LABELLED_FLAGS = ("label_col", "text_col2", "split_col", "test", "dev", "task_type", "label_first")
-MIN_UNLABELLED = 8  # label-free scores need a spread of texts
-
-
-def unlabelled_texts(args: argparse.Namespace) -> tuple[list[str], str]:
-    """--texts FILE for a command that chooses without labels: its distinct non-blank texts (first-seen order),
-    read once, and what was skipped; a flag of labelled data, or fewer than MIN_UNLABELLED texts, is one line."""
-    given = [f for f in LABELLED_FLAGS if getattr(args, f, None)]
-    if given:
-        raise BertlensError(
-            f"--texts takes texts alone; --{given[0].replace('_', '-')} belongs to --data (a labelled file)"
-        )
-    if args.text_col is not None:
-        raise BertlensError("--texts reads its column from --column, not --text-col")
-    lines = list(iter_texts(args.texts, parse_column(args.column) if args.column else None))
-    kept = [t for t in lines if not is_blank(t)]
-    texts = list(dict.fromkeys(kept))
-    if len(texts) < MIN_UNLABELLED:
-        raise BertlensError(
-            f"{args.texts}: {len(texts)} distinct texts; label-free scores need at least {MIN_UNLABELLED}"
-        )
-    skipped = (
-        f"{len(lines) - len(kept)} blank and {len(kept) - len(texts)} repeated lines skipped: {len(texts)} distinct texts"
-        if len(lines) > len(texts)
-        else ""
-    )
-    return texts, skipped
-
-
-def training_texts(task: TaskData) -> list[str]:
-    """A task's training texts (both sides of pairs), never a test split's: what unsupervised training may read."""
-    split = task.splits.get("train") or task.splits["all"]
-    return [*split.texts_a, *(split.texts_b or ())]
-
-
-def load_texts(args: argparse.Namespace, seed: int = 0) -> tuple[list[str], str, TaskData | None]:
-    """(texts, a description of where they came from, the task when --task was used)."""
-    import numpy as np
-
-    from bertlens.tasks.loaders import load_catalog_task
-
-    if args.max_texts is not None and args.max_texts < 2:
-        raise BertlensError("--max-texts must be at least 2")
-    task = None
-    if args.task:
-        task = load_catalog_task(get_task(args.task), data_dir(args.data_dir))
-        texts, source = task.all_texts(), f"task {args.task}"
-    else:
-        texts, source = file_texts(args.texts, args.column), str(args.texts)
-    if len(texts) < 2:
-        raise BertlensError(f"{source}: need at least 2 non-empty texts, found {len(texts)}")
-    if args.max_texts and len(texts) > args.max_texts:
-        keep = np.sort(np.random.default_rng(seed).choice(len(texts), args.max_texts, replace=False))
-        texts = [texts[i] for i in keep]
-    return texts, source, task
-
-
-def _default_kind(texts: tuple) -> str:
-    """Without --task-type: one text column is classification, two are similarity."""
-    return (CLASSIFICATION if len(texts) == 1 else SIMILARITY).name
-
-
-FOLDS = 10  # --folds when not given
-
-
-def folds_of(args: argparse.Namespace) -> int:
-    return args.folds if getattr(args, "folds", None) is not None else FOLDS
-
-
-RETRIEVAL_UNUSED = ("folds", "split_col", "test", "dev", "max_examples", "label_col", "label_first")
-
-
-def _refuse_on_retrieval(args: argparse.Namespace) -> None:
-    """A retrieval collection (a BEIR directory, a catalog collection) brings its own splits (the qrels files) and
-    fields: flags that would only apply to a labelled table are refused, not silently ignored."""
-    catalog = args.task in CATALOG and CATALOG[args.task].file_format == "beir" if args.task else False
-    directory = args.data is not None and args.data.is_dir()
-    if not (catalog or directory):
-        return
-    given = [f for f in RETRIEVAL_UNUSED if getattr(args, f, None) not in (None, False)]
-    if directory:
-        given += [f for f in ("text_col", "text_col2") if getattr(args, f, None) is not None]
-    if given:
-        where = f"--task {args.task}" if catalog else f"--data {args.data} (a BEIR directory)"
-        raise BertlensError(
-            f"--{given[0].replace('_', '-')} does not apply to {where}: a retrieval collection's splits are its qrels "
-            "files and its texts are corpus.jsonl and queries.jsonl; drop it"
-        )

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import fields
 from pathlib import Path
 
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import STDERR, print_table, progress_bar, say
 from bertlens.cli.options import add_encoder_options, add_run_options
-from bertlens.cli.sources import add_task_options, load_task
-from bertlens.errors import BertlensError
-from bertlens.representation.choices import DEFAULT_POOLERS, attentions_for, check_pooler, parse_layers
-from bertlens.representation.recipe import Recipe
+from bertlens.cli.sources import add_task_options
+from bertlens.representation.choices import DEFAULT_POOLERS
 
 
 def add_parser(subparsers) -> None:
@@ -78,56 +77,33 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> None:
-    from bertlens.experiments.sweep import SweepConfig, check_config, run_sweep
-    from bertlens.io.cache import default_cache_dir
-    from bertlens.probing.candidates import parse_prompt_set
-    from bertlens.reports.sweep import leaderboard, recommended_score, write_outputs
-    from bertlens.representation.postprocess import parse_steps
+def options_from(args: argparse.Namespace):
+    """The parsed flags as the command's options (each flag's destination is the option's name)."""
+    from bertlens.api.sweep import SweepOptions
 
-    poolers = tuple(check_pooler(p.strip()) for p in args.poolers.split(",") if p.strip())
-    if args.postprocess_steps:
-        parse_steps(args.postprocess_steps)
-    prompt_sets = tuple(parse_prompt_set(p) for p in args.prompts or ())
+    return SweepOptions(**{f.name: getattr(args, f.name) for f in fields(SweepOptions) if hasattr(args, f.name)})
+
+
+def run(args: argparse.Namespace) -> None:
+    from bertlens.api.sweep import run_sweep_command
+
+    options = options_from(args)
+    source = args.task or Path(args.data or args.texts).stem
+    label = f"sweep {source}" + (" (texts alone)" if args.texts is not None else "")
+    with progress_bar(label, enabled=not args.quiet) as update:
+        outcome = run_sweep_command(options, progress=update, notify=say)
     if args.texts is not None:
-        return _run_texts(args, poolers)
-    task = load_task(args)
-    check_config(
-        SweepConfig(poolers, prompt_sets=prompt_sets, long_documents=args.long_documents), task.kind, task.name
-    )
-    base, encoder = _base_and_encoder(args, poolers)
-    layers = parse_layers(args.layers, encoder.num_layers) if args.layers else None
-    config = SweepConfig(
-        poolers=poolers,
-        layers=layers,
-        seed=args.seed,
-        resamples=args.resamples,
-        postprocess=args.postprocess_steps,
-        bank_dtype=args.bank_dtype,
-        protocols=tuple(p.strip() for p in args.protocols.split(",") if p.strip()) if args.protocols else None,
-        prompt_sets=prompt_sets,
-        long_documents=args.long_documents,
-    )
-    if task.collection is not None:
-        say(f"{task.name}: {task.collection.describe()}" + "".join(f"; {note}" for note in task.notes))
-    else:
-        if task.dropped:
-            say(f"dropped {task.dropped} invalid rows (--drop-invalid)")
-        for note in task.notes:  # what the loader did to the user's splits (overlap dropped, unseen labels)
-            say(f"note: {note}")
-    with progress_bar(f"sweep {task.name}", enabled=not args.quiet) as update:
-        result = run_sweep(
-            task,
-            encoder,
-            base.replace(max_length=encoder.max_length),
-            default_cache_dir(args.cache_dir),
-            config,
-            progress=update,
-        )
-    paths = write_outputs(result, args.out)
+        return _report_texts(outcome, args)
+    _report(outcome, args.out)
+
+
+def _report(outcome, out: Path) -> None:
+    from bertlens.reports.sweep import leaderboard, recommended_score
+
+    result = outcome.result
     for name, protocol in result.protocols.items():
         print_table(
-            f"{task.name}: {name} ({protocol.metric}, {protocol.split}, 95% CI)",
+            f"{result.task}: {name} ({protocol.metric}, {protocol.split}, 95% CI)",
             ("#", "candidate", "score [95% CI]", ""),
             leaderboard(protocol),
         )
@@ -145,8 +121,8 @@ def run(args: argparse.Namespace) -> None:
         )
     say("tied with best: the paired-bootstrap interval of (best - candidate) includes 0")
     say(
-        f"wrote {paths['report']}, {paths['results']} and {paths['recipe']} "
-        f"(reproduce: bertlens embed FILE --recipe {paths['recipe']})"
+        f"wrote {out / 'report.md'}, {out / 'results.json'} and {out / 'recipe.json'} "
+        f"(reproduce: bertlens embed FILE --recipe {out / 'recipe.json'})"
     )
 
 
@@ -158,79 +134,24 @@ def print_trust(trust) -> None:
         say(line)
 
 
-def _run_texts(args: argparse.Namespace, poolers: tuple[str, ...]) -> None:
-    """sweep --texts FILE: no labels; the label-free protocol chooses."""
-
-    from bertlens.cli.sources import unlabelled_texts
-    from bertlens.experiments.sweep import SweepConfig, run_texts_sweep
-    from bertlens.io.cache import default_cache_dir
+def _report_texts(outcome, args: argparse.Namespace) -> None:
+    """sweep --texts FILE: no labels; the label-free protocol chose."""
     from bertlens.probing.label_free import CATALOG_TRUST
-    from bertlens.reports.sweep import leaderboard, write_outputs
+    from bertlens.reports.sweep import leaderboard
 
-    if args.protocols or args.long_documents or args.prompts or args.postprocess_steps:
-        flag = next(f for f in ("protocols", "long_documents", "prompts", "postprocess_steps") if getattr(args, f))
-        raise BertlensError(
-            f"--texts takes texts alone; --{flag.replace('_', '-')} belongs to --data (a labelled file)"
-        )
-    texts, skipped = unlabelled_texts(args)
-    if skipped:
-        say(skipped)
-    if args.max_examples is not None and args.max_examples < 8:  # before the model loads; run_texts_sweep samples
-        raise BertlensError("--max-examples must be at least 8 for --texts")
-    base, encoder = _base_and_encoder(args, poolers)
-    layers = parse_layers(args.layers, encoder.num_layers) if args.layers else None
-    config = SweepConfig(
-        poolers=poolers, layers=layers, seed=args.seed, bank_dtype=args.bank_dtype, max_texts=args.max_examples
-    )
-    name = args.texts.stem
-    with progress_bar(f"sweep {name} (texts alone)", enabled=not args.quiet) as update:
-        result = run_texts_sweep(
-            texts,
-            name,
-            encoder,
-            base.replace(max_length=encoder.max_length),
-            default_cache_dir(args.cache_dir),
-            config,
-            update,
-        )
-    paths = write_outputs(result, args.out)
-    protocol = result.main
+    result, protocol = outcome.result, outcome.result.main
     print_table(
-        f"{name}: label-free (combined rank score, {protocol.split}, 95% range)",
+        f"{result.task}: label-free (combined rank score, {protocol.split}, 95% range)",
         ("#", "candidate", "score [95% range]", ""),
         leaderboard(protocol),
     )
-    swept = (
-        min(len(texts), args.max_examples) if args.max_examples is not None else len(texts)
-    )  # run_texts_sweep samples
-    STDERR.print(f"recommended [bold]{result.recommended.name}[/] from {swept} texts, no labels: {result.basis}")
+    STDERR.print(
+        f"recommended [bold]{result.recommended.name}[/] from {protocol.n_test} texts, no labels: {result.basis}"
+    )
     say(
         f"how far this can be trusted: {CATALOG_TRUST}; with a few labels, `bertlens sweep --data FILE ... "
         "--protocols probe,label_free` says how far it holds on your task"
     )
-    say(
-        f"wrote {paths['report']}, {paths['results']} and {paths['recipe']} (bertlens embed FILE --recipe {paths['recipe']})"
-    )
-
-
-def _base_and_encoder(args: argparse.Namespace, poolers: tuple[str, ...]):
-    """What every candidate shares (the sweep chooses layers, mixer and pooler; the user fixes the rest), and the
-    encoder built with what the poolers need."""
-    from bertlens.encoding.encoder import Encoder
-
-    base = Recipe(
-        model=args.model or "default",
-        max_length=args.max_length,
-        precision=args.precision or "fp32",
-        include_special=not args.exclude_special,
-        long_text=args.long_text,
-    )
-    encoder = Encoder(
-        base.model,
-        max_length=base.max_length,
-        precision=base.precision,
-        attentions=attentions_for(poolers),
-        trust_remote_code=args.trust_remote_code,
-        device=args.device,
-    )
-    return base, encoder
+    out = args.out
+    say(f"wrote {out / 'report.md'}, {out / 'results.json'} and {out / 'recipe.json'}")
+    say(f"reproduce: bertlens embed FILE --recipe {out / 'recipe.json'}")

@@ -10,10 +10,14 @@ from bertlens.io.atomic import atomic_path
 
 
 def pyplot():
-    """matplotlib.pyplot on the headless Agg backend (imported late: it is slow to import)."""
+    """matplotlib.pyplot (imported late: it is slow to import) on the headless Agg backend, unless the caller has
+    pyplot already (a notebook's inline backend is kept, so a returned Figure shows there)."""
+    import sys
+
     import matplotlib
 
-    matplotlib.use("Agg")
+    if "matplotlib.pyplot" not in sys.modules:
+        matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt

@@ -189,8 +189,8 @@ def leaderboard(protocol: ProtocolResult, top: int = 10) -> list[tuple[str, str,
     ]
 
 
-def heatmap(protocol: ProtocolResult, path: Path, title: str) -> Path:
-    """Layer x pooler grid of test scores (single layers only)."""
+def heatmap_figure(protocol: ProtocolResult, title: str):
+    """Layer x pooler grid of test scores (single layers only), as a matplotlib Figure."""
     plt = pyplot()
 
     known = list(POOLERS)
@@ -209,7 +209,11 @@ def heatmap(protocol: ProtocolResult, path: Path, title: str) -> Path:
     ax.set_title(title, fontsize=9)
     fig.colorbar(image, ax=ax, label=protocol.metric)
     fig.tight_layout()
-    return save_figure(fig, path)
+    return fig
+
+
+def heatmap(protocol: ProtocolResult, path: Path, title: str) -> Path:
+    return save_figure(heatmap_figure(protocol, title), path)
 
 
 def markdown(result: SweepResult, images: dict[str, str]) -> str:

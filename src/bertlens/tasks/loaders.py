@@ -191,6 +191,7 @@ def build_task(
 ) -> TaskData:
     """Rows checked (`wheres`: the file of each split, when they differ) and turned into splits."""
     kind = task_kind(kind, user_kinds())
+    check_whole("folds", folds, 2, "cross-validation needs two folds or more")
     cleaned, dropped = {}, 0
     for split, rows in raw_splits.items():
         at = (wheres or {}).get(split, where)
@@ -405,6 +406,15 @@ def _check_fold_size(data: TaskData, where: str) -> TaskData:
     return data
 
 
+def check_whole(keyword: str, value, lowest: int, why: str) -> None:
+    """A whole-number keyword of the loaders (folds, seed) as the command line checks its flag: one line naming the
+    keyword, never numpy's ValueError from deep inside a draw."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise BertlensError(f"{keyword} must be a whole number, got {value!r}")
+    if value < lowest:
+        raise BertlensError(f"{keyword} must be at least {lowest} ({why}), got {value}")
+
+
 def check_max_examples(max_examples: int | None) -> None:
     """`max_examples` is a whole number of at least 1, or None for no limit (the library's own words: the
     command line checks `--max-examples` the same way first)."""
@@ -488,6 +498,7 @@ def limit_examples(data: TaskData, max_examples: int | None, seed: int) -> TaskD
     would leave one short is made stratified, and classes that cannot all fit are dropped from every split, named
     in the task's notes."""
     check_max_examples(max_examples)
+    check_whole("seed", seed, 0, "a seed is a non-negative whole number")
     if not max_examples:
         return data
     rng = np.random.default_rng(seed)

@@ -1,0 +1,81 @@
+"""Errors in the caller's own words: a check names the option, and each front end words it its own way.
+
+`OptionError("{max_examples} must be at least 1, got -1", "max_examples")` reads `max_examples must be ...` from
+Python and `--max-examples must be ...` on the command line (cli/main.py renders it with `as_flags`). The checks of
+a command's options live with the options (api/<command>.py) and run before any model loads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from bertlens.errors import BertlensError
+
+
+def flag(option: str) -> str:
+    return f"--{option.replace('_', '-')}"
+
+
+class OptionError(BertlensError):
+    """A bad option value: `template` names options as {name} placeholders, filled per front end."""
+
+    def __init__(self, template: str, *options: str) -> None:
+        self.template, self.options = template, options
+        super().__init__(self.as_keywords())
+
+    def as_keywords(self) -> str:
+        return self.template.format(**{name: name for name in self.options})
+
+    def as_flags(self) -> str:
+        return self.template.format(**{name: flag(name) for name in self.options})
+
+
+def at_least(options: Any, name: str, lowest: int, why: str) -> None:
+    """A whole-number option (None: not given) of at least `lowest`."""
+    value = getattr(options, name)
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise OptionError(f"{{{name}}} must be a whole number, got {value!r}", name)
+    if value < lowest:
+        raise OptionError(f"{{{name}}} must be at least {lowest} ({why}), got {value}", name)
+
+
+def finite(options: Any) -> None:
+    """No option holds nan or inf (a float read from a flag or a keyword)."""
+    for field in dataclasses.fields(options):
+        value = getattr(options, field.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise OptionError(f"{{{field.name}}} must be a finite number, got {value}", field.name)
+
+
+def unknown_options(cls: type, given: Mapping[str, Any]) -> None:
+    """A keyword the command does not take is one line naming the closest one (a typo must not be ignored)."""
+    from bertlens.errors import did_you_mean
+
+    names = [f.name for f in dataclasses.fields(cls)]
+    for key in given:
+        if key not in names:
+            raise BertlensError(f"unknown option '{key}': {did_you_mean(key, names)}")
+
+
+def options_record(options: Any) -> dict:
+    """The options as JSON values (saved beside a run's outputs as options.json): paths as strings, data given in
+    memory as a short description (it is not repeatable from the file alone, and says so)."""
+    record = {}
+    for field in dataclasses.fields(options):
+        value = getattr(options, field.name)
+        if isinstance(value, Path):
+            value = str(value)
+        elif isinstance(value, tuple) and all(isinstance(v, str) for v in value):
+            value = list(value)
+        elif value is not None and not isinstance(value, str | int | float | bool | list):
+            value = f"<in memory: {type(value).__name__}>"
+        elif isinstance(value, list) and len(value) > 20:
+            value = f"<in memory: {len(value)} items>"
+        record[field.name] = value
+    return record

@@ -1,0 +1,331 @@
+"""`sweep` as one definition: its options, their checks, the run, and the result a notebook reads.
+
+    import bertlens
+    run = bertlens.sweep(task="stsb", max_examples=300, seed=1)        # or data="reviews.csv", text_col=..., ...
+    run = bertlens.sweep(texts=["a review", ...], labels=["pos", ...])  # data in memory
+    run.recipe, run.to_pandas(), run.plot(), run.save("out/stsb")       # a notebook shows `run` as a table
+
+`bertlens sweep --task stsb --max-examples 300 --seed 1` parses its flags into the same `SweepOptions` (a flag
+--max-examples is the keyword max_examples) and calls the same `run_sweep_command`, so both give the same rows and
+recipe, and refuse the same values with the same line, worded for each (tests/api/test_sweep.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bertlens.api.options import OptionError, at_least, finite, options_record, unknown_options
+from bertlens.io.atomic import write_json
+from bertlens.progress import Progress, silent
+from bertlens.representation.choices import DEFAULT_POOLERS, PRECISIONS
+
+if TYPE_CHECKING:
+    from bertlens.experiments.sweep import SweepResult
+    from bertlens.representation.recipe import Recipe
+
+SOURCES = ("task", "data", "texts")
+LABELLED_ONLY = ("protocols", "long_documents", "prompts", "postprocess_steps")  # what --texts cannot take
+MIN_TEXTS_SAMPLE = 8  # a label-free sweep's sample: its scores need a spread of texts
+
+
+def _names(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """'a,b' or ['a', 'b'] -> ('a', 'b'); None stays None."""
+    if value is None:
+        return None
+    items = value.split(",") if isinstance(value, str) else [str(v) for v in value]
+    return tuple(item.strip() for item in items if item.strip())
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """Every option of `bertlens sweep`, by the name of its long flag (`--max-examples` is `max_examples`).
+
+    The data comes from exactly one of `task` (a catalog name, or hf:NAME[:CONFIG]), `data` (a CSV/TSV/JSONL file,
+    a BEIR directory; from Python also a dict of columns, a pandas DataFrame or a pyarrow Table) or `texts` (texts
+    alone, no labels: a file; from Python also a list of strings, and with `labels` a labelled task).
+    """
+
+    task: str | None = None
+    data: Any = None
+    texts: Any = None
+    labels: Sequence | None = None  # Python only: labels (or scores) for `texts` given as a list
+    column: str | None = None  # for texts from a CSV/TSV/Parquet/JSONL file: its text column or field
+    data_dir: str | None = None  # where the catalog's data lives (default $BERTLENS_DATA or ../shared/data)
+    task_type: str | None = None  # classification, pair_classification, similarity or retrieval
+    text_col: str | None = None
+    text_col2: str | None = None
+    label_col: str | None = None
+    no_header: bool = False
+    folds: int | None = None  # cross-validation folds for data without a test split (default 10)
+    split_col: str | None = None
+    test: Path | None = None
+    dev: Path | None = None
+    drop_invalid: bool = False
+    multiline: bool = False
+    label_first: bool = False
+    encoding: str = "utf-8"
+    model: str | None = None  # 'default' (all-MiniLM-L6-v2), a local model directory or a hub id
+    max_length: int | None = None
+    precision: str | None = None  # fp32 (default), bf16 or auto
+    trust_remote_code: bool = False
+    device: str = "auto"
+    layers: str | Sequence[int] | None = None  # single layers to score (default all): '-4:', '0,3,6' or [0, 3, 6]
+    poolers: str | Sequence[str] = ",".join(DEFAULT_POOLERS)
+    max_examples: int | None = None  # at most this many examples per split (a seeded sample)
+    long_text: str | None = None
+    postprocess_steps: str | None = None
+    exclude_special: bool = False
+    long_documents: bool = False
+    prompts: Sequence[str] | None = None  # retrieval: 'NAME=QUERY_PROMPT|DOCUMENT_PROMPT' sets to score too
+    resamples: int = 1000
+    protocols: str | Sequence[str] | None = None
+    bank_dtype: str = "float16"
+    cache_dir: Path | None = None
+    seed: int = 0
+    out: Path | None = None  # where save() writes (the command line's default: out/sweep); None: nothing written
+    quiet: bool = False
+
+    def check(self) -> SweepOptions:
+        """Every check that needs no data and no model, in the options' own names; the options, normalised."""
+        finite(self)
+        given = [name for name in SOURCES if getattr(self, name) is not None]
+        if len(given) != 1:
+            got = f" (got {', '.join(given)})" if given else ""
+            raise OptionError("give exactly one of {task}, {data} or {texts}" + got, *SOURCES)
+        alone = self.texts is not None and self.labels is None
+        why = "leave it out for no limit" + ("; a label-free sample needs a spread of texts" if alone else "")
+        at_least(self, "max_examples", MIN_TEXTS_SAMPLE if alone else 1, why)
+        at_least(self, "folds", 2, "cross-validation needs two folds or more")
+        at_least(self, "max_length", 2, "a model reads at least 2 tokens")
+        at_least(self, "resamples", 20, "a 95% interval's tails need draws of their own")
+        at_least(self, "seed", 0, "a seed is a non-negative whole number")
+        if self.seed > 2**32 - 1:
+            raise OptionError(f"{{seed}} must be at most {2**32 - 1}, got {self.seed}", "seed")
+        if self.precision is not None and self.precision not in PRECISIONS:
+            raise OptionError(
+                f"{{precision}} must be one of {', '.join(PRECISIONS)}, got {self.precision!r}", "precision"
+            )
+        if self.bank_dtype not in ("float16", "float32"):
+            raise OptionError(f"{{bank_dtype}} must be float16 or float32, got {self.bank_dtype!r}", "bank_dtype")
+        if self.texts is not None and self.labels is None:
+            given = [name for name in LABELLED_ONLY if getattr(self, name)]
+            if given:
+                raise OptionError(
+                    f"{{texts}} takes texts alone; {{{given[0]}}} belongs to {{data}} (a labelled file)",
+                    "texts",
+                    given[0],
+                    "data",
+                )
+        return self._parsed()
+
+    def _parsed(self) -> SweepOptions:
+        """Poolers, protocols and prompt sets checked by their parsers (one line each for a bad name)."""
+        from bertlens.probing.candidates import parse_prompt_set
+        from bertlens.representation.choices import check_pooler
+        from bertlens.representation.postprocess import parse_steps
+
+        poolers = tuple(check_pooler(p) for p in _names(self.poolers) or ())
+        if not poolers:
+            raise OptionError("{poolers} names no pooler", "poolers")
+        if self.postprocess_steps:
+            parse_steps(self.postprocess_steps)
+        for prompt_set in self.prompts or ():
+            parse_prompt_set(prompt_set)
+        layers = self.layers if self.layers is None or isinstance(self.layers, str) else ",".join(map(str, self.layers))
+        return dataclasses.replace(self, poolers=poolers, protocols=_names(self.protocols), layers=layers)
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """A finished sweep: the recommended recipe, every candidate's scores as a table, the plots, and `save(dir)`
+    writing exactly what `bertlens sweep` writes (plus the options that made it)."""
+
+    result: SweepResult
+    options: SweepOptions
+
+    @property
+    def recipe(self) -> Recipe:
+        return self.result.recipe
+
+    @property
+    def recommended(self) -> str:
+        return self.result.recommended.name
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return self.result.notes
+
+    def rows(self) -> list[dict]:
+        """One row per (protocol, candidate): results.json's rows."""
+        from bertlens.reports.sweep import result_rows
+
+        return result_rows(self.result)
+
+    def to_arrow(self):
+        import pyarrow as pa
+
+        return pa.Table.from_pylist(self.rows())
+
+    def to_pandas(self):
+        """The rows as a DataFrame (pandas is not a dependency of bertlens: install it to use this)."""
+        try:
+            import pandas  # noqa: F401
+        except ImportError:
+            raise OptionError("to_pandas() needs pandas: pip install pandas (or use to_arrow())") from None
+        return self.to_arrow().to_pandas()
+
+    def plot(self, protocol: str | None = None):
+        """The layer x pooler grid of test scores of `protocol` (default: the one the recommendation is made by),
+        as a matplotlib Figure."""
+        from bertlens.reports.sweep import heatmap_figure
+
+        name = protocol or self.result.kind.main_protocol
+        if name not in self.result.protocols:
+            ran = ", ".join(self.result.protocols)
+            raise OptionError(f"{{protocol}} '{name}' did not run; these did: {ran}", "protocol")
+        chosen = self.result.protocols[name]
+        return heatmap_figure(chosen, f"{self.result.task}: {name} ({chosen.metric}), {self.result.model}")
+
+    def save(self, out: str | Path) -> dict[str, Path]:
+        """results.json, recipe.json, the heatmaps, report.md/.html and options.json under `out`."""
+        from bertlens.reports.sweep import write_outputs
+
+        out = Path(out)
+        paths = write_outputs(self.result, out)
+        write_json(out / "options.json", options_record(self.options))
+        return {**paths, "options": out / "options.json"}
+
+    def __repr__(self) -> str:
+        main = self.result.main
+        return (
+            f"SweepRun(task={self.result.task!r}, model={self.result.model!r}, recommended={self.recommended!r}, "
+            f"{len(main.candidates)} candidates scored by {main.protocol} ({main.metric}))"
+        )
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: what was recommended and why, and the top of the main leaderboard."""
+        from bertlens.reports.sweep import leaderboard, recommended_score
+
+        main = self.result.main
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in ("#", "candidate", "score [95% CI]", ""))
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in row) + "</tr>"
+            for row in leaderboard(main)
+        )
+        notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
+        return (
+            f"<div><p><b>{html.escape(self.result.task)}</b> on {html.escape(self.result.model)}: recommended "
+            f"<b>{html.escape(self.recommended)}</b> ({html.escape(recommended_score(self.result))}); "
+            f"{html.escape(self.result.basis)}</p>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+            + (f"<ul>{notes}</ul>" if notes else "")
+            + "</div>"
+        )
+
+
+def _base_and_encoder(options: SweepOptions):
+    """What every candidate shares (the sweep chooses layers, mixer and pooler; the user fixes the rest), and the
+    encoder built with what the poolers need."""
+    from bertlens.encoding.encoder import Encoder
+    from bertlens.representation.choices import attentions_for
+    from bertlens.representation.recipe import Recipe
+
+    base = Recipe(
+        model=options.model or "default",
+        max_length=options.max_length,
+        precision=options.precision or "fp32",
+        include_special=not options.exclude_special,
+        long_text=options.long_text,
+    )
+    encoder = Encoder(
+        base.model,
+        max_length=base.max_length,
+        precision=base.precision,
+        attentions=attentions_for(options.poolers),
+        trust_remote_code=options.trust_remote_code,
+        device=options.device,
+    )
+    return base, encoder
+
+
+def _config(options: SweepOptions, encoder, **more):
+    from bertlens.experiments.sweep import SweepConfig
+    from bertlens.representation.choices import parse_layers
+
+    layers = parse_layers(options.layers, encoder.num_layers) if options.layers else None
+    return SweepConfig(poolers=options.poolers, layers=layers, seed=options.seed, bank_dtype=options.bank_dtype, **more)
+
+
+def _labelled(options: SweepOptions, notify, progress: Progress) -> SweepResult:
+    from bertlens.api.sources import load_task
+    from bertlens.experiments.sweep import SweepConfig, check_config, run_sweep
+    from bertlens.io.cache import default_cache_dir
+    from bertlens.probing.candidates import parse_prompt_set
+
+    prompt_sets = tuple(parse_prompt_set(p) for p in options.prompts or ())
+    task = load_task(options)
+    check_config(
+        SweepConfig(options.poolers, prompt_sets=prompt_sets, long_documents=options.long_documents),
+        task.kind,
+        task.name,
+    )
+    if task.collection is not None:
+        notify(f"{task.name}: {task.collection.describe()}" + "".join(f"; {note}" for note in task.notes))
+    else:
+        if task.dropped:
+            notify(f"dropped {task.dropped} invalid rows (--drop-invalid)")
+        for note in task.notes:  # what the loader did to the user's splits (overlap dropped, unseen labels)
+            notify(f"note: {note}")
+    base, encoder = _base_and_encoder(options)
+    config = _config(
+        options,
+        encoder,
+        resamples=options.resamples,
+        postprocess=options.postprocess_steps,
+        protocols=options.protocols,
+        prompt_sets=prompt_sets,
+        long_documents=options.long_documents,
+    )
+    cache = default_cache_dir(options.cache_dir)
+    return run_sweep(task, encoder, base.replace(max_length=encoder.max_length), cache, config, progress=progress)
+
+
+def _texts_alone(options: SweepOptions, notify, progress: Progress) -> SweepResult:
+    from bertlens.api.sources import unlabelled_texts
+    from bertlens.experiments.sweep import run_texts_sweep
+    from bertlens.io.cache import default_cache_dir
+
+    texts, skipped = unlabelled_texts(options)
+    if skipped:
+        notify(skipped)
+    base, encoder = _base_and_encoder(options)
+    config = _config(options, encoder, max_texts=options.max_examples)
+    name = Path(options.texts).stem
+    cache = default_cache_dir(options.cache_dir)
+    return run_texts_sweep(texts, name, encoder, base.replace(max_length=encoder.max_length), cache, config, progress)
+
+
+def run_sweep_command(options: SweepOptions, *, progress: Progress = silent, notify=lambda line: None) -> SweepRun:
+    """Check the options (before any model loads), load the data, sweep, and save when `options.out` is given.
+    `progress(stage, done, total)` and `notify(line)` (what the loader did) are the front end's to show."""
+    from bertlens.api.memory import on_disk
+
+    checked = options.check()
+    with on_disk(checked) as readable:
+        run = _texts_alone if readable.texts is not None else _labelled
+        outcome = SweepRun(run(readable, notify, progress), checked)
+    if checked.out is not None:
+        outcome.save(checked.out)
+    return outcome
+
+
+def sweep(**options: Any) -> SweepRun:
+    """Score every token / layer / pooling choice on a task in one encoding pass and recommend one: the keywords
+    are `bertlens sweep`'s long flags (see `SweepOptions`); the data may be given in memory."""
+    unknown_options(SweepOptions, options)
+    return run_sweep_command(SweepOptions(**options))
