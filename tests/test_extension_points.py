@@ -3,7 +3,7 @@ toy server route, each added only where the architecture says (the tables patche
 
 - a pooler:     2 files: representation/choices.py (POOLER_READS: what it reads), representation/poolers.py (POOLERS)
 - a task kind:  1 file:  tasks/kinds.py (KINDS), when its protocols and loader exist already
-- a route:      1 file:  serving/app.py (ROUTES); the docstring, the banner and the README's table follow from it
+- a route:      1 file:  serving/app.py (ROUTES); the docstring, the banner and the guide's table follow from it
 """
 
 from __future__ import annotations
@@ -76,11 +76,13 @@ def _between(text: str, start: str, end: str) -> str:
     return text.split(start, 1)[1].split(end, 1)[0].strip()
 
 
-def test_the_docstring_and_the_readme_list_the_routes_of_the_table():
+def test_the_docstring_and_the_guide_list_the_routes_of_the_table():
     docstring = _between(app_module.__doc__, "<!-- routes -->", "<!-- /routes -->")
     assert docstring.splitlines() == app_module.route_lines()
     readme = _between(
-        (REPO / "README.md").read_text(), "<!-- routes: src/bertlens/serving/app.py ROUTES -->", "<!-- /routes -->"
+        (REPO / "docs" / "guide.md").read_text(),
+        "<!-- routes: src/bertlens/serving/app.py ROUTES -->",
+        "<!-- /routes -->",
     )
     assert readme == app_module.route_table(), (
         "regenerate with: python -c 'from bertlens.serving.app import route_table; print(route_table())'"

@@ -18,7 +18,7 @@ from bertlens.errors import BertlensError
 @dataclass(frozen=True)
 class Extra:
     modules: tuple[str, ...]  # the top-level modules the extra's packages install
-    enables: str  # for the README's table and the error line
+    enables: str  # for the README's extras table and the error line
 
 
 EXTRAS = {

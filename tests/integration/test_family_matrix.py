@@ -2,8 +2,8 @@
 
 Each family's hidden states and pooled vectors are checked against plain transformers (eager attention),
 every command runs through the CLI, fine-tuning trains every encoder parameter, and `pretrain` starts
-from the checkpoint's own masked-LM head. `SUPPORT` is what these tests prove; the README's support table
-is rendered from it (test_readme_support_table_is_the_matrix).
+from the checkpoint's own masked-LM head. `SUPPORT` is what these tests prove; the guide's support table (docs/guide.md)
+is rendered from it (test_guide_support_table_is_the_matrix).
 """
 
 from __future__ import annotations
@@ -176,10 +176,10 @@ def support_table() -> str:
     return "\n".join(lines)
 
 
-def test_readme_support_table_is_the_matrix():
-    readme = (REPO / "README.md").read_text()
+def test_guide_support_table_is_the_matrix():
+    readme = (REPO / "docs" / "guide.md").read_text()
     start, end = "<!-- support-table: tests/integration/test_family_matrix.py -->", "<!-- /support-table -->"
-    assert start in readme and end in readme, "the README lost its support table markers"
+    assert start in readme and end in readme, "docs/guide.md lost its support table markers"
     table = readme.split(start, 1)[1].split(end, 1)[0].strip()
     assert table == support_table(), (
         "regenerate with: python -c 'from tests.integration.test_family_matrix import support_table; print(support_table())'"

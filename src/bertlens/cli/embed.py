@@ -28,7 +28,9 @@ def add_parser(subparsers) -> None:
         "--column", help="the text column (CSV/TSV/Parquet: header name or 0-based index) or field (JSONL)"
     )
     parser.add_argument("--no-header", action="store_true", help="the CSV/TSV file has no header row")
-    parser.add_argument("--multiline", action="store_true", help="CSV quoted fields really span lines (see README)")
+    parser.add_argument(
+        "--multiline", action="store_true", help="CSV quoted fields really span lines (see docs/guide.md)"
+    )
     parser.add_argument("--field", help="JSONL field holding the text (the same as --column)")
     parser.add_argument(
         "--empty", choices=EMPTY_POLICIES, default="error", help="what to do with empty texts (default: error)"

@@ -1,6 +1,6 @@
 """`bertlens serve` as a library: `load_encoder` + `create_app` give a Python caller exactly what the CLI runs.
 
-Routes (`ROUTES` below: this list, the start-up banner and the README's table are rendered from it):
+Routes (`ROUTES` below: this list, the start-up banner and docs/guide.md's table are rendered from it):
 <!-- routes -->
 POST /v1/embeddings  OpenAI's embeddings: input, encoding_format (float, base64, int8, ubinary), dimensions where measured
 POST /embed          TEI-style: inputs, normalize, truncate -> one vector per input
@@ -238,7 +238,7 @@ class Route:
     method: str  # POST or GET
     path: str
     keyed: bool  # behind the API key (when one is set)
-    summary: str  # one line: the docstring, the start-up banner and the README's table
+    summary: str  # one line: the docstring, the start-up banner and docs/guide.md's table
     build: Callable[[Served], Callable[[Request], Awaitable[Response]]]  # the handler, given what is served
 
 
@@ -322,7 +322,7 @@ def route_lines(routes: tuple[Route, ...] | None = None) -> list[str]:
 
 
 def route_table(routes: tuple[Route, ...] | None = None) -> str:
-    """The routes as the README's Markdown table."""
+    """The routes as docs/guide.md's Markdown table."""
     routes = ROUTES if routes is None else routes
     rows = [f"| `{r.method} {r.path}` | {'yes' if r.keyed else 'no'} | {r.summary} |" for r in routes]
     return "\n".join(["| route | key | what |", "|---|---|---|", *rows])

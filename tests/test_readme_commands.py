@@ -1,0 +1,76 @@
+"""Every command in the README runs as written (`make test-extended`, which CI runs): the bash blocks are read, and
+each `bertlens ...` line runs in order in a fresh directory holding small stand-ins for the files the README names
+(reviews.csv, texts.txt, a BEIR directory *with* an empty document, as Cranfield has). A line whose comment says it
+runs until stopped (`serve`) is parsed, not run: its flags must exist."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shlex
+
+import pytest
+from markdown_it import MarkdownIt
+
+from bertlens.cli.main import build_parser, main
+from tests.conftest import DATA, REPO
+
+pytestmark = pytest.mark.extended
+
+README = (REPO / "README.md").read_text(encoding="utf-8")
+NOT_RUN = "runs until stopped"
+
+
+def readme_commands() -> list[tuple[list[str], bool]]:
+    """(words, run it) for each `bertlens` line of the README's bash blocks, in order."""
+    commands = []
+    for fence in MarkdownIt().parse(README):
+        if fence.type != "fence" or fence.info != "bash":
+            continue
+        for line in fence.content.splitlines():
+            if line.strip().startswith("bertlens "):
+                commands.append((shlex.split(line, comments=True), NOT_RUN not in line))
+    return commands
+
+
+def stand_ins(root) -> None:
+    """The files the README's commands read, small: 160 SST-2 reviews, 120 STS-B sentences, a BEIR directory."""
+    lines = (DATA / "sst2" / "train.txt").read_text().splitlines()
+    rows = [ln for ln in lines if ln.startswith("0")][:80] + [ln for ln in lines if ln.startswith("1")][:80]
+    with open(root / "reviews.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["text", "label"])
+        writer.writerows([line.split(" ", 1)[1], line.split(" ", 1)[0]] for line in rows)
+    with open(DATA / "stsb" / "test.csv", newline="", encoding="utf-8") as handle:
+        sentences = [row[0] for row in list(csv.reader(handle))[:120]]
+    (root / "texts.txt").write_text("\n".join(sentences) + "\n")
+    beir = root / "my_beir_dir"
+    (beir / "qrels").mkdir(parents=True)
+    topics = ["wings and lift", "engines and thrust", "rain and weather", "bread and baking", "stalls and airflow"]
+    docs = [{"_id": f"d{i}", "title": "", "text": f"a note on {topics[i % 5]}, part {i}"} for i in range(25)]
+    docs.append({"_id": "d-empty", "title": "", "text": " "})
+    (beir / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    queries = [{"_id": f"q{i}", "text": f"what about {topics[i]}?"} for i in range(5)]
+    (beir / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    qrels = [f"q{i}\td{i + 5 * j}\t1" for i in range(5) for j in range(5)]
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(qrels) + "\n")
+
+
+def test_the_readme_has_commands_to_run():
+    commands = readme_commands()
+    assert len(commands) >= 8 and any(not run for _, run in commands)
+
+
+def test_every_readme_command_runs_as_written(tmp_path, monkeypatch, capsys):
+    stand_ins(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BERTLENS_DATA", str(DATA))
+    monkeypatch.setenv("BERTLENS_CACHE", str(tmp_path / "cache"))
+    for words, run in readme_commands():
+        command = words[1]
+        if not run:
+            build_parser(command).parse_args(words[1:])  # the flags exist and parse
+            continue
+        code = main(words[1:])
+        err = capsys.readouterr().err
+        assert code == 0, f"`{shlex.join(words)}` failed: {err.strip().splitlines()[-3:]}"
