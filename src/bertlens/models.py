@@ -5,10 +5,14 @@ Only safetensors weights are loaded, and `trust_remote_code` stays off unless as
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import functools
 import hashlib
 import json
 import os
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,6 +169,34 @@ def model_family(ref: ModelRef) -> Family | None:
     return family_of(read_config(ref.path, ref.name).get("model_type"))
 
 
+# Within one run (`weights_read_once`), each model's weights are read from disk once; every later load is a copy of
+# them from memory. A ContextVar, not a global: a run in another thread or task keeps its own.
+_READ: ContextVar[dict | None] = ContextVar("bertlens_weights_read", default=None)
+
+
+@contextlib.contextmanager
+def weights_read_once() -> Iterator[None]:
+    """One run's worth of model loads: the first `load_encoder` of a model (and attention implementation) reads its
+    weights; every later one gets a fresh copy from memory (a caller may cast it to bf16 or train it: the copy it
+    started from stays untouched). A workflow that builds several encoders of one model (recommend's steps, the
+    fine-tuning baselines) runs inside this."""
+    token = _READ.set({})
+    try:
+        yield
+    finally:
+        _READ.reset(token)
+
+
+def _read_once(key: tuple, read):
+    """`read()`'s model, or a copy of the one read before in this run (outside a run: always read)."""
+    kept = _READ.get()
+    if kept is None:
+        return read()
+    if key not in kept:
+        kept[key] = read()
+    return copy.deepcopy(kept[key])
+
+
 def load_encoder(ref: ModelRef, *, eager_attention: bool = False, trust_remote_code: bool = False):
     """The bare encoder in eval mode: SDPA attention where the family has it (eager when attention weights are
     needed, or the family has no SDPA: DeBERTa-v2, MPNet); an architecture not in the table tries SDPA, then eager."""
@@ -178,9 +210,15 @@ def load_encoder(ref: ModelRef, *, eager_attention: bool = False, trust_remote_c
     error = None
     for implementation in implementations:
         try:
-            return AutoModel.from_pretrained(
-                ref.path, use_safetensors=True, trust_remote_code=trust_remote_code, attn_implementation=implementation
-            ).eval()
+            return _read_once(
+                (ref.fingerprint, str(ref.path), implementation, trust_remote_code),
+                lambda implementation=implementation: AutoModel.from_pretrained(
+                    ref.path,
+                    use_safetensors=True,
+                    trust_remote_code=trust_remote_code,
+                    attn_implementation=implementation,
+                ).eval(),
+            )
         except (OSError, ValueError) as exc:  # no SDPA for this architecture: the next implementation
             error = exc
     raise BertlensError(f"model '{ref.name}': could not load the encoder from {ref.path} ({error})") from error

@@ -30,6 +30,7 @@ from bertlens.extras import has_extra
 from bertlens.io.atomic import write_json
 from bertlens.io.cache import cached_result, content_key
 from bertlens.io.run_context import RunContext
+from bertlens.models import weights_read_once
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.kinds import RETRIEVAL
 from bertlens.tasks.loaders import TaskData
@@ -123,6 +124,13 @@ class RecommendOptions:
 def run_recommend(
     task: TaskData, model: str, run: RunContext, options: RecommendOptions = RecommendOptions()
 ) -> Recommendation:
+    """Run the five steps within the budget, the model's weights read from disk once for all of them (each step's
+    encoders and fine-tuning runs start from a copy in memory: models.weights_read_once)."""
+    with weights_read_once():
+        return _recommend(task, model, run, options)
+
+
+def _recommend(task: TaskData, model: str, run: RunContext, options: RecommendOptions) -> Recommendation:
     """Run the five steps within the budget; each finished step is cached in run.out/steps/.
 
     `options.own_int8`: the latency step exports the recipe to ONNX int8 behind the fidelity gate (OUT/onnx-int8)
