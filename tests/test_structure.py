@@ -1,4 +1,4 @@
-"""Structure the code keeps: no function in src/ over 100 lines (ruff's C901/PLR0912/PLR0915 cap complexity,
+"""Structure the code keeps: no function in src/ over 100 lines or 9 parameters (ruff's C901/PLR0912/PLR0915 cap complexity,
 branches and statements; lines it cannot count)."""
 
 from __future__ import annotations
@@ -19,3 +19,24 @@ def test_no_function_is_over_100_lines():
                 if lines > MAX_LINES:
                     long.append(f"{path.relative_to(SRC)}:{node.lineno} {node.name} ({lines} lines)")
     assert not long, "split these into named steps: " + "; ".join(long)
+
+
+MAX_PARAMETERS = 9
+ESTIMATORS = {"adapters/sklearn.py"}  # scikit-learn's convention: an estimator's constructor lists its parameters
+
+
+def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    args = node.args
+    count = len(args.posonlyargs) + len(args.args) + len(args.kwonlyargs) + bool(args.vararg) + bool(args.kwarg)
+    return count - bool(args.args and args.args[0].arg in ("self", "cls"))
+
+
+def test_no_function_takes_more_than_nine_parameters():
+    """Parameters that travel together become an options or context object (RunContext, a config dataclass)."""
+    wide = []
+    for path in sorted(SRC.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _parameters(node) > MAX_PARAMETERS:
+                if not (node.name == "__init__" and str(path.relative_to(SRC)) in ESTIMATORS):
+                    wide.append(f"{path.relative_to(SRC)}:{node.lineno} {node.name} ({_parameters(node)})")
+    assert not wide, "group parameters that travel together: " + "; ".join(wide)

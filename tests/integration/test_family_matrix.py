@@ -127,7 +127,7 @@ def test_pretrain_starts_from_the_checkpoints_own_masked_lm_head(family, family_
 
     from bertlens.training.masking import IGNORE, mask_tokens, replacement_ids
     from bertlens.training.mlm_head import mlm_head
-    from bertlens.training.objectives import masked_token_losses
+    from bertlens.training.objectives import TokenBatch, masked_token_losses
 
     model_dir = family_dir(family)
     encoder = Encoder(str(model_dir))
@@ -140,7 +140,11 @@ def test_pretrain_starts_from_the_checkpoints_own_masked_lm_head(family, family_
     random_ids = replacement_ids(encoder.tokenizer)
     with torch.no_grad():
         losses, _ = masked_token_losses(
-            encoder, head, ids, maskable, words, real, random_ids=random_ids, generator=torch.Generator().manual_seed(3)
+            encoder,
+            head,
+            TokenBatch(ids, maskable, words, real),
+            random_ids=random_ids,
+            generator=torch.Generator().manual_seed(3),
         )
         masked = mask_tokens(
             ids,

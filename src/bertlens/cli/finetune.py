@@ -37,21 +37,20 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> None:
     from bertlens.experiments.finetune import run_finetune
+    from bertlens.io.run_context import RunContext
 
     task = load_task(args)
     config = training_config(args, args.seed)
     with progress_bar(f"finetune {task.name} ({args.strategy})", unit="steps", enabled=not args.quiet) as update:
-        outcome = run_finetune(
-            task,
-            recipe_from_args(args),
-            args.strategy,
-            config,
-            args.out,
-            size=args.size,
-            max_dev=args.max_dev,
-            restart=args.restart,
-            trust_remote_code=args.trust_remote_code,
+        run = RunContext(
+            out=args.out,
+            seed=args.seed,
             progress=update,
+            trust_remote_code=args.trust_remote_code,
+            restart=args.restart,
+        )
+        outcome = run_finetune(
+            task, recipe_from_args(args), args.strategy, config, run, size=args.size, max_dev=args.max_dev
         )
     result = outcome.result
     say(

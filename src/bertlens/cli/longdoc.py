@@ -35,7 +35,13 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> None:
     from bertlens.encoding.encoder import Encoder
-    from bertlens.experiments.longdoc import DEFAULT_STRATEGIES, check_strategies, compare_long_text, documents
+    from bertlens.experiments.longdoc import (
+        DEFAULT_STRATEGIES,
+        LongDocConfig,
+        check_strategies,
+        compare_long_text,
+        documents,
+    )
     from bertlens.reports.longdoc import markdown_table, write_outputs
 
     named = tuple(s.strip() for s in args.strategies.split(",") if s.strip())
@@ -61,9 +67,7 @@ def run(args: argparse.Namespace) -> None:
             split.targets,
             strategies,
             task=task.name,
-            folds=folds_of(args),
-            seed=args.seed,
-            resamples=args.resamples,
+            config=LongDocConfig(folds=folds_of(args), seed=args.seed, resamples=args.resamples),
             progress=update,
         )
     paths = write_outputs(result, args.out)

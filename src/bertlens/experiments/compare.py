@@ -205,22 +205,26 @@ def _frozen_runs(
     return runs, notes
 
 
-def _tuned_run(
-    task: TaskData,
-    model: str,
-    recipe: Recipe,
-    strategy: Strategy,
-    size: int,
-    train_config: TrainConfig,
-    splits: _Splits,
-    drift: DriftProbe | None,
-    drift_texts: list[str],
-    before: np.ndarray,
-    drift_before: float | None,
-    run_dir: Path,
-) -> RunResult:
+@dataclass(frozen=True)
+class _Baseline:
+    """What every fine-tuning run of one comparison shares: the task and its splits, the model and recipe, and the
+    drift probe with the frozen encoder's measurements to compare against."""
+
+    task: TaskData
+    model: str
+    recipe: Recipe
+    splits: _Splits
+    drift: DriftProbe | None
+    drift_texts: list[str]
+    before: np.ndarray | None  # the frozen encoder's layer vectors of the drift texts
+    drift_before: float | None
+
+
+def _tuned_run(base: _Baseline, strategy: Strategy, size: int, train_config: TrainConfig, run_dir: Path) -> RunResult:
     """Fine-tune a fresh copy of the encoder on a nested subset; score test and measure drift."""
-    encoder = Encoder(model, max_length=recipe.max_length)
+    task, recipe, splits, drift, drift_texts = base.task, base.recipe, base.splits, base.drift, base.drift_texts
+    before, drift_before = base.before, base.drift_before
+    encoder = Encoder(base.model, max_length=recipe.max_length)
     subset = training_subset(splits.train, size, train_config.seed, task.kind)
     torch.manual_seed(train_config.seed)
     spec = HeadSpec.for_task(
@@ -297,6 +301,7 @@ def run_compare(
     drift_texts = list(splits.test.texts_a[: config.drift_texts])
     before = layer_vectors(base, drift_texts)["mean"] if tuned else None
     drift_before = _drift_score(base, recipe, drift) if (tuned and drift) else None
+    baseline = _Baseline(task, model, recipe, splits, drift, drift_texts, before, drift_before)
     for strategy in tuned:
         for seed_ in config.seeds:
             for size in config.sizes:
@@ -324,18 +329,7 @@ def run_compare(
                         runs_dir / f"{name}.json",
                         key,
                         lambda strategy=strategy, size=size, train_config=train_config, name=name: _tuned_run(
-                            task,
-                            model,
-                            recipe,
-                            strategy,
-                            size,
-                            train_config,
-                            splits,
-                            drift,
-                            drift_texts,
-                            before,
-                            drift_before,
-                            runs_dir / name,
+                            baseline, strategy, size, train_config, runs_dir / name
                         ),
                         asdict,
                         _run_from_dict,

@@ -27,7 +27,7 @@ from bertlens.progress import Progress, silent
 from bertlens.tasks.conllu import find_split_file
 from bertlens.training.masking import replacement_ids
 from bertlens.training.mlm_head import mlm_head
-from bertlens.training.objectives import masked_token_losses
+from bertlens.training.objectives import TokenBatch, masked_token_losses
 
 GAP_NATS = 0.5  # masked-LM loss gap (user - reference) that calls for adaptation
 FERTILITY_RATIO = 1.25  # user's pieces per word over the reference's
@@ -117,10 +117,7 @@ def text_losses(encoder: Encoder, head, texts: list[str], seed: int, batch_size:
             scored = masked_token_losses(
                 encoder,
                 head,
-                batch["input_ids"],
-                real & ~batch["special_tokens_mask"],
-                words,
-                real,
+                TokenBatch(batch["input_ids"], real & ~batch["special_tokens_mask"], words, real),
                 random_ids=random_ids,
                 generator=generator,
             )

@@ -10,7 +10,7 @@ import torch
 
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
-from bertlens.progress import Progress, silent
+from bertlens.io.run_context import RunContext
 from bertlens.representation.apply import Representation
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import TaskData
@@ -37,16 +37,15 @@ def run_finetune(
     recipe: Recipe,
     strategy_spec: str,
     config: TrainConfig,
-    out: Path,
+    run: RunContext,
     *,
     size: str | None = None,
     max_dev: int | None = None,
-    restart: bool = False,
-    trust_remote_code: bool = False,
-    progress: Progress = silent,
 ) -> FinetuneOutcome:
-    """Train encoder + head (+ the recipe's ScalarMix) with one strategy; an interrupted run resumes from OUT/checkpoint."""
-    encoder = Encoder(recipe.model, max_length=recipe.max_length, trust_remote_code=trust_remote_code)
+    """Train encoder + head (+ the recipe's ScalarMix) with one strategy into `run.out`; an interrupted run resumes
+    from OUT/checkpoint (`run.restart`: start over). `run.progress` counts steps."""
+    out, progress = Path(run.out), run.progress
+    encoder = Encoder(recipe.model, max_length=recipe.max_length, trust_remote_code=run.trust_remote_code)
     recipe = recipe.replace(max_length=encoder.max_length)
     strategy = parse_strategy(strategy_spec, encoder.num_layers)
     if not strategy.fine_tunes:
@@ -59,7 +58,7 @@ def run_finetune(
     )
     if size:
         train = training_subset(train, resolve_sizes(size, len(train), flag="--size")[0], config.seed, task.kind)
-    checkpoint = run_checkpoint(out, restart)
+    checkpoint = run_checkpoint(out, run.restart)
     torch.manual_seed(config.seed)
     representation = Representation(recipe, trainable=True)
     objective = Supervised(

@@ -84,6 +84,16 @@ def _pass(name: str) -> LongText:
     return parse_long_text(name)
 
 
+@dataclass(frozen=True)
+class LongDocConfig:
+    """How the strategies are scored: stratified cross-validation folds, the seed of folds and chunk classifiers,
+    and the bootstrap's resamples for the intervals."""
+
+    folds: int = 10
+    seed: int = 0
+    resamples: int = 1000
+
+
 def compare_long_text(
     encoder: Encoder,
     recipe: Recipe,
@@ -92,11 +102,11 @@ def compare_long_text(
     strategies: tuple[str, ...],
     *,
     task: str = "task",
-    folds: int = 10,
-    seed: int = 0,
-    resamples: int = 1000,
+    config: LongDocConfig = LongDocConfig(),
     progress: Progress = silent,
 ) -> LongTextResult:
+    """Each strategy's cross-validated accuracy with a 95% interval, every encoding pass shared where it can be."""
+    folds, seed, resamples = config.folds, config.seed, config.resamples
     check_strategies(strategies)
     representation = Representation(recipe).eval()
     passes: dict[str, Pieces] = {}

@@ -175,13 +175,12 @@ def build_bank(
     staging = private_staging(final) if encoder.model.training else resumable_staging(final)
     with staging as (tmp, resumable):
         vectors, mix_array, state = _staged_arrays(tmp, shape, mix_shape, dtype, resumable)
+        pooling = _Pooling(tuple(poolers), include_special, mixes)
         if long_text is not None:
-            _fill_from_pieces(
-                encoder, texts, long_text, poolers, include_special, mixes, vectors, mix_array, state, progress
-            )
+            _fill_from_pieces(encoder, texts, long_text, pooling, vectors, mix_array, state, progress)
             truncated = 0
         else:
-            truncated = _fill(encoder, texts, poolers, include_special, mixes, vectors, mix_array, state, progress)
+            truncated = _fill(encoder, texts, pooling, vectors, mix_array, state, progress)
         state.save()
         state.arrays.clear()
         del vectors, mix_array
@@ -266,8 +265,19 @@ def _staged_arrays(folder: Path, shape, mix_shape, dtype: str, resumable: bool):
     return vectors, mixes, _Checkpoints(folder, done, arrays)
 
 
-def _fill(encoder, texts, poolers, include_special, mixes, vectors, mix_array, state: _Checkpoints, progress) -> int:
+@dataclass(frozen=True)
+class _Pooling:
+    """What a bank pools from each batch: the poolers, whether [CLS]/[SEP] count, the named mixes of the
+    non-linear poolers."""
+
+    poolers: tuple[str, ...]
+    include_special: bool
+    mixes: dict
+
+
+def _fill(encoder, texts, pooling: _Pooling, vectors, mix_array, state: _Checkpoints, progress) -> int:
     """Encode the rows not yet done, pool them into the arrays; returns how many texts were cut at max_length."""
+    poolers, include_special, mixes = pooling.poolers, pooling.include_special, pooling.mixes
     tokenized = encoder.tokenize(texts)
     rest = np.flatnonzero(~state.done)  # [R] rows still to encode, in input order
     if len(rest) < len(texts):
@@ -300,11 +310,10 @@ def _pool_batch(states, poolers, include_special, mixes) -> tuple[np.ndarray, np
     return stacked, torch.stack(pooled, dim=1).float().numpy()  # [B, Q, M, H]
 
 
-def _fill_from_pieces(
-    encoder, texts, long_text, poolers, include_special, mixes, vectors, mix_array, state, progress
-) -> None:
+def _fill_from_pieces(encoder, texts, long_text, pooling: _Pooling, vectors, mix_array, state, progress) -> None:
     """Pool every piece of a group of texts, then aggregate pieces per text into the bank (groups already done in
     an earlier run are skipped)."""
+    poolers, include_special, mixes = pooling.poolers, pooling.include_special, pooling.mixes
     how = long_text.piece_aggregate
     for first in range(0, len(texts), PIECE_GROUP):
         count = min(PIECE_GROUP, len(texts) - first)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 import torch
@@ -112,44 +111,47 @@ def _standardise(features: torch.Tensor, dtype: torch.dtype, params: torch.dtype
     return mean, scale, basis, values, x
 
 
-def _minimise(
-    x: torch.Tensor,
-    x_t: torch.Tensor,
-    y: torch.Tensor,
-    values: torch.Tensor,
-    coef: torch.Tensor,
-    bias: torch.Tensor,
-    per_strength: torch.Tensor,
-    outputs: int,
-    max_iter: int,
-    tol: float,
-) -> None:
-    """L-BFGS over whitened coefficients v (weights w = V lam^-1/2 v), updating coef and bias in place.
-    x [C, n, D] whitened features; x_t [C, D, n] the same transposed and contiguous, for the gradient's product.
+@dataclass(frozen=True)
+class _Whitened:
+    """The fixed half of a fit: whitened features x [C, n, D], the same transposed and contiguous x_t [C, D, n] (for
+    the gradient's product), the targets, the whitening's eigenvalues [C, D], outputs per strength and tolerance."""
 
-    The objective is exactly scikit-learn's in w: ||w||^2 = sum v^2 / lam, since V is orthogonal.
-    """
-    n = x.shape[1]
-    penalty = (per_strength / n).repeat_interleave(outputs, dim=-1)[:, None, :] / values[:, :, None]  # [C, D, R*K]
-    optimizer = torch.optim.LBFGS(
-        [coef, bias],
-        lr=1,
-        max_iter=max_iter,
-        history_size=20,
-        tolerance_grad=tol,
-        tolerance_change=1e-12,
-        line_search_fn="strong_wolfe",
-    )
+    x: torch.Tensor
+    x_t: torch.Tensor
+    y: torch.Tensor
+    values: torch.Tensor
+    outputs: int
+    tol: float
 
-    def closure() -> torch.Tensor:
-        logits = bias.detach() + torch.bmm(x, coef.detach().to(x.dtype))  # [C, n, R*K] float32 (promoted)
-        loss, slope = _loss_and_gradient(logits, y, outputs)  # slope [C, n, R*K]
-        weighted = penalty * coef.detach()  # [C, D, R*K]
-        coef.grad = torch.bmm(x_t, slope.to(x.dtype)).to(coef.dtype).add_(weighted, alpha=2)  # x' slope + penalty'
-        bias.grad = slope.sum(dim=1, keepdim=True)  # [C, 1, R*K]
-        return loss + (weighted * coef.detach()).sum()
+    def minimise(self, coef: torch.Tensor, bias: torch.Tensor, per_strength: torch.Tensor, max_iter: int) -> None:
+        """L-BFGS over whitened coefficients v (weights w = V lam^-1/2 v), updating coef and bias in place.
 
-    optimizer.step(closure)
+        The objective is exactly scikit-learn's in w: ||w||^2 = sum v^2 / lam, since V is orthogonal.
+        """
+        x, x_t, y, outputs = self.x, self.x_t, self.y, self.outputs
+        n = x.shape[1]
+        penalty = (per_strength / n).repeat_interleave(outputs, dim=-1)[:, None, :] / self.values[
+            :, :, None
+        ]  # [C, D, R*K]
+        optimizer = torch.optim.LBFGS(
+            [coef, bias],
+            lr=1,
+            max_iter=max_iter,
+            history_size=20,
+            tolerance_grad=self.tol,
+            tolerance_change=1e-12,
+            line_search_fn="strong_wolfe",
+        )
+
+        def closure() -> torch.Tensor:
+            logits = bias.detach() + torch.bmm(x, coef.detach().to(x.dtype))  # [C, n, R*K] float32 (promoted)
+            loss, slope = _loss_and_gradient(logits, y, outputs)  # slope [C, n, R*K]
+            weighted = penalty * coef.detach()  # [C, D, R*K]
+            coef.grad = torch.bmm(x_t, slope.to(x.dtype)).to(coef.dtype).add_(weighted, alpha=2)  # x' slope + penalty'
+            bias.grad = slope.sum(dim=1, keepdim=True)  # [C, 1, R*K]
+            return loss + (weighted * coef.detach()).sum()
+
+        optimizer.step(closure)
 
 
 def _minimise_path(
@@ -160,7 +162,7 @@ def _minimise_path(
     Warm starts along the regularisation path, as scikit-learn's LogisticRegressionCV fits its Cs
     (Friedman, Hastie & Tibshirani 2010 do the same for the lasso path): the first strength gets
     max_iter steps from zero, each later one max_iter // 2 from its neighbour's optimum.
-    `minimise(coef, bias, per_strength, max_iter=...)` is _minimise with the features bound.
+    `minimise(coef, bias, per_strength, max_iter=...)` is a `_Whitened` problem's minimise.
     """
     outputs = coef.shape[-1] // per_strength.shape[1]
     order = sorted(range(per_strength.shape[1]), key=lambda r: -float(per_strength[0, r]))  # strongest penalty first
@@ -217,7 +219,7 @@ def fit_logistic(
     if warm_path is None:
         warm_path = int(y.max()) + 1 >= PATH_MIN_CLASSES
     x_t = x.transpose(1, 2).contiguous()  # [C, D, n]: the gradient's product reads rows contiguously (measured 1.3x)
-    minimise = partial(_minimise, x, x_t, y, values, outputs=outputs, tol=tol)  # (coef, bias, per_strength, max_iter=)
+    minimise = _Whitened(x, x_t, y, values, outputs, tol).minimise  # (coef, bias, per_strength, max_iter=)
     if candidate_strengths is None and warm_path:  # the grid: one strength after another along the path
         _minimise_path(minimise, coef, bias, per_strength, max_iter)
     else:  # one strength per candidate, or the grid jointly: a single fit

@@ -186,28 +186,36 @@ class Contrastive:
         return None  # trained for a fixed number of steps
 
 
+@dataclass(frozen=True)
+class TokenBatch:
+    """A padded batch as masked-LM scoring reads it, each [B, T]: ids; maskable (False at special and padding
+    positions); word_start (True at a word's first piece); real (True where not padding)."""
+
+    ids: torch.Tensor
+    maskable: torch.Tensor
+    word_start: torch.Tensor
+    real: torch.Tensor
+
+
 def masked_token_losses(
     encoder: Encoder,
     head: nn.Module,
-    ids: torch.Tensor,
-    maskable: torch.Tensor,
-    word_start: torch.Tensor,
-    real: torch.Tensor,
+    batch: TokenBatch,
     *,
     random_ids: torch.Tensor,
     generator: torch.Generator | None = None,
     rate: float = 0.15,
     unit: str = "word",
 ) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """Mask [B, T] inputs, run the encoder, score the head at masked positions only.
+    """Mask the batch's inputs, run the encoder, score the head at masked positions only.
 
     Returns (cross-entropy per masked position [M], the row of each [M]), or None when nothing was
     drawn. The one masked-LM computation: training (MaskedLM) and measuring (`bertlens domain`) share it.
     """
     masked = mask_tokens(
-        ids,
-        maskable,
-        word_start,
+        batch.ids,
+        batch.maskable,
+        batch.word_start,
         mask_id=encoder.tokenizer.mask_token_id,
         random_ids=random_ids,
         generator=generator,
@@ -217,7 +225,7 @@ def masked_token_losses(
     chosen = masked.labels != IGNORE  # [B, T]
     if not chosen.any():
         return None
-    hidden = encoder.model(input_ids=masked.inputs, attention_mask=real.long()).last_hidden_state  # [B, T, H]
+    hidden = encoder.model(input_ids=masked.inputs, attention_mask=batch.real.long()).last_hidden_state  # [B, T, H]
     losses = torch.nn.functional.cross_entropy(head(hidden[chosen]), masked.labels[chosen], reduction="none")  # [M]
     return losses, chosen.nonzero()[:, 0]
 
@@ -268,10 +276,7 @@ class MaskedLM:
         scored = masked_token_losses(
             self.encoder,
             self.head,
-            ids,
-            real & ~special,
-            word_start,
-            real,
+            TokenBatch(ids, real & ~special, word_start, real),
             random_ids=self.random_ids,
             generator=generator,
             rate=self.rate,

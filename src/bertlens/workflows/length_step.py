@@ -7,7 +7,7 @@ import numpy as np
 
 from bertlens.encoding.encoder import Encoder
 from bertlens.encoding.precision import choose_precision
-from bertlens.experiments.longdoc import compare_long_text, documents
+from bertlens.experiments.longdoc import LongDocConfig, compare_long_text, documents
 from bertlens.progress import Progress, silent
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.kinds import CLASSIFICATION
@@ -109,9 +109,7 @@ def _measured_long_text(
         labels,
         strategies,
         task="sample",
-        folds=folds,
-        seed=seed,
-        resamples=1000,
+        config=LongDocConfig(folds=folds, seed=seed, resamples=1000),
         progress=progress,
     )
     iv = result.intervals

@@ -54,9 +54,10 @@ class Recommendation:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _retrieval_decisions(task, model, encoder, steps, cache_dir, seed, budget, cached, progress, prompt_sets=()):
+def _retrieval_decisions(task, model, encoder, run: RunContext, budget, cached, prompt_sets=()):
     """Document lengths, representation and long-document reading (one retrieval sweep), frozen vs fine-tuned;
-    returns the decisions and the recipe they make."""
+    returns the decisions and the recipe they make. The steps' files go to run.out/steps."""
+    steps, cache_dir, seed, progress = run.out / "steps", run.cache_dir, run.seed, run.progress
     documents = sample_rows(list(task.collection.documents), 5000, seed)
     lengths = np.array([len(ids) for ids in encoder.tokenizer(documents, add_special_tokens=True)["input_ids"]])
     over = float((lengths > encoder.max_length).mean())
@@ -184,9 +185,7 @@ def _recommend(task: TaskData, model: str, run: RunContext, options: RecommendOp
         return cached("latency", lambda: latency(served), (*settings, own_int8))
 
     if task.kind is RETRIEVAL:
-        decisions, recipe = _retrieval_decisions(
-            task, model, encoder, steps, cache_dir, seed, budget, cached, progress, prompt_sets
-        )
+        decisions, recipe = _retrieval_decisions(task, model, encoder, run, budget, cached, prompt_sets)
         decisions.append(cached_latency(recipe))
         return _finished(task, model, decisions, recipe, budget, (), sources)
     progress("text length", 0, 5)
