@@ -7,6 +7,8 @@ checks. The command line's flags are declared in cli/sources.py.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +19,46 @@ from bertlens.tasks.kinds import CLASSIFICATION, RETRIEVAL, SIMILARITY
 
 if TYPE_CHECKING:  # annotations only: the module loads without heavy imports (`--help`)
     from bertlens.tasks.loaders import TaskData
+
+
+@dataclass(frozen=True)
+class DataOptions:
+    """Where a run's data comes from: exactly one of `task` (a catalog name, or hf:NAME[:CONFIG]), `data` (a
+    CSV/TSV/JSONL file or a BEIR directory; from Python also a dict of columns, a pandas DataFrame or a pyarrow
+    Table) or `texts` (texts alone, no labels: a file; from Python also a list of strings, and with `labels` a
+    labelled task), and how to read it. The fields are the command line's flags (cli/sources.py), by name."""
+
+    task: str | None = None
+    data: Any = None
+    texts: Any = None
+    labels: Sequence | None = None  # Python only: labels (or scores) for `texts` given as a list
+    column: str | None = None  # for texts from a CSV/TSV/Parquet/JSONL file: its text column or field
+    data_dir: str | None = None  # where the catalog's data lives (default $BERTLENS_DATA or ../shared/data)
+    task_type: str | None = None  # classification, pair_classification, similarity or retrieval
+    text_col: str | None = None
+    text_col2: str | None = None
+    label_col: str | None = None
+    no_header: bool = False
+    folds: int | None = None  # cross-validation folds for data without a test split (default 10)
+    split_col: str | None = None
+    test: Path | None = None
+    dev: Path | None = None
+    drop_invalid: bool = False
+    multiline: bool = False
+    label_first: bool = False
+    encoding: str = "utf-8"
+
+    def check_source(self) -> None:
+        """Exactly one source of data, and labels only beside texts given as a list."""
+        from bertlens.api.options import OptionError
+
+        given = [name for name in SOURCES if getattr(self, name) is not None]
+        if len(given) != 1:
+            got = f" (got {', '.join(given)})" if given else ""
+            raise OptionError("give exactly one of {task}, {data} or {texts}" + got, *SOURCES)
+
+
+SOURCES = ("task", "data", "texts")
 
 
 def load_task(args: Any) -> TaskData:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bertlens.api.options import OptionError, at_least, finite, options_record, unknown_options
+from bertlens.api.sources import DataOptions
 from bertlens.io.atomic import write_json
 from bertlens.progress import Progress, silent
 from bertlens.representation.choices import DEFAULT_POOLERS, PRECISIONS
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from bertlens.experiments.sweep import SweepResult
     from bertlens.representation.recipe import Recipe
 
-SOURCES = ("task", "data", "texts")
 LABELLED_ONLY = ("protocols", "long_documents", "prompts", "postprocess_steps")  # what --texts cannot take
 MIN_TEXTS_SAMPLE = 8  # a label-free sweep's sample: its scores need a spread of texts
 
@@ -42,33 +42,10 @@ def _names(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
 
 
 @dataclass(frozen=True)
-class SweepOptions:
-    """Every option of `bertlens sweep`, by the name of its long flag (`--max-examples` is `max_examples`).
+class SweepOptions(DataOptions):
+    """Every option of `bertlens sweep`, by the name of its long flag (`--max-examples` is `max_examples`); where the
+    data comes from: `DataOptions`."""
 
-    The data comes from exactly one of `task` (a catalog name, or hf:NAME[:CONFIG]), `data` (a CSV/TSV/JSONL file,
-    a BEIR directory; from Python also a dict of columns, a pandas DataFrame or a pyarrow Table) or `texts` (texts
-    alone, no labels: a file; from Python also a list of strings, and with `labels` a labelled task).
-    """
-
-    task: str | None = None
-    data: Any = None
-    texts: Any = None
-    labels: Sequence | None = None  # Python only: labels (or scores) for `texts` given as a list
-    column: str | None = None  # for texts from a CSV/TSV/Parquet/JSONL file: its text column or field
-    data_dir: str | None = None  # where the catalog's data lives (default $BERTLENS_DATA or ../shared/data)
-    task_type: str | None = None  # classification, pair_classification, similarity or retrieval
-    text_col: str | None = None
-    text_col2: str | None = None
-    label_col: str | None = None
-    no_header: bool = False
-    folds: int | None = None  # cross-validation folds for data without a test split (default 10)
-    split_col: str | None = None
-    test: Path | None = None
-    dev: Path | None = None
-    drop_invalid: bool = False
-    multiline: bool = False
-    label_first: bool = False
-    encoding: str = "utf-8"
     model: str | None = None  # 'default' (all-MiniLM-L6-v2), a local model directory or a hub id
     max_length: int | None = None
     precision: str | None = None  # fp32 (default), bf16 or auto
@@ -93,10 +70,7 @@ class SweepOptions:
     def check(self) -> SweepOptions:
         """Every check that needs no data and no model, in the options' own names; the options, normalised."""
         finite(self)
-        given = [name for name in SOURCES if getattr(self, name) is not None]
-        if len(given) != 1:
-            got = f" (got {', '.join(given)})" if given else ""
-            raise OptionError("give exactly one of {task}, {data} or {texts}" + got, *SOURCES)
+        self.check_source()
         alone = self.texts is not None and self.labels is None
         why = "leave it out for no limit" + ("; a label-free sample needs a spread of texts" if alone else "")
         at_least(self, "max_examples", MIN_TEXTS_SAMPLE if alone else 1, why)
