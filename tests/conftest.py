@@ -186,3 +186,19 @@ def mini_data_dir(tmp_path_factory) -> Path:
         sentences = (DATA / "ud-ewt" / f"{split}.conllu").read_text(encoding="utf-8").split("\n\n")[:count]
         (root / "ud-ewt" / f"{split}.conllu").write_text("\n\n".join(sentences) + "\n\n", encoding="utf-8")
     return root
+
+
+@pytest.fixture
+def model_reads(monkeypatch) -> list[str]:
+    """The class names of every `from_pretrained` read of model weights during the test, in order."""
+    from transformers import modeling_utils
+
+    reads: list[str] = []
+    original = modeling_utils.PreTrainedModel.from_pretrained.__func__
+
+    def counted(cls, *args, **kwargs):
+        reads.append(cls.__name__)
+        return original(cls, *args, **kwargs)
+
+    monkeypatch.setattr(modeling_utils.PreTrainedModel, "from_pretrained", classmethod(counted))
+    return reads

@@ -136,3 +136,12 @@ def test_bertlens_is_the_installed_wheel():
     import bertlens
 
     assert "site-packages" in bertlens.__file__, bertlens.__file__
+
+
+def test_every_commands_help_works_with_whatever_is_installed(capsys):
+    """`bertlens --help` and every command's `--help` load nothing optional: they work with the core install alone."""
+    from bertlens.cli.commands import COMMANDS
+
+    for command in ("", *COMMANDS):
+        assert main([command, "--help"] if command else ["--help"]) == 0, command
+        assert "usage: bertlens" in capsys.readouterr().out, command

@@ -32,19 +32,9 @@ def test_the_options_are_the_command_lines_flags():
     assert flags == {f.name for f in fields(RecommendOptions)} - {"labels"}
 
 
-def test_in_memory_data_walks_every_step_reading_the_weights_at_most_twice(tmp_path, tiny_bert_dir, monkeypatch):
+def test_in_memory_data_walks_every_step_reading_the_weights_at_most_twice(tmp_path, tiny_bert_dir, model_reads):
     """A small labelled table in memory, a short budget: every decision made, the weights read from disk at most
     twice (once per attention implementation), the result as a table and a notebook view, saved like the CLI's."""
-    from transformers import modeling_utils
-
-    reads = []
-    original = modeling_utils.PreTrainedModel.from_pretrained.__func__
-
-    def counted(cls, *args, **kwargs):
-        reads.append(cls.__name__)
-        return original(cls, *args, **kwargs)
-
-    monkeypatch.setattr(modeling_utils.PreTrainedModel, "from_pretrained", classmethod(counted))
     lines = (DATA / "sst2" / "train.txt").read_text().splitlines()
     rows = [ln for ln in lines if ln.startswith("0")][:60] + [ln for ln in lines if ln.startswith("1")][:60]
     table = {"review": [ln.split(" ", 1)[1] for ln in rows], "stars": [int(ln[0]) for ln in rows]}
@@ -54,7 +44,7 @@ def test_in_memory_data_walks_every_step_reading_the_weights_at_most_twice(tmp_p
     )  # fmt: skip
     steps = [row["step"] for row in advice.rows()]
     assert "representation" in steps and "frozen or fine-tuned" in steps and "latency" in steps
-    assert 1 <= len(reads) <= 2, reads
+    assert 1 <= len(model_reads) <= 2, model_reads
     assert advice.to_arrow().num_rows == len(advice.decisions)
     assert "<table>" in advice._repr_html_() and advice.recipe.model
     paths = advice.save(tmp_path / "out")

@@ -52,19 +52,9 @@ def test_every_printed_command_parses_and_the_embed_ones_run_as_printed(tmp_path
             assert np.load(args.out).shape[0] == 120
 
 
-def test_a_recommend_run_reads_the_models_weights_at_most_twice(tmp_path, tiny_bert_dir, capsys, monkeypatch):
+def test_a_recommend_run_reads_the_models_weights_at_most_twice(tmp_path, tiny_bert_dir, capsys, model_reads):
     """Every step's encoders and every fine-tuning run start from a copy in memory (models.weights_read_once): the
     weights are read from disk once per attention implementation (SDPA for fp32, eager for bf16), not once a step."""
-    from transformers import modeling_utils
-
-    reads = []
-    original = modeling_utils.PreTrainedModel.from_pretrained.__func__
-
-    def counted(cls, *args, **kwargs):
-        reads.append(cls.__name__)
-        return original(cls, *args, **kwargs)
-
-    monkeypatch.setattr(modeling_utils.PreTrainedModel, "from_pretrained", classmethod(counted))
     data = _labelled_csv(tmp_path / "reviews.csv")
     argv = ["recommend", "--data", str(data), "--text-col", "review", "--label-col", "label"]
     argv += ["--model", str(tiny_bert_dir), "--budget-minutes", "1", "--out", str(tmp_path / "rec"), "--quiet"]
@@ -72,4 +62,4 @@ def test_a_recommend_run_reads_the_models_weights_at_most_twice(tmp_path, tiny_b
     decisions = json.loads((tmp_path / "rec" / "results.json").read_text())["decisions"]
     tuned = next(d for d in decisions if d["step"] == "frozen or fine-tuned")
     assert "measured" in tuned["confidence"], tuned  # the fine-tuning runs ran, each from weights in memory
-    assert 1 <= len(reads) <= 2, reads  # 7 before (default model, 3-minute budget, docs/results.md)
+    assert 1 <= len(model_reads) <= 2, model_reads  # 7 before (default model, 3-minute budget, docs/results.md)

@@ -28,6 +28,19 @@ from bertlens.representation.fingerprint import recipe_fingerprint
 from bertlens.representation.recipe import ROLES, Recipe
 from bertlens.tasks.retrieval import load_beir
 
+# what every local task's TaskMetadata says the same way: English text, human judgements, found data
+LOCAL_TASK = {
+    "category": "t2t",
+    "eval_langs": ["eng-Latn"],
+    "dialect": [],
+    "domains": [],
+    "task_subtypes": [],
+    "annotations_creators": "human-annotated",
+    "modalities": ["text"],
+    "sample_creation": "found",
+    "bibtex_citation": "",
+}
+
 
 def _mteb():
     require("mteb", "the MTEB adapter (bertlens.adapters.mteb)")
@@ -73,18 +86,10 @@ def local_sts_task(path: str | Path, name: str = "LocalSTSBenchmark"):
             description=f"STS pairs read from {path} (offline)",
             reference="https://ixa2.si.ehu.eus/stswiki/index.php/STSbenchmark",
             dataset={"path": str(path), "revision": "local"},
-            category="t2t",
             eval_splits=["test"],
-            eval_langs=["eng-Latn"],
             date=("2017-01-01", "2017-12-31"),
-            dialect=[],
-            domains=[],
-            task_subtypes=[],
             license="cc-by-sa-4.0",
-            annotations_creators="human-annotated",
-            modalities=["text"],
-            sample_creation="found",
-            bibtex_citation="",
+            **LOCAL_TASK,
         )
         min_score = 0
         max_score = 5
@@ -185,18 +190,10 @@ def local_retrieval_task(directory: str | Path, split: str = "test", name: str =
             description=f"a BEIR-layout collection read from {directory} (offline)",
             reference="https://github.com/beir-cellar/beir",
             dataset={"path": str(directory), "revision": "local"},
-            category="t2t",
             eval_splits=[split],
-            eval_langs=["eng-Latn"],
             date=("2000-01-01", "2000-12-31"),
-            dialect=[],
-            domains=[],
-            task_subtypes=[],
             license="not specified",
-            annotations_creators="human-annotated",
-            modalities=["text"],
-            sample_creation="found",
-            bibtex_citation="",
+            **LOCAL_TASK,
         )
 
         def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bertlens.api.options import OptionError, at_least, finite, options_record, unknown_options
+from bertlens.api.options import OptionError, at_least, finite, unknown_options
+from bertlens.api.results import RowsResult, save_options
 from bertlens.api.sources import DataOptions
-from bertlens.io.atomic import write_json
 from bertlens.progress import Progress, silent
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ class RecommendOptions(DataOptions):
 
 
 @dataclass(frozen=True)
-class RecommendRun:
+class RecommendRun(RowsResult):
     """A finished walk: each decision with its evidence, rule and confidence, the recipe they make, and `save(dir)`
     writing what `bertlens recommend` writes (plus the options)."""
 
@@ -92,26 +92,12 @@ class RecommendRun:
             for d in self.result.decisions
         ]
 
-    def to_arrow(self):
-        import pyarrow as pa
-
-        return pa.Table.from_pylist(self.rows())
-
-    def to_pandas(self):
-        try:
-            import pandas  # noqa: F401
-        except ImportError:
-            raise OptionError("to_pandas() needs pandas: pip install pandas (or use to_arrow())") from None
-        return self.to_arrow().to_pandas()
-
     def save(self, out: str | Path) -> dict[str, Path]:
         """report.md/.html, results.json, recipe.json and options.json under `out`."""
         from bertlens.reports.recommend import write_outputs
 
         out = Path(out)
-        paths = write_outputs(self.result, out)
-        write_json(out / "options.json", options_record(self.options))
-        return {**paths, "options": out / "options.json"}
+        return {**write_outputs(self.result, out), "options": save_options(out, self.options)}
 
     def __repr__(self) -> str:
         steps = "; ".join(f"{d.step}: {d.decision}" for d in self.result.decisions)

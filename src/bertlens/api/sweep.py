@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bertlens.api.options import OptionError, at_least, finite, options_record, unknown_options
+from bertlens.api.options import OptionError, at_least, finite, unknown_options
+from bertlens.api.results import RowsResult, save_options
 from bertlens.api.sources import DataOptions
-from bertlens.io.atomic import write_json
 from bertlens.progress import Progress, silent
 from bertlens.representation.choices import DEFAULT_POOLERS, PRECISIONS
 
@@ -115,7 +115,7 @@ class SweepOptions(DataOptions):
 
 
 @dataclass(frozen=True)
-class SweepRun:
+class SweepRun(RowsResult):
     """A finished sweep: the recommended recipe, every candidate's scores as a table, the plots, and `save(dir)`
     writing exactly what `bertlens sweep` writes (plus the options that made it)."""
 
@@ -140,19 +140,6 @@ class SweepRun:
 
         return result_rows(self.result)
 
-    def to_arrow(self):
-        import pyarrow as pa
-
-        return pa.Table.from_pylist(self.rows())
-
-    def to_pandas(self):
-        """The rows as a DataFrame (pandas is not a dependency of bertlens: install it to use this)."""
-        try:
-            import pandas  # noqa: F401
-        except ImportError:
-            raise OptionError("to_pandas() needs pandas: pip install pandas (or use to_arrow())") from None
-        return self.to_arrow().to_pandas()
-
     def plot(self, protocol: str | None = None):
         """The layer x pooler grid of test scores of `protocol` (default: the one the recommendation is made by),
         as a matplotlib Figure."""
@@ -170,9 +157,7 @@ class SweepRun:
         from bertlens.reports.sweep import write_outputs
 
         out = Path(out)
-        paths = write_outputs(self.result, out)
-        write_json(out / "options.json", options_record(self.options))
-        return {**paths, "options": out / "options.json"}
+        return {**write_outputs(self.result, out), "options": save_options(out, self.options)}
 
     def __repr__(self) -> str:
         main = self.result.main
