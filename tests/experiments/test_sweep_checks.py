@@ -75,3 +75,12 @@ def test_recommend_refuses_prompts_on_a_task_without_retrieval_in_the_sweeps_wor
     monkeypatch.setattr(recommend, "Encoder", never_encode)
     with pytest.raises(BertlensError, match="--prompts applies to retrieval tasks; sst2 is a classification task"):
         recommend.run_recommend(sst2, "default", RunContext(tmp_path), recommend.RecommendOptions(prompt_sets=(E5,)))
+
+
+def test_every_kind_is_swept_by_its_target_not_its_name():
+    """The runner dispatches on the kind's target (experiments/sweep/run.py: SWEEPS): every kind in the table has
+    a sweep, and a new kind with an existing target needs nothing new there."""
+    from bertlens.experiments.sweep.run import SWEEPS
+    from bertlens.tasks.kinds import KINDS
+
+    assert {kind.target for kind in KINDS.values()} <= set(SWEEPS)

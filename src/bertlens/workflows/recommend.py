@@ -32,7 +32,7 @@ from bertlens.io.cache import cached_result, content_key
 from bertlens.io.run_context import RunContext
 from bertlens.models import weights_read_once
 from bertlens.representation.recipe import Recipe
-from bertlens.tasks.kinds import RETRIEVAL
+from bertlens.tasks.kinds import JUDGEMENTS
 from bertlens.tasks.loaders import TaskData
 from bertlens.workflows.decision import Budget, CommandSources, Decision, fill_commands, sample_rows
 from bertlens.workflows.domain_step import reference_corpus, step_domain
@@ -184,7 +184,7 @@ def _recommend(task: TaskData, model: str, run: RunContext, options: RecommendOp
         settings = (served.to_dict(), latency_budget_ms, throughput_target, [str(a.path) for a in alternatives])
         return cached("latency", lambda: latency(served), (*settings, own_int8))
 
-    if task.kind is RETRIEVAL:
+    if task.kind.target == JUDGEMENTS:  # judged queries over a corpus: the kind's target decides, not its name
         decisions, recipe = _retrieval_decisions(task, model, encoder, run, budget, cached, prompt_sets)
         decisions.append(cached_latency(recipe))
         return _finished(task, model, decisions, recipe, budget, (), sources)

@@ -19,7 +19,7 @@ from bertlens.probing.truncation import similarity_loss
 from bertlens.progress import Progress, counting, silent
 from bertlens.representation.choices import attentions_for
 from bertlens.representation.recipe import Recipe
-from bertlens.tasks.kinds import RETRIEVAL, SCORE, SIMILARITY
+from bertlens.tasks.kinds import CLASS, JUDGEMENTS, NONE, SCORE, SIMILARITY
 from bertlens.tasks.loaders import TaskData, texts_task
 
 from .choice import make_result
@@ -52,14 +52,25 @@ def run_sweep(
             f"--long-text {base.long_text} keeps one vector per chunk; the sweep scores one vector per text (for "
             "retrieval, --long-documents also scores the maxp readings): use windows, late or chunks with mean"
         )
-    if not task.kind.labelled:
-        return run_texts_sweep(task.all_texts(), task.name, encoder, base, cache_dir, config, progress)
+    return SWEEPS[task.kind.target](task, encoder, base, cache_dir, config, progress)
+
+
+def _texts_sweep(task: TaskData, encoder, base: Recipe, cache_dir, config: SweepConfig, progress) -> SweepResult:
+    """Texts alone (a kind without targets): the label-free protocol chooses."""
+    return run_texts_sweep(task.all_texts(), task.name, encoder, base, cache_dir, config, progress)
+
+
+def _prepared(encoder, base: Recipe, config: SweepConfig) -> tuple[Encoder, Recipe]:
+    """The encoder built with what the poolers read, and the base recipe naming its model and length (seeded)."""
     encoder = _sweep_encoder(encoder, base, config)
     model = base.model if base.model != "default" else encoder.ref.name
-    base = base.replace(model=model, max_length=encoder.max_length)
     torch.manual_seed(config.seed)
-    if task.kind is RETRIEVAL:
-        return _retrieval_sweep(task, encoder, base, cache_dir, config, progress)
+    return encoder, base.replace(model=model, max_length=encoder.max_length)
+
+
+def _bank_sweep(task: TaskData, encoder, base: Recipe, cache_dir, config: SweepConfig, progress) -> SweepResult:
+    """Labels or scores per text (or pair): one bank of every layer x pooler, then every protocol the kind lists."""
+    encoder, base = _prepared(encoder, base, config)
     texts = task.all_texts()
     bank, timings = _bank(encoder, texts, base, cache_dir, config, progress)
     release_freed_memory()  # the encoding pass's activations: not needed by the probes
@@ -96,7 +107,9 @@ def _wanted(task: TaskData, config: SweepConfig) -> tuple[str, ...]:
     return tuple(p for p in task.kind.protocols if p not in OPT_IN)
 
 
-def _retrieval_sweep(task, encoder: Encoder, base: Recipe, cache_dir, config: SweepConfig, progress) -> SweepResult:
+def _retrieval_sweep(task, encoder, base: Recipe, cache_dir, config: SweepConfig, progress) -> SweepResult:
+    """Judged queries over a corpus: the retrieval protocols read the collection, not a bank of the task's texts."""
+    encoder, base = _prepared(encoder, base, config)
     protocols, scores, timings, free, trust = retrieval_protocols(task, encoder, base, cache_dir, config, progress)
     result = make_result(
         task, encoder, base, config, encoder.hidden_size, protocols, timings, scores.processors, "the choosing queries"
@@ -112,6 +125,11 @@ def _retrieval_sweep(task, encoder: Encoder, base: Recipe, cache_dir, config: Sw
         )
     recipe = result.recipe.replace(dimension_loss=loss)
     return replace(result, label_free=free, trust=trust, recipe=recipe, notes=notes)
+
+
+# How each kind of target is swept: the kind's own field decides (tasks/kinds.py), never its name. A new kind with
+# one of these targets needs no change here; a new kind of target is one entry.
+SWEEPS = {NONE: _texts_sweep, CLASS: _bank_sweep, SCORE: _bank_sweep, JUDGEMENTS: _retrieval_sweep}
 
 
 def _sweep_encoder(encoder: Encoder | str, base: Recipe, config: SweepConfig) -> Encoder:
