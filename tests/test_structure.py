@@ -40,3 +40,19 @@ def test_no_function_takes_more_than_nine_parameters():
                 if not (node.name == "__init__" and str(path.relative_to(SRC)) in ESTIMATORS):
                     wide.append(f"{path.relative_to(SRC)}:{node.lineno} {node.name} ({_parameters(node)})")
     assert not wide, "group parameters that travel together: " + "; ".join(wide)
+
+
+def test_the_package_declares_lower_bounds_and_the_extras_it_names():
+    """A library installs into its user's stack: no exact pins in what pip resolves for a user (constraints.txt
+    holds those), and every extra the code names (extras.py, the missing-extra lines) exists in pyproject."""
+    import tomllib
+
+    from bertlens.extras import EXTRAS
+
+    project = tomllib.loads((SRC.parents[1] / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    declared = [*project["dependencies"], *(r for group in extras.values() for r in group)]
+    assert not [r for r in declared if "==" in r], declared
+    assert set(EXTRAS) | {"all", "test"} <= set(extras)
+    (everything,) = extras["all"]  # 'bertlens[serve,onnx,...]': every extra above, and nothing else
+    assert set(everything.removeprefix("bertlens[").removesuffix("]").split(",")) == set(EXTRAS)

@@ -16,3 +16,31 @@ def did_you_mean(name: str, valid: Iterable[str]) -> str:
     close = difflib.get_close_matches(name, valid, n=1, cutoff=0.5)
     hint = f"did you mean '{close[0]}'? " if close else ""
     return f"{hint}valid: {', '.join(valid)}"
+
+
+def flag(option: str) -> str:
+    """A keyword's command-line flag: `max_examples` -> `--max-examples`."""
+    return f"--{option.replace('_', '-')}"
+
+
+class OptionError(BertlensError):
+    """A bad option value, in the caller's own words: `template` names options as {name} placeholders, read as
+    `max_examples` from Python and as `--max-examples` on the command line (cli/main.py renders `as_flags`)."""
+
+    def __init__(self, template: str, *options: str) -> None:
+        self.template, self.options = template, options
+        super().__init__(self.as_keywords())
+
+    def as_keywords(self) -> str:
+        return self.template.format(**{name: name for name in self.options})
+
+    def as_flags(self) -> str:
+        return self.template.format(**{name: flag(name) for name in self.options})
+
+
+def check_whole(name: str, value, lowest: int, why: str) -> None:
+    """A whole-number option of at least `lowest` (a bool is not a number here; numpy integers are)."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise OptionError(f"{{{name}}} must be a whole number, got {value!r}", name)
+    if value < lowest:
+        raise OptionError(f"{{{name}}} must be at least {lowest} ({why}), got {value}", name)

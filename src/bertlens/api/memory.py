@@ -12,8 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from bertlens.api.options import OptionError
-from bertlens.errors import BertlensError
+from bertlens.errors import BertlensError, OptionError
 
 TEXT, LABEL = "text", "label"  # the columns `texts=` and `labels=` become
 

@@ -1,8 +1,8 @@
 """Errors in the caller's own words: a check names the option, and each front end words it its own way.
 
-`OptionError("{max_examples} must be at least 1, got -1", "max_examples")` reads `max_examples must be ...` from
-Python and `--max-examples must be ...` on the command line (cli/main.py renders it with `as_flags`). The checks of
-a command's options live with the options (api/<command>.py) and run before any model loads.
+`OptionError` (errors.py) reads `max_examples must be ...` from Python and `--max-examples must be ...` on the
+command line. The checks of a command's options live with the options (api/<command>.py) and run before any model
+loads; the loaders below check the same keywords with the same `check_whole`.
 """
 
 from __future__ import annotations
@@ -13,36 +13,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bertlens.errors import BertlensError
-
-
-def flag(option: str) -> str:
-    return f"--{option.replace('_', '-')}"
-
-
-class OptionError(BertlensError):
-    """A bad option value: `template` names options as {name} placeholders, filled per front end."""
-
-    def __init__(self, template: str, *options: str) -> None:
-        self.template, self.options = template, options
-        super().__init__(self.as_keywords())
-
-    def as_keywords(self) -> str:
-        return self.template.format(**{name: name for name in self.options})
-
-    def as_flags(self) -> str:
-        return self.template.format(**{name: flag(name) for name in self.options})
+from bertlens.errors import BertlensError, OptionError, check_whole
 
 
 def at_least(options: Any, name: str, lowest: int, why: str) -> None:
     """A whole-number option (None: not given) of at least `lowest`."""
     value = getattr(options, name)
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise OptionError(f"{{{name}}} must be a whole number, got {value!r}", name)
-    if value < lowest:
-        raise OptionError(f"{{{name}}} must be at least {lowest} ({why}), got {value}", name)
+    if value is not None:
+        check_whole(name, value, lowest, why)
 
 
 def finite(options: Any) -> None:

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bertlens.api.options import OptionError, at_least, finite, unknown_options
+from bertlens.api.options import at_least, finite, unknown_options
 from bertlens.api.results import RowsResult, save_options
 from bertlens.api.sources import DataOptions
+from bertlens.errors import OptionError
 from bertlens.progress import Progress, silent
 
 if TYPE_CHECKING:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bertlens.api.options import OptionError, options_record
+from bertlens.api.options import options_record
+from bertlens.errors import BertlensError
 from bertlens.io.atomic import write_json
 
 
@@ -26,7 +27,7 @@ class RowsResult:
         try:
             import pandas  # noqa: F401
         except ImportError:
-            raise OptionError("to_pandas() needs pandas: pip install pandas (or use to_arrow())") from None
+            raise BertlensError("to_pandas() needs pandas: pip install pandas (or use to_arrow())") from None
         return self.to_arrow().to_pandas()
 
 

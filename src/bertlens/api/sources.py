@@ -50,7 +50,7 @@ class DataOptions:
 
     def check_source(self) -> None:
         """Exactly one source of data, and labels only beside texts given as a list."""
-        from bertlens.api.options import OptionError
+        from bertlens.errors import OptionError
 
         given = [name for name in SOURCES if getattr(self, name) is not None]
         if len(given) != 1:

@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bertlens.api.options import OptionError, at_least, finite, unknown_options
+from bertlens.api.options import at_least, finite, unknown_options
 from bertlens.api.results import RowsResult, save_options
 from bertlens.api.sources import DataOptions
+from bertlens.errors import OptionError
+from bertlens.io.run_context import SEED_LIMIT
 from bertlens.progress import Progress, silent
 from bertlens.representation.choices import DEFAULT_POOLERS, PRECISIONS
 
@@ -76,10 +78,12 @@ class SweepOptions(DataOptions):
         at_least(self, "max_examples", MIN_TEXTS_SAMPLE if alone else 1, why)
         at_least(self, "folds", 2, "cross-validation needs two folds or more")
         at_least(self, "max_length", 2, "a model reads at least 2 tokens")
-        at_least(self, "resamples", 20, "a 95% interval's tails need draws of their own")
+        from bertlens.metrics.bootstrap import MIN_RESAMPLES
+
+        at_least(self, "resamples", MIN_RESAMPLES, "a 95% interval's tails need draws of their own")
         at_least(self, "seed", 0, "a seed is a non-negative whole number")
-        if self.seed > 2**32 - 1:
-            raise OptionError(f"{{seed}} must be at most {2**32 - 1}, got {self.seed}", "seed")
+        if self.seed > SEED_LIMIT:
+            raise OptionError(f"{{seed}} must be at most {SEED_LIMIT}, got {self.seed}", "seed")
         if self.precision is not None and self.precision not in PRECISIONS:
             raise OptionError(
                 f"{{precision}} must be one of {', '.join(PRECISIONS)}, got {self.precision!r}", "precision"

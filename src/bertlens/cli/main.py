@@ -16,7 +16,7 @@ import warnings
 
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.needs import check_extras
-from bertlens.errors import BertlensError
+from bertlens.errors import BertlensError, OptionError
 from bertlens.io.atomic import check_out_dir
 from bertlens.io.run_context import check_seed
 from bertlens.version import __version__
@@ -117,8 +117,6 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 def user_words(error: BertlensError) -> str:
     """An error in the command line's words: an option named as its flag (`max_examples` -> `--max-examples`)."""
-    from bertlens.api.options import OptionError
-
     return error.as_flags() if isinstance(error, OptionError) else str(error)
 
 

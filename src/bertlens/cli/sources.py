@@ -12,7 +12,6 @@ from bertlens.api.sources import (  # noqa: F401 - the loaders, for the commands
     load_task,
     load_texts,
     training_texts,
-    unlabelled_texts,
 )
 from bertlens.tasks.catalog import CATALOG
 from bertlens.tasks.kinds import user_kinds

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bertlens.errors import BertlensError, did_you_mean
+from bertlens.errors import BertlensError, check_whole, did_you_mean
 from bertlens.extras import require
 from bertlens.io.tables import TableSpec, check_file, first_lines, iter_records
 from bertlens.tasks.catalog import TaskSpec
@@ -406,24 +406,11 @@ def _check_fold_size(data: TaskData, where: str) -> TaskData:
     return data
 
 
-def check_whole(keyword: str, value, lowest: int, why: str) -> None:
-    """A whole-number keyword of the loaders (folds, seed) as the command line checks its flag: one line naming the
-    keyword, never numpy's ValueError from deep inside a draw."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise BertlensError(f"{keyword} must be a whole number, got {value!r}")
-    if value < lowest:
-        raise BertlensError(f"{keyword} must be at least {lowest} ({why}), got {value}")
-
-
 def check_max_examples(max_examples: int | None) -> None:
-    """`max_examples` is a whole number of at least 1, or None for no limit (the library's own words: the
-    command line checks `--max-examples` the same way first)."""
-    if max_examples is None:
-        return
-    if isinstance(max_examples, bool) or not isinstance(max_examples, int | np.integer):
-        raise BertlensError(f"max_examples must be a whole number, got {max_examples!r}")
-    if max_examples < 1:
-        raise BertlensError(f"max_examples must be at least 1 (leave it out for no limit), got {max_examples}")
+    """`max_examples` is a whole number of at least 1, or None for no limit (the command line checks
+    `--max-examples` the same way first)."""
+    if max_examples is not None:
+        check_whole("max_examples", max_examples, 1, "leave it out for no limit")
 
 
 def _class_floor(data: TaskData, split: str) -> int:
