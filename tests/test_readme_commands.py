@@ -12,7 +12,7 @@ import shlex
 import pytest
 from markdown_it import MarkdownIt
 
-from bertlens.cli.main import build_parser, main
+from bertlens.cli.main import main, parse_command_line
 from tests.conftest import DATA, REPO
 
 pytestmark = pytest.mark.extended
@@ -67,9 +67,8 @@ def test_every_readme_command_runs_as_written(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("BERTLENS_DATA", str(DATA))
     monkeypatch.setenv("BERTLENS_CACHE", str(tmp_path / "cache"))
     for words, run in readme_commands():
-        command = words[1]
         if not run:
-            build_parser(command).parse_args(words[1:])  # the flags exist and parse
+            parse_command_line(words[1:])  # the flags exist and parse
             continue
         code = main(words[1:])
         err = capsys.readouterr().err

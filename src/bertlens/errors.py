@@ -38,6 +38,11 @@ class OptionError(BertlensError):
         return self.template.format(**{name: flag(name) for name in self.options})
 
 
+def literal(value: object) -> str:
+    """A value placed in an OptionError's template as itself (a path or a text may hold braces)."""
+    return str(value).replace("{", "{{").replace("}", "}}")
+
+
 def check_whole(name: str, value, lowest: int, why: str) -> None:
     """A whole-number option of at least `lowest` (a bool is not a number here; numpy integers are)."""
     if isinstance(value, bool) or not hasattr(value, "__index__"):

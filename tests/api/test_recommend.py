@@ -4,13 +4,11 @@ each worded for its caller; data in memory; the weights read at most twice in a 
 from __future__ import annotations
 
 import json
-from dataclasses import fields
 
 import pytest
 
 import bertlens
-from bertlens.api.recommend import RecommendOptions
-from bertlens.cli.main import build_parser, main
+from bertlens.cli.main import main
 from tests.api.test_sweep import _no_model
 from tests.conftest import DATA
 
@@ -23,13 +21,6 @@ def test_a_bad_budget_is_refused_in_each_callers_words_before_any_model(monkeypa
     assert "error: --budget-minutes must be positive, got -1" in capsys.readouterr().err
     with pytest.raises(bertlens.BertlensError, match=r"^unknown option 'budget': did you mean 'budget_minutes'\?"):
         bertlens.recommend(task="sst2", budget=3)
-
-
-def test_the_options_are_the_command_lines_flags():
-    parser = build_parser("recommend")
-    sub = next(a for a in parser._actions if a.dest == "command").choices["recommend"]
-    flags = {a.dest for a in sub._actions if a.dest != "help"} - {"out_is_dir", "run"}
-    assert flags == {f.name for f in fields(RecommendOptions)} - {"labels"}
 
 
 def test_in_memory_data_walks_every_step_reading_the_weights_at_most_twice(tmp_path, tiny_bert_dir, model_reads):

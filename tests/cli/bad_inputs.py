@@ -727,7 +727,7 @@ CASES += [  # issue #28: what a newcomer found (numbers accepted silently or fai
     # numbers that used to reach numpy or torch (issue #40): refused before any work
     ("--max-examples -1", [*SWEEP, *TASK[:4], "--max-examples", "-1"], "--max-examples must be at least 1"),
     ("--max-examples 0 (not 'no limit')", [*SWEEP, *TASK[:4], "--max-examples", "0"], "leave it out for no limit"),
-    ("--resamples 0", [*SWEEP, *TASK[:4], "--resamples", "0"], "--resamples must be a whole number of at least 20"),
+    ("--resamples 0", [*SWEEP, *TASK[:4], "--resamples", "0"], "--resamples must be at least 20 (a 95% interval"),
     ("--resamples 1 (no interval)", [*SWEEP, *TASK[:4], "--resamples", "1"], "tails need draws of their own"),
     ("--seed -1", [*SWEEP, *TASK[:4], "--seed", "-1"], "--seed must be between 0 and 4294967295"),
     ("--seed over 2**32", [*SWEEP, *TASK[:4], "--seed", "4294967296"], "--seed must be between 0 and 4294967295"),

@@ -9,6 +9,8 @@ import pytest
 
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.main import build_parser, main
+from bertlens.cli.reference import accepted_flags as command_flags
+from tests.cli.bad_flag_values import generated_cases
 from tests.cli.bad_inputs import CASES, expand, make_files
 from tests.conftest import DATA
 
@@ -20,7 +22,10 @@ def inputs(tmp_path_factory, tiny_bert_dir):
     return tmp
 
 
-@pytest.mark.parametrize(("name", "argv", "expected"), CASES, ids=[c[0] for c in CASES])
+GENERATED = generated_cases()
+
+
+@pytest.mark.parametrize(("name", "argv", "expected"), CASES + GENERATED, ids=[c[0] for c in CASES + GENERATED])
 def test_bad_input_is_one_line_and_exit_1(inputs, tiny_bert_dir, capsys, name, argv, expected):
     before = {p for p in inputs.rglob("*")}
     code = main(expand(argv, inputs, tiny_bert_dir, DATA))
@@ -36,11 +41,8 @@ def test_bad_input_is_one_line_and_exit_1(inputs, tiny_bert_dir, capsys, name, a
 
 
 def accepted_flags(command: str) -> set[str]:
-    """Every option string of `command`'s parser, and the global ones."""
-    parser = build_parser(command)
-    flags = {flag for action in parser._actions for flag in action.option_strings}
-    sub = next(a for a in parser._actions if a.dest == "command").choices[command]
-    return flags | {flag for action in sub._actions for flag in action.option_strings}
+    """Every flag of `command`, and the global ones."""
+    return command_flags(command) | {flag for action in build_parser()._actions for flag in action.option_strings}
 
 
 def unknown_flags(message: str, command: str) -> list[str]:
@@ -50,25 +52,15 @@ def unknown_flags(message: str, command: str) -> list[str]:
     return [flag for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", message) if flag not in accepted]
 
 
-def test_at_least_forty_cases_cover_every_command():
-    assert len(CASES) >= 40
-    commands = {argv[0] for _, argv, _ in CASES}
-    assert commands == {
-        "embed",
-        "sweep",
-        "probe",
-        "finetune",
-        "compare",
-        "geometry",
-        "postprocess",
-        "contrastive",
-        "longdoc",
-        "pretrain",
-        "domain",
-        "distill",
-        "export",
-        "serve",
-        "recommend",
-        "index",
-        "search",
-    }
+def test_every_command_has_hand_written_and_generated_cases():
+    assert len(CASES) >= 140
+    for cases in (CASES, GENERATED):
+        assert {argv[0] for _, argv, _ in cases} == set(COMMANDS)
+
+
+def test_the_table_holds_at_least_300_cases():
+    """The command line's cases, the server's routes and the Python API's calls together (docs/results.md)."""
+    from tests.api.bad_calls import CASES as CALLS
+    from tests.serving.bad_requests import REQUESTS
+
+    assert len(CASES) + len(GENERATED) + len(REQUESTS) + len(CALLS) >= 300

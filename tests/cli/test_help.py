@@ -30,7 +30,7 @@ def test_help_imports_no_heavy_library(command):
     done = subprocess.run([sys.executable, "-c", PROBE, command], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result["code"] == 0 and f"usage: bertlens {command}" in result["help"]
+    assert result["code"] == 0 and f"usage: bertlens {command}" in result["help"].lower()
     assert result["heavy"] == [], f"`bertlens {command} --help` imported {result['heavy']}"
 
 

@@ -7,7 +7,7 @@ import shlex
 
 import numpy as np
 
-from bertlens.cli.main import build_parser, main
+from bertlens.cli.main import main, parse_command_line
 
 
 def _labelled_csv(path, rows: int = 120):
@@ -45,7 +45,7 @@ def test_every_printed_command_parses_and_the_embed_ones_run_as_printed(tmp_path
         assert words[0] == "bertlens" and not {"OUT", "DATA", "...", "FILE"} & set(words), command
         if "TEXTS" in words:  # only a catalog task leaves the user's own texts to name
             raise AssertionError(f"a table's texts were known, yet: {command}")
-        args = build_parser(words[1]).parse_args(words[1:])  # every flag exists, nothing required is missing
+        args = parse_command_line(words[1:])  # every flag exists, nothing required is missing
         assert args.command == words[1]
         if words[1] == "embed":
             assert main(words[1:] + ["--quiet"]) == 0, (command, capsys.readouterr().err)

@@ -46,8 +46,9 @@ def test_texts_with_label_flags_or_too_few_texts_are_one_line(tmp_path, tiny_ber
     few.write_text("a\nb\nc\n")
     code, err = run(capsys, "--texts", few, "--model", tiny_bert_dir, "--out", tmp_path / "o")
     assert code == 1 and "3 distinct texts" in err and not (tmp_path / "o").exists()
-    code, err = run(capsys, "--texts", texts, "--task", "sst2", "--out", tmp_path / "o")  # argparse: one source only
-    assert code == 1 and "not allowed with argument --texts" in err and len(err.strip().splitlines()) == 1
+    code, err = run(capsys, "--texts", texts, "--task", "sst2", "--out", tmp_path / "o")  # one source only
+    assert code == 1 and "give exactly one of --task, --data or --texts (got --task, --texts)" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.extended  # the same protocol as tests/experiments/test_sweep_label_free.py, through the CLI: `make test-extended`

@@ -93,12 +93,17 @@ def on_disk(options: Any) -> Iterator[Any]:
             return
         try:
             yield dataclasses.replace(options, **changes)
-        except OptionError:
-            raise
+        except OptionError as error:  # its template is reworded, so the command line still shows its flags
+            raise OptionError(_in_memory(error.template, folder), *error.options) from None
         except BertlensError as error:
-            message = str(error)
-            if folder in message:  # the temporary file's lines are the data's rows, numbered from 1
-                for name in ("data.jsonl", "texts.jsonl"):
-                    message = message.replace(str(Path(folder) / name), "the in-memory data")
-                message = message.replace("lines ", "rows ").replace("line ", "row ")
-            raise BertlensError(message) from None
+            raise BertlensError(_in_memory(str(error), folder)) from None
+
+
+def _in_memory(message: str, folder: str) -> str:
+    """A loader's message about the temporary file, about the in-memory data: its lines are the data's rows,
+    numbered from 1."""
+    if folder not in message:
+        return message
+    for name in ("data.jsonl", "texts.jsonl"):
+        message = message.replace(str(Path(folder) / name), "the in-memory data")
+    return message.replace("lines ", "rows ").replace("line ", "row ")

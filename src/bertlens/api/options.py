@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import types
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,24 @@ def finite(options: Any) -> None:
         value = getattr(options, field.name)
         if isinstance(value, float) and not math.isfinite(value):
             raise OptionError(f"{{{field.name}}} must be a finite number, got {value}", field.name)
+
+
+def choices_of(hint: Any) -> tuple | None:
+    """The values a `Literal[...]` (or `Literal[...] | None`) annotation allows; None for any other type."""
+    for part in typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,):
+        if typing.get_origin(part) is typing.Literal:
+            return typing.get_args(part)
+    return None
+
+
+def one_of(options: Any) -> None:
+    """Every option typed as a choice (`Literal[...]`, which the command line checks by itself) holds one of its
+    values when it comes from Python too."""
+    hints = typing.get_type_hints(type(options))
+    for field in dataclasses.fields(options):
+        allowed, value = choices_of(hints[field.name]), getattr(options, field.name)
+        if allowed is not None and value is not None and value not in allowed:
+            raise OptionError(f"{{{field.name}}} must be one of {', '.join(allowed)}, got {value!r}", field.name)
 
 
 def unknown_options(cls: type, given: Mapping[str, Any]) -> None:

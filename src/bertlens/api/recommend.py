@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bertlens.api.options import at_least, finite, unknown_options
+from bertlens.api.options import at_least, finite, one_of, unknown_options
 from bertlens.api.results import RowsResult, save_options
 from bertlens.api.sources import DataOptions
 from bertlens.errors import OptionError
+from bertlens.io.run_context import check_seed
 from bertlens.progress import Progress, silent
 
 if TYPE_CHECKING:
@@ -36,25 +37,44 @@ DATA_FLAGS = (
 DATA_SWITCHES = ("no_header", "label_first", "multiline")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RecommendOptions(DataOptions):
     """Every option of `bertlens recommend`, by the name of its long flag; where the data comes from: `DataOptions`."""
 
+    texts: Any = None
+    """texts alone, no labels: the representation is chosen by label-free measures (and fine-tuning is skipped):
+    .txt (one a line), .csv/.tsv/.parquet or .jsonl (with --column); from Python also a list of strings (with
+    `labels`, a labelled task)"""
     model: str = "default"
-    budget_minutes: float = 15.0  # time for all measurements
-    latency_budget_ms: float | None = None  # per-text latency the served model must meet
-    throughput_target: float | None = None  # texts/s the served model must reach
-    alternatives: Sequence[Path] = ()  # faster things to serve, timed beside the recipe (export/distill outputs)
-    no_int8: bool = False  # skip the latency step's own ONNX int8 export
-    prompts: Sequence[str] | None = None  # retrieval: 'NAME=QUERY_PROMPT|DOCUMENT_PROMPT' sets to score too
-    cache_dir: Path | None = None  # feature-bank cache (default: inside out)
+    """'default', a local model directory or a hub id"""
+    budget_minutes: float = 15.0
+    """time for all measurements (default 15)"""
+    latency_budget_ms: float | None = None
+    """per-text latency the served model must meet"""
+    throughput_target: float | None = None
+    """texts/s the served model must reach"""
+    alternatives: Sequence[Path] = ()
+    """faster things to serve, timed next to the recipe in the latency step: `export` directories (ONNX, int8) and
+    `distill` output directories or recipe files"""
+    no_int8: bool = False
+    """skip the latency step's own ONNX int8 export (gated on your texts, written to OUT/onnx-int8; about a minute on
+    2 cores for a 6-layer model)"""
+    prompts: Sequence[str] | None = None
+    """retrieval data: prompt sets the representation step scores too (as `sweep --prompts`)"""
+    cache_dir: Path | None = None
+    """feature-bank cache (default: inside --out)"""
     seed: int = 0
-    out: Path | None = None  # where the steps and the report go (None from Python: a temporary folder, not saved)
+    """seed for sampling, splits, initialisation and data order"""
+    out: Path | None = None
+    """output directory, required on the command line (finished steps are reused when rerun); from Python, None runs
+    in a temporary folder and saves nothing"""
     quiet: bool = False
+    """no progress output"""
 
     def check(self) -> RecommendOptions:
         """Every check that needs no data and no model, in the options' own names."""
         finite(self)
+        one_of(self)
         self.check_source()
         if self.labels is not None and self.texts is None:
             raise OptionError("{labels} goes with {texts} given as a list of strings", "labels", "texts")
@@ -63,7 +83,7 @@ class RecommendOptions(DataOptions):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value <= 0):
                 raise OptionError(f"{{{name}}} must be positive, got {value!r}", name)
         at_least(self, "folds", 2, "cross-validation needs two folds or more")
-        at_least(self, "seed", 0, "a seed is a non-negative whole number")
+        check_seed(self.seed)
         from bertlens.probing.candidates import parse_prompt_set
 
         for prompt_set in self.prompts or ():

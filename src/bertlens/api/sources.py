@@ -5,48 +5,76 @@ line and a command's options dataclass from Python both have them, so both load 
 checks. The command line's flags are declared in cli/sources.py.
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from bertlens.errors import BertlensError
+from bertlens.errors import BertlensError, OptionError, literal
 from bertlens.io.tables import is_blank, iter_texts, parse_column
 from bertlens.tasks.catalog import CATALOG, data_dir, get_task
 from bertlens.tasks.kinds import CLASSIFICATION, RETRIEVAL, SIMILARITY
 
+# no `from __future__ import annotations`: DataOptions' field types must be objects, since a subclass in another
+# module (SweepOptions) has its fields' string annotations resolved in that module (dataclasses' generated __init__)
 if TYPE_CHECKING:  # annotations only: the module loads without heavy imports (`--help`)
     from bertlens.tasks.loaders import TaskData
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)  # keywords only: the command line has no positional argument
 class DataOptions:
     """Where a run's data comes from: exactly one of `task` (a catalog name, or hf:NAME[:CONFIG]), `data` (a
     CSV/TSV/JSONL file or a BEIR directory; from Python also a dict of columns, a pandas DataFrame or a pyarrow
     Table) or `texts` (texts alone, no labels: a file; from Python also a list of strings, and with `labels` a
-    labelled task), and how to read it. The fields are the command line's flags (cli/sources.py), by name."""
+    labelled task), and how to read it. Each field is a flag of the command line (`text_col` is --text-col), its
+    docstring the flag's help."""
 
     task: str | None = None
+    """a catalog task (sst2, mr, subj, trec, stsb, movie_reviews, cranfield, cisi, npl); or hf:NAME[:CONFIG] for a
+    Hugging Face dataset (online; needs `pip install 'bertlens[datasets]'` and --text-col/--label-col)"""
     data: Any = None
+    """your own CSV/TSV/JSONL file (with --text-col and --label-col), or a BEIR retrieval directory; from Python also
+    a dict of columns, a pandas DataFrame or a pyarrow Table"""
     texts: Any = None
-    labels: Sequence | None = None  # Python only: labels (or scores) for `texts` given as a list
-    column: str | None = None  # for texts from a CSV/TSV/Parquet/JSONL file: its text column or field
-    data_dir: str | None = None  # where the catalog's data lives (default $BERTLENS_DATA or ../shared/data)
-    task_type: str | None = None  # classification, pair_classification, similarity or retrieval
+    """texts alone, no labels: .txt (one a line), .csv/.tsv/.parquet or .jsonl (with --column); from Python also a
+    list of strings"""
+    labels: Sequence | None = None
+    """Python only: the labels (or scores) of `texts` given as a list, making them a labelled task"""
+    column: str | None = None
+    """for --texts CSV/TSV/Parquet/JSONL: the text column (header name or 0-based index) or field"""
+    data_dir: str | None = None
+    """where the shared data lives: catalog tasks, UD EWT (default $BERTLENS_DATA or ../shared/data)"""
+    task_type: Literal["classification", "pair_classification", "similarity", "retrieval"] | None = None
+    """for --data: classification (default with one text column), pair_classification, similarity (default with two
+    text columns), or retrieval (a BEIR directory, or --text-col QUERY --text-col2 RELEVANT_DOCUMENT; the default for
+    a directory)"""
     text_col: str | None = None
+    """for --data: text column (header name or 0-based index)"""
     text_col2: str | None = None
+    """for --data: second text column (pair tasks)"""
     label_col: str | None = None
+    """for --data: label or score column"""
     no_header: bool = False
-    folds: int | None = None  # cross-validation folds for data without a test split (default 10)
+    """for --data: the CSV/TSV has no header row"""
+    folds: int | None = None
+    """cross-validation folds for data without a test split (default 10)"""
     split_col: str | None = None
+    """for --data: a column of train / dev (or validation) / test values: your own split instead of cross-validation
+    (dev is carved from train when absent)"""
     test: Path | None = None
+    """for --data: a test file with the same columns (--data is then train)"""
     dev: Path | None = None
+    """for --data with --test: a dev file with the same columns"""
     drop_invalid: bool = False
+    """drop rows with a blank text, a blank or missing-value label (nan, NA, null) or a non-finite score, and count
+    them, instead of failing"""
     multiline: bool = False
+    """for --data CSV: quoted fields really span lines (otherwise a field whose inner lines look like rows is reported
+    as an unbalanced quote)"""
     label_first: bool = False
+    """for --data: a SentEval-style text file, one 'LABEL TEXT' per line (like MR/SUBJ's .all files)"""
     encoding: str = "utf-8"
+    """for --data: the file's encoding (e.g. latin-1)"""
 
     def check_source(self) -> None:
         """Exactly one source of data, and labels only beside texts given as a list."""
@@ -54,14 +82,14 @@ class DataOptions:
 
         given = [name for name in SOURCES if getattr(self, name) is not None]
         if len(given) != 1:
-            got = f" (got {', '.join(given)})" if given else ""
+            got = " (got " + ", ".join("{" + name + "}" for name in given) + ")" if given else ""
             raise OptionError("give exactly one of {task}, {data} or {texts}" + got, *SOURCES)
 
 
 SOURCES = ("task", "data", "texts")
 
 
-def load_task(args: Any) -> TaskData:
+def load_task(args: Any) -> "TaskData":
     """The task named by --task / --data and their column flags."""
     from bertlens.tasks.loaders import UserTable, load_catalog_task, load_hf_task, load_user_task
 
@@ -72,7 +100,9 @@ def load_task(args: Any) -> TaskData:
             "retrieval data bring their own splits)"
         )
     if args.data is not None and not args.data.exists():
-        raise BertlensError(f"--data {args.data} does not exist; give a CSV/TSV/JSONL file or a BEIR directory")
+        raise OptionError(
+            f"{{data}} {literal(args.data)} does not exist; give a CSV/TSV/JSONL file or a BEIR directory", "data"
+        )
     _refuse_on_retrieval(args)
     max_examples = getattr(args, "max_examples", None)
     folds = folds_of(args)
@@ -143,7 +173,7 @@ def _split_files(args: Any) -> dict[str, Path]:
     return files
 
 
-def _user_retrieval(args: Any) -> TaskData:
+def _user_retrieval(args: Any) -> "TaskData":
     """--data DIR (BEIR layout) or --data FILE --text-col QUERY --text-col2 DOCUMENT, as a retrieval task."""
     from bertlens.tasks.loaders import UserTable, load_user_task
 
@@ -188,13 +218,13 @@ def unlabelled_texts(args: Any) -> tuple[list[str], str]:
     return texts, skipped
 
 
-def training_texts(task: TaskData) -> list[str]:
+def training_texts(task: "TaskData") -> list[str]:
     """A task's training texts (both sides of pairs), never a test split's: what unsupervised training may read."""
     split = task.splits.get("train") or task.splits["all"]
     return [*split.texts_a, *(split.texts_b or ())]
 
 
-def load_texts(args: Any, seed: int = 0) -> tuple[list[str], str, TaskData | None]:
+def load_texts(args: Any, seed: int = 0) -> tuple[list[str], str, "TaskData | None"]:
     """(texts, a description of where they came from, the task when --task was used)."""
     import numpy as np
 

@@ -17,15 +17,15 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from bertlens.api.options import at_least, finite, unknown_options
+from bertlens.api.options import at_least, finite, one_of, unknown_options
 from bertlens.api.results import RowsResult, save_options
 from bertlens.api.sources import DataOptions
 from bertlens.errors import OptionError
-from bertlens.io.run_context import SEED_LIMIT
+from bertlens.io.run_context import check_seed
 from bertlens.progress import Progress, silent
-from bertlens.representation.choices import DEFAULT_POOLERS, PRECISIONS
+from bertlens.representation.choices import DEFAULT_POOLERS
 
 if TYPE_CHECKING:
     from bertlens.experiments.sweep import SweepResult
@@ -43,35 +43,73 @@ def _names(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
     return tuple(item.strip() for item in items if item.strip())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SweepOptions(DataOptions):
     """Every option of `bertlens sweep`, by the name of its long flag (`--max-examples` is `max_examples`); where the
     data comes from: `DataOptions`."""
 
-    model: str | None = None  # 'default' (all-MiniLM-L6-v2), a local model directory or a hub id
+    texts: Any = None
+    """texts alone, no labels: every candidate scored from label-free measures (effective rank, matrix entropy,
+    anisotropy, alignment under dropout and word dropout, uniformity) and the best recommended: .txt (one a line),
+    .csv/.tsv/.parquet or .jsonl (with --column); from Python also a list of strings (with `labels`, a labelled
+    task)"""
+    model: str | None = None
+    """'default' (all-MiniLM-L6-v2), a local model directory or a hub id"""
     max_length: int | None = None
-    precision: str | None = None  # fp32 (default), bf16 or auto
+    """truncate texts to this many tokens (default: the model's limit)"""
+    precision: Literal["fp32", "bf16", "auto"] | None = None
+    """fp32 (exact), bf16 (fast only where the CPU has native bf16) or auto (bf16 there, fp32 elsewhere)"""
     trust_remote_code: bool = False
+    """allow model code from the hub (off by default)"""
     device: str = "auto"
-    layers: str | Sequence[int] | None = None  # single layers to score (default all): '-4:', '0,3,6' or [0, 3, 6]
+    """where the model runs: auto (the first CUDA GPU when torch sees one, else the CPU), cpu, cuda or cuda:N; on a
+    GPU, batches are sized to its free memory"""
+    layers: str | Sequence[int] | None = None
+    """single layers to score (default all), e.g. '-4:' or '0,3,6' (from Python also [0, 3, 6])"""
     poolers: str | Sequence[str] = ",".join(DEFAULT_POOLERS)
-    max_examples: int | None = None  # at most this many examples per split (a seeded sample)
+    """comma list of poolers"""
+    max_examples: int | None = None
+    """at most this many examples per split (a seeded sample)"""
     long_text: str | None = None
+    """texts over the limit: head (default), tail, head_tail[:HEAD], windows[:STRIDE][:mean|max|first|weighted]
+    (compare them with `bertlens longdoc`)"""
     postprocess_steps: str | None = None
+    """similarity tasks: also score every candidate after these steps, fitted on the training texts (e.g. whiten, or
+    center,abtt)"""
     exclude_special: bool = False
+    """pool without [CLS]/[SEP]"""
     long_documents: bool = False
-    prompts: Sequence[str] | None = None  # retrieval: 'NAME=QUERY_PROMPT|DOCUMENT_PROMPT' sets to score too
+    """retrieval: also read the documents of the best candidate as head_tail, windows, independent 64-token chunks
+    and late chunks, each aggregated by mean or scored by its best piece (one encoding pass per way of cutting:
+    four)"""
+    prompts: Sequence[str] | None = None
+    """retrieval: also score every candidate with these prompts before queries and documents (one more encoding pass
+    each; repeat for several), e.g. --prompts 'e5=query: |passage: '"""
     resamples: int = 1000
+    """bootstrap resamples"""
     protocols: str | Sequence[str] | None = None
-    bank_dtype: str = "float16"
+    """comma list of protocols to run (default: all the task supports). Similarity: cosine (no training; what a
+    recommendation is made by) and probe (a ridge probe on pair features, costly under cross-validation);
+    classification: probe (what a recommendation is made by) and clustering (V-measure of k-means with k = the
+    number of labels, as MTEB; opt in with --protocols probe,clustering). Both, and similarity: label_free (the
+    scores --texts uses, and how far they can be trusted on this task: their correlation with the labelled score,
+    the label-free pick's regret, and how often a choice from 25-500 labels lands on the best)"""
+    bank_dtype: Literal["float16", "float32"] = "float16"
+    """precision of the stored feature bank: float16 halves memory and disk; float32 makes every score equal to what
+    the recommended recipe gives (whitening can amplify float16 rounding on ill-conditioned spaces)"""
     cache_dir: Path | None = None
+    """feature-bank cache (default $BERTLENS_CACHE or ~/.cache/bertlens)"""
     seed: int = 0
-    out: Path | None = None  # where save() writes (the command line's default: out/sweep); None: nothing written
+    """seed for sampling, splits, initialisation and data order"""
+    out: Path | None = None
+    """output directory (the command line's default: out/sweep; from Python, None writes nothing until save())"""
     quiet: bool = False
+    """no progress output"""
 
     def check(self) -> SweepOptions:
         """Every check that needs no data and no model, in the options' own names; the options, normalised."""
         finite(self)
+        one_of(self)
         self.check_source()
         alone = self.texts is not None and self.labels is None
         why = "leave it out for no limit" + ("; a label-free sample needs a spread of texts" if alone else "")
@@ -81,15 +119,7 @@ class SweepOptions(DataOptions):
         from bertlens.metrics.bootstrap import MIN_RESAMPLES
 
         at_least(self, "resamples", MIN_RESAMPLES, "a 95% interval's tails need draws of their own")
-        at_least(self, "seed", 0, "a seed is a non-negative whole number")
-        if self.seed > SEED_LIMIT:
-            raise OptionError(f"{{seed}} must be at most {SEED_LIMIT}, got {self.seed}", "seed")
-        if self.precision is not None and self.precision not in PRECISIONS:
-            raise OptionError(
-                f"{{precision}} must be one of {', '.join(PRECISIONS)}, got {self.precision!r}", "precision"
-            )
-        if self.bank_dtype not in ("float16", "float32"):
-            raise OptionError(f"{{bank_dtype}} must be float16 or float32, got {self.bank_dtype!r}", "bank_dtype")
+        check_seed(self.seed)
         if self.texts is not None and self.labels is None:
             given = [name for name in LABELLED_ONLY if getattr(self, name)]
             if given:

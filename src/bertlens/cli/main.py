@@ -8,6 +8,7 @@ system error, a library's ValueError) is still one line naming the command and t
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import math
 import os
@@ -15,6 +16,7 @@ import sys
 import warnings
 
 from bertlens.cli.commands import COMMANDS
+from bertlens.cli.derived import CommandLine
 from bertlens.cli.needs import check_extras
 from bertlens.errors import BertlensError, OptionError
 from bertlens.io.atomic import check_out_dir
@@ -26,6 +28,11 @@ NEGATIVE_VALUE_OPTIONS = ("--layers",)  # take values such as '-4:' that argpars
 INTEGER_FLOORS = {
     "max_examples": (1, "leave it out for no limit"),
     "folds": (2, "cross-validation needs two folds or more"),
+    "ray_workers": (1, "a Ray pool has one actor or more"),
+    "max_texts": (1, "leave it out for every text"),
+    "max_dev": (1, "leave it out for the whole dev split"),
+    "max_tokens": (1, "leave it out for the whole corpus"),
+    "drift_texts": (2, "a per-layer CKA compares two texts or more"),
 }
 
 
@@ -68,8 +75,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an unexpected error")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, summary in COMMANDS.items():
-        if name == command:
-            importlib.import_module(f"bertlens.cli.{name}").add_parser(subparsers)
+        module = importlib.import_module(f"bertlens.cli.{name}") if name == command else None
+        if module is not None and not hasattr(module, "COMMAND"):  # a derived command has no argparse parser
+            module.add_parser(subparsers)
         else:
             subparsers.add_parser(name, help=summary, add_help=False)
     return parser
@@ -115,6 +123,35 @@ def check_arguments(args: argparse.Namespace) -> None:
         check_out_dir(args.out)
 
 
+def parse_command_line(argv: list[str]) -> argparse.Namespace:
+    """The command line as the namespace its command checks and runs from. bertlens' own flags are argparse's; a
+    command defined once (its module has a COMMAND) is parsed by the parser cyclopts derives from its options, every
+    other one by its argparse parser. --help and argparse's errors raise SystemExit; a derived parser's errors are
+    BertlensErrors."""
+    command = requested_command(argv)
+    derived = getattr(importlib.import_module(f"bertlens.cli.{command}"), "COMMAND", None) if command else None
+    if derived is None:
+        return build_parser(command).parse_args(argv)
+    split = argv.index(command) + 1
+    return derived_arguments(derived, argv[split:], build_parser(None).parse_args(argv[:split]))
+
+
+def derived_arguments(command: CommandLine, argv: list[str], args: argparse.Namespace) -> argparse.Namespace:
+    """A derived command's options as the namespace every command is checked and run from: the options by name (the
+    shared checks and the extras table read them so), its output directory checked, and `run` bound to them."""
+    from bertlens.cli.derived import parse_options
+
+    options = parse_options(command, argv).check()  # every check that needs no data, before anything loads
+    module = importlib.import_module(f"bertlens.cli.{command.name}")
+    return argparse.Namespace(
+        **{f.name: getattr(options, f.name) for f in dataclasses.fields(options)},
+        command=command.name,
+        debug=args.debug,
+        out_is_dir=True,
+        run=lambda _: module.run(options),
+    )
+
+
 def user_words(error: BertlensError) -> str:
     """An error in the command line's words: an option named as its flag (`max_examples` -> `--max-examples`)."""
     return error.as_flags() if isinstance(error, OptionError) else str(error)
@@ -123,10 +160,14 @@ def user_words(error: BertlensError) -> str:
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     argv = join_negative_values(sys.argv[1:] if argv is None else list(argv))
+    command = requested_command(argv)
     try:
-        args = build_parser(requested_command(argv)).parse_args(argv)
+        args = parse_command_line(argv)
     except SystemExit as done:  # --help, --version (0) or a line from Parser.error (1): the code, not an exception
         return done.code if isinstance(done.code, int) else 1
+    except BertlensError as exc:
+        print(f"bertlens {command}: error: {user_words(exc)}", file=sys.stderr)
+        return 1
     debug = args.debug or os.environ.get("BERTLENS_DEBUG") == "1"
     # a library warning (e.g. whitening dropping constant directions) reaches users as one line, not a code excerpt
     warnings.formatwarning = lambda message, category, *rest, **kw: f"bertlens {args.command}: warning: {message}\n"

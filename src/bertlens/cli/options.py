@@ -150,6 +150,10 @@ def training_config(args: argparse.Namespace, seed: int) -> TrainConfig:
         raise BertlensError("--warmup must be in [0, 1)")
     if args.lr <= 0 or args.head_lr <= 0:
         raise BertlensError("--lr and --head-lr must be positive")
+    if args.min_steps < 0:
+        raise BertlensError(f"--min-steps must be 0 or more (0: --epochs alone decide), got {args.min_steps}")
+    if args.weight_decay < 0:
+        raise BertlensError(f"--weight-decay must be 0 or more (AdamW's decay toward zero), got {args.weight_decay}")
     return TrainConfig(
         lr=args.lr,
         head_lr=args.head_lr,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bertlens.encoding.batching import length_batches
+from bertlens.errors import BertlensError
 from bertlens.progress import Progress, silent
 
 
@@ -33,6 +34,16 @@ class Tokenized:
         return np.fromiter((len(ids) for ids in self.input_ids), dtype=np.int64, count=len(self.input_ids))
 
 
+def check_texts(texts: Sequence[str]) -> None:
+    """A list of strings: a bare string would be read as a list of characters (a vector per letter, no error), and
+    a number or None inside would fail deep in the tokenizer."""
+    if isinstance(texts, str | bytes):
+        raise BertlensError("texts is one string; give a list of strings (e.g. [text])")
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise BertlensError(f"texts[{index}] is a {type(text).__name__}, not a string; every text must be a str")
+
+
 def tokenize(
     tokenizer, texts: Sequence[str], max_length: int, *, offsets: bool = False, word_starts: bool = False
 ) -> Tokenized:
@@ -41,6 +52,7 @@ def tokenize(
     word_starts: a token starts a word when its word id differs from the previous token's (special tokens,
     which have none, count as starts), as whole-word masking needs.
     """
+    check_texts(texts)
     if not texts:
         return Tokenized([], [], 0, [] if offsets else None, [] if word_starts else None)
     encoded = tokenizer(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertlens.errors import BertlensError
+from bertlens.errors import OptionError
 from bertlens.progress import Progress, silent
 
 SEED_LIMIT = 2**32 - 1  # numpy's and torch's seeds: non-negative, and this fits every generator
@@ -13,7 +13,7 @@ SEED_LIMIT = 2**32 - 1  # numpy's and torch's seeds: non-negative, and this fits
 
 def check_seed(seed: int) -> int:
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_LIMIT:
-        raise BertlensError(f"--seed must be between 0 and {SEED_LIMIT}, got {seed}")
+        raise OptionError(f"{{seed}} must be between 0 and {SEED_LIMIT}, got {seed}", "seed")
     return seed
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bertlens.errors import BertlensError
+from bertlens.errors import OptionError, literal
 from bertlens.features.bank import Bank, named_mixes
 from bertlens.representation.mixers import mix_pooled, mixed_layers, output_blocks, resolve_layers
 from bertlens.representation.poolers import LINEAR_POOLERS
@@ -40,9 +40,10 @@ def parse_prompt_set(text: str) -> PromptSet:
     name, eq, prompts = text.partition("=")
     query, bar, document = prompts.partition("|")
     if not eq or not bar or not name.strip() or not name.strip().isidentifier():
-        raise BertlensError(
-            f"--prompts '{text}' is not NAME=QUERY_PROMPT|DOCUMENT_PROMPT (a name of letters, digits and _), "
-            "e.g. 'e5=query: |passage: '"
+        raise OptionError(
+            f"{{prompts}} '{literal(text)}' is not NAME=QUERY_PROMPT|DOCUMENT_PROMPT (a name of letters, digits and "
+            "_), e.g. 'e5=query: |passage: '",
+            "prompts",
         )
     return PromptSet(name.strip(), query, document)
 

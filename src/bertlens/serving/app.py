@@ -47,6 +47,7 @@ require("serve", "bertlens.serving.app (bertlens serve)")
 
 from fastapi import FastAPI, Request  # noqa: E402
 from fastapi.responses import JSONResponse, Response  # noqa: E402
+from starlette.exceptions import HTTPException as StarletteHTTPException  # noqa: E402
 
 from bertlens.serving.metrics import CONTENT_TYPE, ServerMetrics  # noqa: E402
 from bertlens.serving.requests import (  # noqa: E402
@@ -382,6 +383,17 @@ def create_app(embedder: TextEncoder | Mapping[str, TextEncoder], options: Serve
             app.add_api_route(route.path, _guarded(service, route.path, work), methods=["POST"])
         else:
             app.add_api_route(route.path, _keyed(service, work) if route.keyed else work, methods=["GET"])
+
+    @app.exception_handler(StarletteHTTPException)
+    async def no_such_route(request: Request, exc: StarletteHTTPException):  # 404 and 405 in the same error shape
+        if exc.status_code == 404:
+            routes = ", ".join(f"{r.method} {r.path}" for r in ROUTES)
+            return _error(404, f"no route {request.url.path}; this server has: {routes}", "not_found")
+        if exc.status_code == 405:
+            allowed = [r.method for r in ROUTES if r.path == request.url.path]
+            message = f"{request.url.path} takes {', '.join(allowed)}, not {request.method}"
+            return _error(405, message, headers={"Allow": ", ".join(allowed)})
+        return _error(exc.status_code, str(exc.detail), headers=exc.headers)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception):  # the server answers, whatever happened

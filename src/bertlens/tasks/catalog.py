@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertlens.errors import BertlensError, did_you_mean
+from bertlens.errors import BertlensError, OptionError, did_you_mean, literal
 from bertlens.tasks.kinds import TaskKind, task_kind
 
 
@@ -113,8 +113,10 @@ CATALOG: dict[str, TaskSpec] = {
 
 def get_task(name: str) -> TaskSpec:
     if name not in CATALOG:
-        raise BertlensError(
-            f"unknown task '{name}': {did_you_mean(name, CATALOG)}; or pass --data FILE with column flags"
+        raise OptionError(
+            f"unknown task '{literal(name)}': {literal(did_you_mean(name, CATALOG))}; or give your own file as {{data}} "
+            "with its columns",
+            "data",
         )
     return CATALOG[name]
 

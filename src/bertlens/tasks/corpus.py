@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bertlens.errors import BertlensError
+from bertlens.errors import BertlensError, OptionError, literal
 from bertlens.io.tables import TableSpec, first_lines, is_blank, iter_records, parse_column
 from bertlens.tasks.retrieval import load_beir_corpus
 
@@ -45,12 +45,16 @@ def load_corpus(
     texts = [fields[0] for _, fields in records]
     blank = {line for (line, _), text in zip(records, texts, strict=True) if is_blank(text)}
     missing = {line for (line, _), i in zip(records, ids, strict=True) if not i}
-    hint = "remove them or pass --drop-invalid to drop them"
+    hint = "remove them or pass {drop_invalid} to drop them"
     if blank and not drop_invalid:
-        raise BertlensError(f"{path}: {len(blank)} empty documents (lines {first_lines(sorted(blank))}); {hint}")
+        raise OptionError(
+            f"{literal(path)}: {len(blank)} empty documents (lines {first_lines(sorted(blank))}); {hint}",
+            "drop_invalid",
+        )
     if missing and not drop_invalid:
-        raise BertlensError(
-            f"{path}: {len(missing)} rows have an empty id (lines {first_lines(sorted(missing))}); {hint}"
+        raise OptionError(
+            f"{literal(path)}: {len(missing)} rows have an empty id (lines {first_lines(sorted(missing))}); {hint}",
+            "drop_invalid",
         )
     kept = [
         (line, i, text) for (line, _), i, text in zip(records, ids, texts, strict=True) if line not in blank | missing

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bertlens.errors import BertlensError, check_whole, did_you_mean
+from bertlens.errors import BertlensError, OptionError, check_whole, did_you_mean, literal
 from bertlens.extras import require
 from bertlens.io.tables import TableSpec, check_file, first_lines, iter_records
 from bertlens.tasks.catalog import TaskSpec
@@ -139,8 +139,10 @@ def _validate(rows, kind: TaskKind, where: str, drop_invalid: bool):
     if bad and not drop_invalid:
         shown = "; ".join(f"{what} on line {first_lines(lines, 3)}" for what, lines in list(bad.items())[:3])
         more = f"; {len(bad) - 3} more kinds" if len(bad) > 3 else ""
-        raise BertlensError(
-            f"{where}: {shown}{more}; fix those rows or pass --drop-invalid to drop them (they are counted)"
+        raise OptionError(
+            f"{literal(where)}: {literal(shown)}{more}; fix those rows or pass {{drop_invalid}} to drop them (they "
+            "are counted)",
+            "drop_invalid",
         )
     return clean, sum(len(v) for v in bad.values())
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bertlens.errors import BertlensError
+from bertlens.errors import BertlensError, OptionError, literal
 from bertlens.io.tables import TableSpec, first_lines, is_blank, iter_records
 
 QRELS_SPLITS = ("test", "dev", "train")
@@ -134,7 +134,9 @@ class _Problems:
         if not count:
             return
         if not self.drop:
-            raise BertlensError(message + "; fix the collection or pass --drop-invalid to drop them")
+            raise OptionError(
+                literal(message) + "; fix the collection or pass {drop_invalid} to drop them", "drop_invalid"
+            )
         self.dropped[reason] += count
 
 
