@@ -79,7 +79,7 @@ def test_a_system_rounding_made_indefinite_is_solved_with_jitter_not_an_error():
     from bertlens.probing.fold_ridge import _solve_one
 
     system = torch.tensor([[[1.0, 0.0], [0.0, -1e-7]]])  # what float32 cancellation leaves of a constant feature
-    weights = _solve_one(system, torch.ones(1, 2, 3))
+    weights = _solve_one(system, 0.0, torch.ones(1, 2, 3))
     assert torch.isfinite(weights).all() and weights.shape == (1, 2, 3)
     np.testing.assert_allclose(weights[0, 0].numpy(), 1.0, rtol=1e-5)
 
@@ -92,7 +92,28 @@ def test_an_indefinite_system_does_not_regularise_the_others_in_its_batch():
     conditioned = basis @ np.diag(10.0 ** -np.arange(6)) @ basis.T  # SPD, condition number 1e5
     broken = np.diag([1.0, 1.0, 1.0, 1.0, 1.0, -1e-3])  # indefinite: it needs jitter of 1e-2 to factor
     rhs = torch.from_numpy(rng.normal(size=(2, 6, 3)))
-    together = _solve_one(torch.tensor(np.stack([conditioned, broken])), rhs)
-    alone = _solve_one(torch.tensor(conditioned[None]), rhs[:1])
+    together = _solve_one(torch.tensor(np.stack([conditioned, broken])), 0.0, rhs)
+    alone = _solve_one(torch.tensor(conditioned[None]), 0.0, rhs[:1])
     np.testing.assert_array_equal(together[0].numpy(), alone[0].numpy())
     np.testing.assert_allclose(alone[0].numpy(), np.linalg.solve(conditioned, rhs[0].numpy()), rtol=1e-4)
+
+
+def test_the_lean_solve_gives_the_whole_matrix_expressions_numbers_bit_for_bit():
+    """_solve standardises over the gram in blocks and shifts the diagonal in float32: the same numbers as the
+    expressions it replaced, (gram - n m m^T) / (s s^T) and (cov + a I).double(), element for element."""
+    from bertlens.probing.fold_ridge import COV_BLOCK, _solve, _Sums
+
+    rng = np.random.default_rng(1)
+    x = torch.from_numpy(rng.normal(size=(2, 300, COV_BLOCK + 44)).astype(np.float32))  # [C, n, D]: two blocks
+    y = torch.from_numpy(rng.normal(size=(300, 1)).astype(np.float32))
+    sums = _Sums(torch.bmm(x.transpose(1, 2), x), x.sum(dim=1), torch.matmul(x.transpose(1, 2), y), y.sum(0), 300)
+    n, mean = 300, sums.total / 300
+    variance = (sums.gram.diagonal(dim1=1, dim2=2) - n * mean * mean) / (n - 1)
+    scale = variance.clamp(min=0).sqrt().clamp(min=1e-6)
+    cov = (sums.gram - n * mean[:, :, None] * mean[:, None, :]) / (scale[:, :, None] * scale[:, None, :])
+    rhs = ((sums.cross - mean[:, :, None] * sums.target_total) / scale[:, :, None]).double()
+    eye = torch.eye(cov.shape[-1])
+    expected = [torch.cholesky_solve(rhs, torch.linalg.cholesky((cov + a * eye).double())).float() for a in (1.0, 30.0)]
+    _, _, weights, _ = _solve(sums, (1.0, 30.0))
+    for k in range(2):
+        assert torch.equal(weights[:, k], expected[k])

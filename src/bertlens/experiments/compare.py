@@ -34,7 +34,6 @@ from bertlens.representation.apply import Representation
 from bertlens.representation.pairs import pair_features
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.catalog import CATALOG, get_task
-from bertlens.tasks.kinds import CLASSIFICATION
 from bertlens.tasks.loaders import Split, TaskData, load_catalog_task
 from bertlens.tasks.splits import resolve_sizes, task_splits, training_subset
 from bertlens.training.config import TrainConfig
@@ -100,7 +99,7 @@ def drift_probe(name: str | None, task_name: str, data_dir: Path, seed: int) -> 
     name = name or ("sst2" if task_name == "trec" else "trec")
     if name == "none":
         return None
-    if name not in CATALOG or CATALOG[name].uses_cv or CATALOG[name].kind is not CLASSIFICATION:
+    if name not in CATALOG or CATALOG[name].uses_cv or not CATALOG[name].kind.single_text_classes:
         raise BertlensError(
             f"--drift-task '{name}' must be a catalog classification task with a test split (sst2 or trec), or 'none'"
         )

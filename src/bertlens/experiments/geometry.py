@@ -20,7 +20,7 @@ from bertlens.metrics.geometry import (
     variance_explained,
 )
 from bertlens.progress import Progress, silent
-from bertlens.tasks.kinds import SIMILARITY
+from bertlens.tasks.kinds import SCORE
 from bertlens.tasks.loaders import TaskData
 
 POSITIVE_SHARE = 0.8  # similarity pairs scored >= 80% of the maximum (STS-B: >= 4 of 5) count as positives
@@ -28,7 +28,7 @@ POSITIVE_SHARE = 0.8  # similarity pairs scored >= 80% of the maximum (STS-B: >=
 
 def positive_pairs(task: TaskData | None, texts: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
     """Indices (a, b) into `texts` of a similarity task's high-scoring pairs (for alignment), or None."""
-    if task is None or task.kind is not SIMILARITY:
+    if task is None or task.kind.target != SCORE:
         return None
     index = {t: i for i, t in enumerate(texts)}
     a, b = [], []

@@ -25,7 +25,6 @@ from bertlens.probing.selection import C_GRID, logistic_on_dev
 from bertlens.progress import Progress, counting, silent
 from bertlens.representation.apply import Representation
 from bertlens.representation.recipe import Recipe
-from bertlens.tasks.kinds import CLASSIFICATION
 from bertlens.tasks.loaders import Split, TaskData
 from bertlens.tasks.splits import make_folds
 from bertlens.training.hierarchical import CHUNK_DEFAULTS, HIERARCHICAL, ChunkSequences, train_chunk_classifier
@@ -66,7 +65,7 @@ def check_strategies(names: tuple[str, ...]) -> tuple[str, ...]:
 
 def documents(task: TaskData) -> Split:
     """Every document of a classification task as one split (the comparison cross-validates)."""
-    if task.kind is not CLASSIFICATION:
+    if not task.kind.single_text_classes:
         raise BertlensError(
             f"longdoc compares strategies on document classification; '{task.name}' is {task.kind.name}"
         )

@@ -83,8 +83,9 @@ def _sums(x: torch.Tensor, y: torch.Tensor, rows: np.ndarray) -> _Sums:
     )
 
 
-def _solve_one(system: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
-    """system W = rhs for symmetric positive definite systems [C, D, D], rhs [C, D, K]; float64, returned as float32.
+def _solve_one(cov: torch.Tensor, alpha: float, rhs: torch.Tensor) -> torch.Tensor:
+    """(cov + alpha I) W = rhs for symmetric positive definite systems (cov [C, D, D] float32, rhs [C, D, K]);
+    float64, returned as float32. The system is factored in place: one float64 [C, D, D] copy, not two.
 
     A system that rounding made indefinite gets jitter until it factors, alone. Before, one such system sent its
     whole batch to a jitter grown until the worst system factored: every candidate of the batch was regularised by
@@ -92,18 +93,20 @@ def _solve_one(system: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
     points of ridge-screen accuracy on all-mpnet-base-v2's [CLS] layers, 3,000 texts, 100 classes). Float64
     throughout, so far fewer systems need any.
     """
-    system, rhs = system.double(), rhs.double()
-    factor, info = torch.linalg.cholesky_ex(system)
-    eye = torch.eye(system.shape[-1], dtype=system.dtype)
+    factor = _shifted(cov, alpha)  # [C, D, D] float64, factored over itself below
+    info = torch.empty(factor.shape[0], dtype=torch.int32)
+    torch.linalg.cholesky_ex(factor, out=(factor, info))
     for i in torch.nonzero(info).flatten().tolist():
-        jitter = 1e-9 * system[i].diagonal().abs().mean().clamp(min=1e-12)
+        system = _shifted(cov[i : i + 1], alpha)[0]  # [D, D]: the in-place factoring overwrote it
+        eye = torch.eye(system.shape[-1], dtype=system.dtype)
+        jitter = 1e-9 * system.diagonal().abs().mean().clamp(min=1e-12)
         while True:
-            factor_i, info_i = torch.linalg.cholesky_ex(system[i] + jitter * eye)
+            factor_i, info_i = torch.linalg.cholesky_ex(system + jitter * eye)
             if not bool(info_i):
                 factor[i] = factor_i
                 break
             jitter *= 10
-    return torch.cholesky_solve(rhs, factor).float()
+    return torch.cholesky_solve(rhs.double(), factor).float()
 
 
 def _solve(sums: _Sums, alphas: tuple[float, ...]):
@@ -112,12 +115,33 @@ def _solve(sums: _Sums, alphas: tuple[float, ...]):
     mean = sums.total / n  # [C, D]
     variance = (sums.gram.diagonal(dim1=1, dim2=2) - n * mean * mean) / max(n - 1, 1)  # unbiased, as torch.std
     scale = variance.clamp(min=0).sqrt().clamp(min=SCALE_FLOOR)  # [C, D]
-    outer = scale[:, :, None] * scale[:, None, :]  # [C, D, D]
-    cov = (sums.gram - n * mean[:, :, None] * mean[:, None, :]) / outer  # [C, D, D] of standardised rows
+    cov = _standardised_in_place(sums.gram, n, mean, scale)  # [C, D, D] of standardised rows (the gram's memory)
     rhs = (sums.cross - mean[:, :, None] * sums.target_total) / scale[:, :, None]  # [C, D, K]
-    eye = torch.eye(cov.shape[-1])
-    weights = torch.stack([_solve_one(cov + a * eye, rhs) for a in alphas], dim=1)  # [C, A, D, K]
+    weights = torch.stack([_solve_one(cov, a, rhs) for a in alphas], dim=1)  # [C, A, D, K]
     return mean.float(), scale.float(), weights.float(), (sums.target_total / n).float()
+
+
+COV_BLOCK = 256  # rows of the D x D covariance standardised at a time: temporaries [C, 256, D], not [C, D, D]
+
+
+def _standardised_in_place(gram: torch.Tensor, n: int, mean: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """(gram - n mean mean^T) / (scale scale^T), written over `gram` a block of rows at a time: the same float
+    operations, element by element, as the whole-matrix expression, without its three [C, D, D] temporaries (at a
+    pair width of 6,144, a concatenation's, each is 151 MB a candidate)."""
+    for start in range(0, gram.shape[1], COV_BLOCK):
+        rows = slice(start, start + COV_BLOCK)
+        centred = gram[:, rows] - n * mean[:, rows, None] * mean[:, None, :]  # [C, b, D]
+        gram[:, rows] = centred / (scale[:, rows, None] * scale[:, None, :])
+    return gram
+
+
+def _shifted(cov: torch.Tensor, alpha: float) -> torch.Tensor:
+    """cov + alpha I as float64, equal to (cov + alpha * eye).double(): the diagonal shifted in float32, as that
+    sum rounds, and nothing else copied but the one float64 system."""
+    diagonal = cov.diagonal(dim1=1, dim2=2) + alpha  # [C, D] float32
+    system = cov.to(torch.float64, copy=True)  # [C, D, D], a copy even of a float64 cov (it is factored in place)
+    system.diagonal(dim1=1, dim2=2).copy_(diagonal)
+    return system
 
 
 def _outputs(x: torch.Tensor, rows: np.ndarray, mean, scale, weights, offset) -> torch.Tensor:

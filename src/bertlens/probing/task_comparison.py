@@ -18,7 +18,7 @@ from bertlens.errors import BertlensError
 from bertlens.metrics.bootstrap import bootstrap, paired_difference
 from bertlens.metrics.geometry import row_cosine
 from bertlens.probing.selection import logistic_on_dev
-from bertlens.tasks.kinds import CLASSIFICATION, SIMILARITY
+from bertlens.tasks.kinds import SCORE
 from bertlens.tasks.loaders import TaskData
 from bertlens.tasks.splits import task_splits
 
@@ -39,10 +39,10 @@ class TaskComparison:
 def compare_on_task(teacher: TextEncoder, student: TextEncoder, task: TaskData, seed: int = 0) -> TaskComparison:
     """Teacher vs student on a task's test split, both frozen: STS cosine Spearman, or a logistic probe's accuracy
     (C chosen on dev, the sweep's grid); intervals from the same paired bootstrap resamples."""
-    if task.kind not in (SIMILARITY, CLASSIFICATION):
+    if not (task.kind.target == SCORE or task.kind.single_text_classes):
         raise BertlensError(f"--eval-task '{task.name}' is {task.kind.name}; use a similarity or classification task")
     train, dev, test = task_splits(task, seed=seed)
-    if task.kind is SIMILARITY:
+    if task.kind.target == SCORE:
         outputs = []
         for embedder in (teacher, student):
             outputs.append(row_cosine(embedder.encode(list(test.texts_a)), embedder.encode(list(test.texts_b))))

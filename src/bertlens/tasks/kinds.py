@@ -44,6 +44,11 @@ class TaskKind:
         return self.target != NONE
 
     @property
+    def single_text_classes(self) -> bool:
+        """Class labels of one text each (not pairs): what a probe of a text's own vector, or a document, reads."""
+        return self.classes and not self.pair
+
+    @property
     def classes(self) -> bool:
         """Targets are class labels (accuracy, stratified folds, a class index)."""
         return self.target == CLASS

@@ -16,7 +16,7 @@ from bertlens.errors import BertlensError, OptionError, check_whole, did_you_mea
 from bertlens.extras import require
 from bertlens.io.tables import TableSpec, check_file, first_lines, iter_records
 from bertlens.tasks.catalog import TaskSpec
-from bertlens.tasks.kinds import CLASSIFICATION, RETRIEVAL, TEXTS, TaskKind, task_kind, user_kinds
+from bertlens.tasks.kinds import JUDGEMENTS, RETRIEVAL, TEXTS, TaskKind, task_kind, user_kinds
 from bertlens.tasks.retrieval import Collection, load_beir, load_pairs
 
 
@@ -269,7 +269,7 @@ def load_user_task(
     split_col, split_files = table.split_col, table.split_files
     kind = task_kind(kind, user_kinds())
     if label_first:
-        if kind is not CLASSIFICATION:
+        if not kind.single_text_classes:
             raise BertlensError("--label-first files hold one 'LABEL TEXT' per line, so they are classification tasks")
         data = build_task(
             path.stem,
@@ -281,7 +281,7 @@ def load_user_task(
             source=str(path),
         )
         return _check_fold_size(limit_examples(data, max_examples, seed), str(path))
-    if kind is RETRIEVAL:
+    if kind.target == JUDGEMENTS:
         return _user_retrieval(path, text_cols, header, drop_invalid, encoding)
     needed = 2 if kind.pair else 1
     if len(text_cols) != needed:

@@ -10,7 +10,6 @@ from bertlens.encoding.precision import choose_precision
 from bertlens.experiments.longdoc import LongDocConfig, compare_long_text, documents
 from bertlens.progress import Progress, silent
 from bertlens.representation.recipe import Recipe
-from bertlens.tasks.kinds import CLASSIFICATION
 from bertlens.tasks.loaders import Split, TaskData
 from bertlens.workflows.decision import Decision, sample_rows
 
@@ -83,7 +82,7 @@ def _two_per_class(docs: Split) -> bool:
 
 def _long_documents(task: TaskData) -> Split | None:
     """Every labelled document of a classification task, or None (other kinds: no comparison to run)."""
-    return documents(task) if task.kind is CLASSIFICATION else None
+    return documents(task) if task.kind.single_text_classes else None
 
 
 def _measured_long_text(

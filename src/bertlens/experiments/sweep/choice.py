@@ -10,7 +10,7 @@ from bertlens.metrics.bootstrap import paired_difference
 from bertlens.models import own_pooler
 from bertlens.probing.candidates import LIMITATIONS
 from bertlens.representation.recipe import Recipe
-from bertlens.tasks.kinds import RETRIEVAL, SIMILARITY
+from bertlens.tasks.kinds import JUDGEMENTS, SCORE
 from bertlens.tasks.loaders import TaskData
 from bertlens.tasks.splits import Fold
 
@@ -144,7 +144,7 @@ def disagreement(protocols: dict[str, ProtocolResult]) -> str | None:
 def notes(task: TaskData, base: Recipe, config: SweepConfig) -> tuple[str, ...]:
     """What the reader of this sweep's figures should know about how they were made."""
     found = LIMITATIONS
-    if config.protocols is None and task.uses_cv and task.kind is SIMILARITY:
+    if config.protocols is None and task.uses_cv and task.kind.target == SCORE:
         found += (
             f"the ridge probe was not run: under {task.folds}-fold cross-validation it costs several times the rest "
             "of the sweep (about 4x on 5,000 pairs, docs/results.md); add it with --protocols cosine,probe",
@@ -154,13 +154,13 @@ def notes(task: TaskData, base: Recipe, config: SweepConfig) -> tuple[str, ...]:
             "with max-aggregated windows, layer mixes are scored as the mix of per-layer maxima; the recipe "
             "applies the max to the mixed vectors, so mixed candidates reproduce closely, not exactly",
         )
-    if config.postprocess and config.bank_dtype == "float16" and task.kind is SIMILARITY:
+    if config.postprocess and config.bank_dtype == "float16" and task.kind.target == SCORE:
         found += (
             "post-processed candidates are scored from a float16 bank; whitening can amplify its rounding where the "
             "space is ill-conditioned (a few points on a random model). --bank-dtype float32 makes the scores equal "
             "to what the recipe gives",
         )
-    if task.kind is RETRIEVAL:
+    if task.kind.target == JUDGEMENTS:
         found += (
             "ScalarMix is not scored for retrieval: its weights are learned from labels, and judged queries are "
             "too few to both learn and choose them",
@@ -180,7 +180,7 @@ def make_result(task, encoder, base, config, width: int, protocols, timings, fit
     recommended = main.candidates[chosen]
     recipe = recommended.recipe(base, main.mix_weights.get(recommended.name))
     split_word = f"mean inner-dev score over {validated_by}" if task.uses_cv else "dev score"
-    if task.kind is RETRIEVAL:
+    if task.kind.target == JUDGEMENTS:
         split_word = f"{main.metric} on {validated_by}"
     if not task.kind.labelled:
         split_word = "the mean combined label-free score over the subsamples"

@@ -12,7 +12,7 @@ from bertlens.probing.fold_ridge import ALPHA_GRID
 from bertlens.probing.selection import C_GRID
 from bertlens.representation.choices import DEFAULT_POOLERS, check_pooler
 from bertlens.representation.postprocess import parse_steps
-from bertlens.tasks.kinds import RETRIEVAL, TaskKind
+from bertlens.tasks.kinds import JUDGEMENTS, TaskKind
 from bertlens.tasks.splits import DEV_FRACTION
 
 
@@ -46,7 +46,7 @@ def check_config(config: SweepConfig, kind: TaskKind, task_name: str) -> None:
     if config.postprocess:
         parse_steps(config.postprocess)
     for flag, given in (("--prompts", bool(config.prompt_sets)), ("--long-documents", config.long_documents)):
-        if given and kind is not RETRIEVAL:
+        if given and kind.target != JUDGEMENTS:
             raise BertlensError(f"{flag} applies to retrieval tasks; {task_name} is a {kind.name} task")
     if config.prompt_sets and len({p.name for p in config.prompt_sets}) < len(config.prompt_sets):
         raise BertlensError("--prompts: give every prompt set its own NAME")

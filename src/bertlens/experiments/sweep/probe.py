@@ -24,6 +24,16 @@ from .protocol import Outcome, Plan, Scored, scored_result
 
 MIX_EXAMPLES = 1000  # training rows (a seeded sample) used to learn a classification ScalarMix
 RIDGE_BYTES = 256 * 2**20  # pair features per batch of ridge fits; each fit is independent, so this only bounds memory
+# the D x D systems a batch of fits holds at once, per entry of one candidate's system: the float32 sums, covariance
+# and shifted copies and the float64 system and factor (measured with memray on STS-B at pair width 1536: 1.8 GB for
+# a batch of 4). At base size these, not the features, bound the batch.
+SYSTEM_BYTES_PER_ENTRY = 48
+
+
+def ridge_batch(rows: int, width: int) -> int:
+    """Candidates fitted together: their pair features [C, rows, width] (float32) and their [C, width, width]
+    systems each within RIDGE_BYTES."""
+    return max(1, min(RIDGE_BYTES // (rows * width * 4), RIDGE_BYTES // (width * width * SYSTEM_BYTES_PER_ENTRY)))
 
 
 class Probe:
@@ -113,7 +123,7 @@ def similarity_probe(ctx: SweepContext, candidates: list[Candidate]) -> Scored:
     every_row = np.arange(len(ex.targets))
     chunks = []
     for width, ids in width_groups(candidates, ctx.bank.width).items():
-        size = max(1, RIDGE_BYTES // (len(every_row) * pair_width(width, ctx.task.kind) * 4))  # float32, per batch
+        size = ridge_batch(len(every_row), pair_width(width, ctx.task.kind))
         chunks += [ids[s : s + size] for s in range(0, len(ids), size)]
     dev_rho = {}  # the last fold's dev Spearman [C, A], kept by choose()
 

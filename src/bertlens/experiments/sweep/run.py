@@ -19,7 +19,7 @@ from bertlens.probing.truncation import similarity_loss
 from bertlens.progress import Progress, counting, silent
 from bertlens.representation.choices import attentions_for
 from bertlens.representation.recipe import Recipe
-from bertlens.tasks.kinds import CLASS, JUDGEMENTS, NONE, SCORE, SIMILARITY
+from bertlens.tasks.kinds import CLASS, JUDGEMENTS, NONE, SCORE
 from bertlens.tasks.loaders import TaskData, texts_task
 
 from .choice import make_result
@@ -102,7 +102,7 @@ def _wanted(task: TaskData, config: SweepConfig) -> tuple[str, ...]:
     similarity under cross-validation, cosine alone: the k-fold ridge probe costs several times the rest)."""
     if config.protocols is not None:
         return tuple(p for p in task.kind.protocols if p in config.protocols)
-    if task.uses_cv and task.kind is SIMILARITY:
+    if task.uses_cv and task.kind.target == SCORE:
         return (task.kind.main_protocol,)
     return tuple(p for p in task.kind.protocols if p not in OPT_IN)
 
