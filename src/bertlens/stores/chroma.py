@@ -101,7 +101,8 @@ class ChromaStore:
         collection = self._client.get_collection(self.name)
         total = collection.count()
         ef = max(total, k) if exact else max(APPROXIMATE_EF, k)
-        collection.modify(configuration={"hnsw": {"ef_search": ef}})
+        if (collection.configuration_json.get("hnsw") or {}).get("ef_search") != ef:  # as read with the collection
+            collection.modify(configuration={"hnsw": {"ef_search": ef}})  # a round trip only when it must change
         got = collection.query(
             query_embeddings=np.asarray(queries, dtype=np.float32),
             n_results=min(k, total),

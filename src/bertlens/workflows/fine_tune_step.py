@@ -160,7 +160,7 @@ def step_fine_tune(
         f"at n={n}{sampled}: {frozen_name} {frozen.mean:.4f} [{frozen.low:.4f}, {frozen.high:.4f}], full fine-tune "
         f"{tuned.mean:.4f} [{tuned.low:.4f}, {tuned.high:.4f}] ({len(paired)} seeds; paired difference "
         f"{diff:+.4f}, seed-to-seed spread {spread:.4f}){at_small}; fine-tuning took {tuned.seconds:.0f} s per run "
-        f"({train.epochs} epochs, {train.precision})"
+        f"({epochs_run(result.runs, n, train)}, {train.precision})"
     )
     rule = (
         f"fine-tune when it beats the frozen probe in every seed by more than the seeds vary; where the "
@@ -173,6 +173,14 @@ def step_fine_tune(
         ("bertlens finetune DATA --recipe OUT/recipe.json --strategy full --out OUT/tuned",) if choice == TUNE else ()
     )
     return Decision("frozen or fine-tuned", choice, evidence, rule, confidence, commands)
+
+
+def epochs_run(runs, n: int, train: TrainConfig) -> str:
+    """The epochs the fine-tuning runs at n trained, against the schedule's most: early stopping on dev usually ends
+    a small training set's runs long before `min_steps` would (what the evidence reports, not the configuration)."""
+    ran = sorted(run.epochs for run in runs if run.strategy == "full" and run.size == n)
+    most = max(train.epochs, -(-train.min_steps // -(-n // train.batch_size)))  # as the training loop counts
+    return f"{' and '.join(map(str, ran))} epochs of at most {most}"
 
 
 TUNE, FROZEN = "fine-tune", "keep the encoder frozen (linear probe)"
