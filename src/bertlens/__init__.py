@@ -7,6 +7,9 @@ feature bank, fit post-processing. Names load on first use, so `import bertlens`
     import bertlens
     run = bertlens.sweep(task="stsb", max_examples=300)   # the keywords are `bertlens sweep`'s long flags
     run.recipe, run.to_pandas(), run.plot(), run.save("out/stsb")
+    vectors = bertlens.embed(["a text", "another"], recipe="out/stsb/recipe.json").vectors
+    bertlens.index(data="corpus.jsonl", text_col="text", id_col="id", recipe="out/stsb/recipe.json", out="store")
+    bertlens.search(index="store", query="a question", top_k=5).to_pandas()
 
     from bertlens import Embedder, Recipe, run_sweep, load_catalog_task
 """
@@ -23,6 +26,21 @@ _EXPORTS = {
     "SweepOptions": "bertlens.api.sweep",
     "SweepRun": "bertlens.api.sweep",
     "recommend": "bertlens.api.recommend",
+    "embed": "bertlens.api.embed",
+    "EmbedOptions": "bertlens.api.embed",
+    "EmbedRun": "bertlens.api.embed",
+    "index": "bertlens.api.index",
+    "IndexOptions": "bertlens.api.index",
+    "IndexRun": "bertlens.api.index",
+    "export": "bertlens.api.export",
+    "ExportOptions": "bertlens.api.export",
+    "ExportRun": "bertlens.api.export",
+    "probe": "bertlens.api.probe",
+    "ProbeOptions": "bertlens.api.probe",
+    "ProbeRun": "bertlens.api.probe",
+    "search": "bertlens.api.search",
+    "SearchOptions": "bertlens.api.search",
+    "SearchRun": "bertlens.api.search",
     "RecommendOptions": "bertlens.api.recommend",
     "RecommendRun": "bertlens.api.recommend",
     "Embedder": "bertlens.embedding.embedder",

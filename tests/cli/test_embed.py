@@ -69,7 +69,7 @@ def test_empty_text_policies(tmp_path, tiny_bert_dir, capsys):
     path = tmp_path / "t.txt"
     path.write_text("one\n   \nthree\n")
     code, err = run_cli(capsys, path, "--out", tmp_path / "v.npy", "--model", tiny_bert_dir)
-    assert code == 1 and "line 2" in err and "--empty skip" in err
+    assert code == 1 and "line 2" in err and "set --empty to skip" in err
     assert not (tmp_path / "v.npy").exists()
     code, _ = run_cli(capsys, path, "--out", tmp_path / "v.npy", "--model", tiny_bert_dir, "--empty", "skip")
     assert code == 0 and np.load(tmp_path / "v.npy").shape[0] == 2

@@ -12,6 +12,9 @@ from tests.reports.chromium import CHROMIUM, assert_report_renders
 
 
 def run_probe(tmp_path, model, *extra):
+    """A quick probe run; `extra` flags are added (a flag given twice is refused, so --max-sentences in `extra`
+    replaces the quick default)."""
+    quick = [] if "--max-sentences" in extra else ["--max-sentences", "150"]
     return main(
         [
             "probe",
@@ -21,8 +24,7 @@ def run_probe(tmp_path, model, *extra):
             str(model),
             "--treebank",
             str(DATA / "ud-ewt"),
-            "--max-sentences",
-            "150",
+            *quick,
             "--resamples",
             "50",
             "--out",

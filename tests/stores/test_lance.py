@@ -173,7 +173,7 @@ def test_index_drops_empty_documents_only_when_asked(tmp_path, tiny_bert_dir, ca
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "1 documents have an empty title and text" in err[0] and "--drop-invalid" in err[0]
     assert main([*argv, "--drop-invalid"]) == 0, capsys.readouterr().err
-    assert "dropped 1 empty documents (--drop-invalid)" in capsys.readouterr().err
+    assert "dropped 1 empty documents, as asked" in capsys.readouterr().err
     assert LanceStore(store).count() == len(DOCS)
 
 

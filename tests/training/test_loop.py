@@ -239,3 +239,33 @@ def test_many_tiny_epochs_checkpoint_every_n_steps_not_every_epoch(setup, tmp_pa
     assert full.steps == 12 and saved == [5, 10, 12]
     expected = {k: v.clone() for k, v in encoder.model.state_dict().items()}
     assert_resumes_exactly(setup, config, 9, tmp_path / "b", full, expected)  # from step 5: steps 6-8 run again
+
+
+def test_dev_is_scored_every_eval_every_steps_and_patience_counts_scores(setup, tmp_path, monkeypatch):
+    """One step an epoch, 12 epochs, eval_every=5: dev is scored at steps 5, 10 and 12 (the schedule's end), not
+    after each of the 12 epochs; `scored_epochs` (recommend's estimate) counts the same, and the run resumes
+    exactly from a checkpoint taken between two scores."""
+    from bertlens.training import loop
+
+    config = replace(CONFIG, batch_size=32, epochs=12, checkpoint_every=4, patience=100, eval_every=5)
+    scored_at = []
+    real = Supervised.evaluate
+    monkeypatch.setattr(Supervised, "evaluate", lambda self: (scored_at.append(len(scored_at)), real(self))[1])
+    encoder, head, train_data, dev = setup()
+    full = train((encoder, head, train_data, dev), Recipe(pooler="mean"), "full", config)[0]
+    assert full.steps == 12 and full.epochs_run == 12
+    assert len(full.history) == len(scored_at) == 3 == loop.scored_epochs(1, 12, 5)
+    assert loop.scored_epochs(1, 12, 0) == 12 and loop.scored_epochs(4, 100, 25) == 4
+    assert loop.scored_epochs(16, 112, 25) == 4 and loop.scored_epochs(25, 100, 25) == 4
+    expected = {k: v.clone() for k, v in encoder.model.state_dict().items()}
+    assert_resumes_exactly(setup, config, 7, tmp_path / "ckpt", full, expected)  # from step 4: before the 5th score
+
+
+def test_early_stopping_counts_dev_scores_not_epochs(setup):
+    """patience=1 with dev scored every 3 one-step epochs: a run stops at a score that fails to improve, on an epoch
+    end that scored dev (a multiple of 3 steps), and keeps the best weights."""
+    config = replace(CONFIG, batch_size=32, epochs=30, patience=1, eval_every=3, lr=0.0, head_lr=0.0)
+    result = train(setup(), Recipe(pooler="mean"), "full", config)[0]
+    # lr 0: nothing changes, so the second score equals the first and does not improve on it
+    assert result.history[0] == result.history[1] and len(result.history) == 2
+    assert result.steps == 6 and result.epochs_run == 6 and result.stopped_early

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -280,3 +281,33 @@ def test_recommend_on_texts_without_labels(tiny_bert_dir, tmp_path):
     name = chosen.decision.split()[1]
     assert name == f"{result.recipe.pooler}/" + name.split("/")[1]  # the recipe carries the chosen pooler
     Embedder(Recipe.load(write_outputs(result, tmp_path / "out")["recipe"])).encode(["embeds"])
+
+
+def test_the_cost_trial_runs_4_and_12_steps_on_the_same_rows_at_any_training_size(tmp_path, monkeypatch):
+    """16 training examples (one batch): the trial still runs 4 and 12 optimiser steps, cycling over them as the real
+    run does, and the cost of an example is the slope between the two runs (here 0.5 s a step at 16 examples a
+    step), not a one-step run's whole time divided by 16 (3-6x too high on SST-2: docs/results.md)."""
+    from types import SimpleNamespace
+
+    from bertlens.experiments.compare import RunResult
+
+    lines = (DATA / "sst2" / "train.txt").read_text().splitlines()[:800]
+    task = _csv(tmp_path / "d.csv", [ln.split(" ", 1)[1] for ln in lines], [ln[0] for ln in lines])
+    task = with_test_split(task, 0)
+    rows = task.splits["train"]
+    splits = {"train": rows.subset(np.arange(16)), "dev": rows.subset(np.arange(16, 516)), "test": task.splits["test"]}
+    task = replace(task, splits=splits)
+    seen = []
+
+    def fake_compare(task, model, recipe, config, runs_dir, **kwargs):
+        (size,) = config.sizes
+        steps = config.train.min_steps  # one-batch epochs: the schedule runs min_steps steps
+        seen.append((size, steps))
+        run = RunResult("full", size, 0, 0.5, 0.5, 3.0 + 0.5 * steps, epochs=steps, steps=steps)
+        return SimpleNamespace(runs=(run,))  # what measure_costs reads of a CompareResult
+
+    monkeypatch.setattr(fine_tune_step, "run_compare", fake_compare)
+    costs = fine_tune_step.measure_costs(task, "m", Recipe(), fine_tune_step.TRAIN, 0, forward=1e-4)
+    assert seen == [(16, 4), (16, 12)]
+    assert costs.train_example == pytest.approx(0.5 / 16) and costs.start_up == pytest.approx(3.0)
+    assert fine_tune_step.compared_sizes(16) == (16,) and fine_tune_step.compared_sizes(256) == (64, 256)

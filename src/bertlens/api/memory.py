@@ -37,7 +37,7 @@ def columns_of(data: Any) -> dict[str, list]:
     )
 
 
-def _write_rows(path: Path, columns: dict[str, list]) -> Path:
+def write_rows(path: Path, columns: dict[str, list]) -> Path:
     lengths = {len(v) for v in columns.values()}
     if len(lengths) > 1:
         raise OptionError(f"{{data}}: columns of different lengths ({sorted(lengths)})", "data")
@@ -61,7 +61,7 @@ def _labelled(options: Any, folder: Path) -> dict:
         raise OptionError(
             f"{{texts}} has {len(options.texts)} items and {{labels}} {len(options.labels)}", "texts", "labels"
         )
-    path = _write_rows(folder / "data.jsonl", {TEXT: list(options.texts), LABEL: list(options.labels)})
+    path = write_rows(folder / "data.jsonl", {TEXT: list(options.texts), LABEL: list(options.labels)})
     return {"data": path, "texts": None, "labels": None, "text_col": TEXT, "label_col": LABEL}
 
 
@@ -74,9 +74,9 @@ def _changes(options: Any, folder: Path) -> dict:
     if options.texts is not None and not _is_path(options.texts):
         if not isinstance(options.texts, Sequence) or not all(isinstance(t, str) for t in options.texts):
             raise OptionError("{texts} must be a file path or a list of strings", "texts")
-        return {"texts": _write_rows(folder / "texts.jsonl", {TEXT: list(options.texts)}), "column": TEXT}
+        return {"texts": write_rows(folder / "texts.jsonl", {TEXT: list(options.texts)}), "column": TEXT}
     if options.data is not None and not _is_path(options.data):
-        return {"data": _write_rows(folder / "data.jsonl", columns_of(options.data))}
+        return {"data": write_rows(folder / "data.jsonl", columns_of(options.data))}
     return {}
 
 
@@ -94,12 +94,12 @@ def on_disk(options: Any) -> Iterator[Any]:
         try:
             yield dataclasses.replace(options, **changes)
         except OptionError as error:  # its template is reworded, so the command line still shows its flags
-            raise OptionError(_in_memory(error.template, folder), *error.options) from None
+            raise OptionError(in_memory_words(error.template, folder), *error.options) from None
         except BertlensError as error:
-            raise BertlensError(_in_memory(str(error), folder)) from None
+            raise BertlensError(in_memory_words(str(error), folder)) from None
 
 
-def _in_memory(message: str, folder: str) -> str:
+def in_memory_words(message: str, folder: str) -> str:
     """A loader's message about the temporary file, about the in-memory data: its lines are the data's rows,
     numbered from 1."""
     if folder not in message:

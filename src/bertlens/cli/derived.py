@@ -34,6 +34,9 @@ class CommandLine:
     description: str
     defaults: Mapping[str, Any] = field(default_factory=dict)  # e.g. --out's default out/sweep (None from Python)
     required: Mapping[str, str] = field(default_factory=dict)  # what the shell must give (Python need not) -> why
+    # options also given by position (`bertlens embed FILE`): the options class declares them first, not keyword-only
+    positional: tuple[str, ...] = ()
+    out_is_dir: bool = True  # --out is a directory, checked as one before any work (embed's and search's: a file)
 
     def options_class(self) -> type:
         module, _, name = self.options.partition(":")
@@ -93,7 +96,7 @@ def command_app(command: CommandLine) -> App:
         **calls,
     )
 
-    def parse(*, options=defaults):
+    def parse(options=defaults):  # not keyword-only: the options' own positional fields stay positional
         return options
 
     def read_config(*tokens, config=None):
@@ -122,10 +125,12 @@ def parse_options(command: CommandLine, argv: list[str]) -> Any:
         options = app.meta(argv, result_action="return_value", exit_on_error=False, print_error=False)
     except UnusedCliTokensError as exc:
         words = " ".join(exc.unused_tokens)
-        raise BertlensError(
-            f"unexpected '{words}': every option of bertlens {command.name} is a flag (see bertlens {command.name} "
-            "--help)"
-        ) from None
+        takes = (
+            f"bertlens {command.name} takes one {'/'.join(p.upper() for p in command.positional)} and flags"
+            if command.positional
+            else f"every option of bertlens {command.name} is a flag"
+        )
+        raise BertlensError(f"unexpected '{words}': {takes} (see bertlens {command.name} --help)") from None
     except CycloptsError as exc:
         message = " ".join(str(exc).split()).rstrip(".")
         raise BertlensError(f"{message} (see bertlens {command.name} --help)") from None

@@ -147,7 +147,7 @@ def derived_arguments(command: CommandLine, argv: list[str], args: argparse.Name
         **{f.name: getattr(options, f.name) for f in dataclasses.fields(options)},
         command=command.name,
         debug=args.debug,
-        out_is_dir=True,
+        out_is_dir=command.out_is_dir,
         run=lambda _: module.run(options),
     )
 

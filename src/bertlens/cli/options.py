@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from pathlib import Path
 
+from bertlens.api.recipe_options import recipe_of
 from bertlens.errors import BertlensError
-from bertlens.models import resolve_model
-from bertlens.representation.choices import MIXERS, POOLER_NAMES, PRECISIONS, SERVED_BACKENDS, parse_layers
+from bertlens.representation.choices import MIXERS, POOLER_NAMES, PRECISIONS
 from bertlens.representation.recipe import Recipe
 from bertlens.training.config import TrainConfig
 
@@ -61,37 +60,10 @@ def add_recipe_options(parser: argparse.ArgumentParser, several: str | None = No
     group.add_argument("--document-prompt", help="retrieval: text put before every document, e.g. 'passage: ' (E5)")
 
 
-RECIPE_VALUE_FLAGS = (  # flags copied onto the recipe as given
-    "mixer",
-    "pooler",
-    "max_length",
-    "precision",
-    "normalize",
-    "postprocess",
-    "long_text",
-    "query_prompt",
-    "document_prompt",
-)
-RECIPE_FLAGS = ("model", "layers", *RECIPE_VALUE_FLAGS, "exclude_special")  # every flag that changes a recipe
-
-
 def recipe_from_args(args: argparse.Namespace) -> Recipe:
-    """--recipe file first (if any), then every flag the user set on top of it."""
-    recipe = Recipe.load(args.recipe) if args.recipe else Recipe()
-    changes: dict = {}
-    if args.model:
-        changes["model"] = args.model
-    if args.layers:
-        num_layers = resolve_model(changes.get("model", recipe.model)).num_layers
-        changes["layers"] = parse_layers(args.layers, num_layers)
-        if args.mixer is None and len(changes["layers"]) > 1 and recipe.mixer == "single":
-            changes["mixer"] = "mean"
-    for flag in RECIPE_VALUE_FLAGS:
-        if getattr(args, flag) is not None:
-            changes[flag] = getattr(args, flag)
-    if args.exclude_special:
-        changes["include_special"] = False
-    return recipe.replace(**changes) if changes else recipe
+    """--recipe file first (if any), then every flag the user set on top of it (api/recipe_options.py: the same
+    function a command defined once uses)."""
+    return recipe_of(args)
 
 
 def add_run_options(parser: argparse.ArgumentParser, out: Path | None, out_help: str = "output directory") -> None:
@@ -167,47 +139,3 @@ def training_config(args: argparse.Namespace, seed: int) -> TrainConfig:
         checkpoint_every=args.checkpoint_every,
         precision=choose_precision(args.train_precision)[0],
     )
-
-
-def add_backend_options(parser: argparse.ArgumentParser) -> None:
-    """What runs the recipe: PyTorch here, a pool of Ray actors, or an ONNX export (embed, index)."""
-    parser.add_argument(
-        "--engine",
-        choices=("local", "ray"),
-        default="local",
-        help="ray: encode shards on a pool of Ray actors (pip install 'bertlens[ray]'); reading, resume and output "
-        "stay local",
-    )
-    parser.add_argument("--ray-address", help="join this Ray cluster (default: start a local Ray instance)")
-    parser.add_argument("--ray-workers", type=int, default=2, help="Ray actors, each with its own model (default 2)")
-    parser.add_argument(
-        "--backend",
-        choices=SERVED_BACKENDS,
-        default="torch",
-        help="onnx: --model is a directory from `bertlens export --format onnx` (the recipe is inside it)",
-    )
-
-
-def encoder_from_args(args: argparse.Namespace):
-    """The encoder the flags name, built by the one factory (embedding/backends.py); `--engine ray` is the Ray
-    pool of the PyTorch backend."""
-    from bertlens.embedding.backends import BackendSpec, make_encoder
-
-    if args.backend == "onnx":
-        if args.engine == "ray":
-            raise BertlensError("--engine ray runs the PyTorch backend; drop --backend onnx")
-        recipe_flags = (
-            *("recipe", "layers", "mixer", "pooler", "max_length", "precision", "postprocess", "long_text"),
-            *("query_prompt", "document_prompt"),
-        )
-        given = [f"--{flag.replace('_', '-')}" for flag in recipe_flags if getattr(args, flag) is not None]
-        if args.normalize or args.exclude_special:
-            given.append("--normalize/--exclude-special")
-        if given:
-            raise BertlensError(f"--backend onnx runs the recipe baked into the export; drop {', '.join(given)}")
-        return make_encoder(BackendSpec("onnx", model_dir=args.model))
-    if args.precision is None and args.recipe is None:
-        args.precision = "auto"  # embedding's default: bf16 only where this machine runs it fast
-    backend = "ray" if args.engine == "ray" else "torch"
-    spec = BackendSpec(backend, recipe_from_args(args), device=args.device, trust_remote_code=args.trust_remote_code)
-    return make_encoder(replace(spec, ray_address=args.ray_address, ray_workers=args.ray_workers))

@@ -82,7 +82,10 @@ def _derived_rows(command: CommandLine) -> list[str]:
         shown = "" if default is None or default == () or is_switch else f"`{_value(default)}`"
         value = "" if is_switch else " " + _placeholder(option, argument.hint)
         required = "**required** " if option in command.required else ""
-        rows.append(f"| `{argument.names[0]}`{value} | {shown} | {required}{_cell(argument.parameter.help or '')} |")
+        flag = f"`{argument.names[0]}`{value}"
+        if option in command.positional:  # given by position, or by its flag
+            flag = f"`{option.upper()}` (or {flag})"
+        rows.append(f"| {flag} | {shown} | {required}{_cell(argument.parameter.help or '')} |")
     return rows
 
 

@@ -6,9 +6,10 @@ import argparse
 import os
 import socket
 
+from bertlens.api.recipe_options import RECIPE_FIELDS
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.console import say
-from bertlens.cli.options import RECIPE_FLAGS, add_recipe_options, recipe_from_args
+from bertlens.cli.options import add_recipe_options, recipe_from_args
 from bertlens.errors import BertlensError
 from bertlens.representation.choices import SERVED_BACKENDS
 from bertlens.serving.config import LONG_TEXT_POLICIES, ServeLimits, ServeOptions
@@ -170,7 +171,7 @@ def _run_several(args: argparse.Namespace, options) -> None:
 
     if args.backend != "torch":
         raise BertlensError("several --recipe files need the PyTorch backend (an ONNX export is one recipe)")
-    flags = [f for f in RECIPE_FLAGS if getattr(args, f) not in (None, False)]
+    flags = [f for f in RECIPE_FIELDS if getattr(args, f) not in (None, False)]
     if flags:
         raise BertlensError(
             f"--{flags[0].replace('_', '-')} would change every recipe; with several --recipe files put each "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bertlens.errors import BertlensError
+from bertlens.errors import OptionError
 
 
 @dataclass(frozen=True)
@@ -22,11 +22,11 @@ class Gate:
     max_task_drop: float = 0.005
 
     def __post_init__(self) -> None:
-        for flag, value in (("--gate-mean", self.mean_cosine), ("--gate-min", self.min_cosine)):
+        for name, value in (("gate_mean", self.mean_cosine), ("gate_min", self.min_cosine)):
             if not -1.0 <= value <= 1.0:
-                raise BertlensError(f"{flag} is a cosine and must be between -1 and 1, got {value}")
+                raise OptionError(f"{{{name}}} is a cosine and must be between -1 and 1, got {value}", name)
         if not 0.0 <= self.max_task_drop <= 1.0:
-            raise BertlensError(f"--gate-task-drop must be between 0 and 1, got {self.max_task_drop}")
+            raise OptionError(f"{{gate_task_drop}} must be between 0 and 1, got {self.max_task_drop}", "gate_task_drop")
 
     def passes(self, mean: float, minimum: float) -> bool:
         return mean >= self.mean_cosine and minimum >= self.min_cosine

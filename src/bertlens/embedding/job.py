@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from bertlens.embedding.protocol import TextEncoder
-from bertlens.errors import BertlensError, did_you_mean
+from bertlens.errors import BertlensError, OptionError, did_you_mean, literal
 from bertlens.io.atomic import atomic_path, check_out_dir, write_json, write_npz, write_text
 from bertlens.io.cache import file_sha256
 from bertlens.io.tables import EMPTY_POLICIES, TableSpec, check_file, first_lines, is_blank, iter_records
@@ -82,7 +82,9 @@ def check_output(out: Path) -> None:
         raise BertlensError(f"output directory {out.parent} does not exist; create it first")
     check_out_dir(out.parent)  # a real write, not os.access: that says yes to root everywhere (even /proc)
     if out.exists() and not os.access(out, os.W_OK):
-        raise BertlensError(f"output {out} exists and is not writable; remove it or choose another --out")
+        raise OptionError(
+            f"output {literal(out)} exists and is not writable; remove it or choose another {{out}}", "out"
+        )
 
 
 def _lock(partial: Path, out: Path):
@@ -93,9 +95,10 @@ def _lock(partial: Path, out: Path):
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         handle.close()
-        raise BertlensError(
-            f"another bertlens embed is writing {out} right now (lock on {partial}); wait for it to finish "
-            "or choose another --out"
+        raise OptionError(
+            f"another bertlens embed is writing {literal(out)} right now (lock on {literal(partial)}); wait for it to "
+            "finish or choose another {out}",
+            "out",
         ) from None
     return handle
 
@@ -109,9 +112,10 @@ def _prepare_partial(partial: Path, manifest: dict) -> int:
         except (OSError, ValueError):
             previous = None
         if previous != manifest:
-            raise BertlensError(
-                f"{partial} holds an unfinished run with a different input, recipe or shard size; "
-                "delete it (or pass --restart) to start over"
+            raise OptionError(
+                f"{literal(partial)} holds an unfinished run with a different input, recipe or shard size; "
+                "delete it (or pass {restart}) to start over",
+                "restart",
             )
         return sum(1 for file in partial.glob("shard-*.npz") if _shard_ok(file))
     write_json(path, manifest)
@@ -202,14 +206,15 @@ def run_embed(
     if empty not in EMPTY_POLICIES:
         raise BertlensError(f"unknown empty-text policy '{empty}': {did_you_mean(empty, EMPTY_POLICIES)}")
     if shard_size < 1:
-        raise BertlensError("--shard-size must be at least 1")
+        raise OptionError("{shard_size} must be at least 1", "shard_size")
     check_file(spec.path)
     check_output(out)
     scan = _scan(spec)
     if scan.empty_lines and empty == "error":
-        raise BertlensError(
-            f"{spec.path}: empty or whitespace-only text on line {first_lines(scan.empty_lines)}; "
-            "remove them, or pass --empty skip (drop) or --empty keep (embed as empty text)"
+        raise OptionError(
+            f"{literal(spec.path)}: empty or whitespace-only text on line {first_lines(scan.empty_lines)}; "
+            "remove them, or set {empty} to skip (drop them) or keep (embed them as empty text)",
+            "empty",
         )
     rows = scan.rows - (len(scan.empty_lines) if empty == "skip" else 0)
     if rows == 0:
@@ -282,3 +287,29 @@ def _run_locked(spec, out, embedder, scan, partial, empty, shard_size, restart, 
     shutil.rmtree(partial)
     skipped = len(scan.empty_lines) if empty == "skip" else 0
     return EmbedSummary(out, rows, skipped, truncated, finished, embedder.dim, chunks)
+
+
+def save_table(table, out: Path, *, ids_needed: bool) -> Path:
+    """An embed output held in memory (the Arrow table a .parquet output holds: id, the chunk columns of a chunk
+    recipe, embedding) written as `run_embed` writes it: .parquet as it is; .npy as the vectors, with OUT.chunks.npy
+    (a chunk recipe) or OUT.ids.npy (`ids_needed`: empty texts were skipped) beside them."""
+    import pyarrow.parquet as pq
+
+    out = Path(out)
+    check_output(out)
+    if out.suffix.lower() == ".parquet":
+        with atomic_path(out) as tmp:
+            pq.write_table(table, tmp)
+        return out
+    ids = table.column("id").to_numpy()
+    vectors = np.asarray(table.column("embedding").combine_chunks().flatten().to_numpy(), dtype=np.float32)
+    with atomic_path(out) as tmp:
+        np.save(tmp, vectors.reshape(len(ids), -1))  # [N, D]
+    if "chunk" in table.column_names:
+        spans = np.stack([ids, *(table.column(c).to_numpy() for c in CHUNK_COLUMNS)], axis=1).astype(np.int64)
+        with atomic_path(out.with_name(out.stem + ".chunks.npy")) as tmp:
+            np.save(tmp, spans)
+    elif ids_needed:
+        with atomic_path(out.with_name(out.stem + ".ids.npy")) as tmp:
+            np.save(tmp, ids.astype(np.int64))
+    return out

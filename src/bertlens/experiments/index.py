@@ -17,7 +17,7 @@ import numpy as np
 
 from bertlens.embedding.prompted import with_role
 from bertlens.embedding.protocol import TextEncoder
-from bertlens.errors import BertlensError
+from bertlens.errors import OptionError, literal
 from bertlens.progress import Progress, silent
 from bertlens.representation.fingerprint import recipe_fingerprint
 from bertlens.stores.protocol import VectorStore
@@ -77,23 +77,25 @@ def run_index(
     one row per document, or one per chunk when the recipe keeps chunks (a search then scores a document by its
     best chunk)."""
     if batch < 1:
-        raise BertlensError(f"--batch must be at least 1 document, got {batch}")
+        raise OptionError(f"{{batch}} must be at least 1 document, got {batch}", "batch")
     start = time.perf_counter()
     record = index_record(encoder)
     held = store.record()
     if held is not None and held.fingerprint != record.fingerprint and not restart:
-        raise BertlensError(
-            f"store {store.where} holds vectors of another recipe (fingerprint {held.fingerprint}; this one is "
-            f"{record.fingerprint}); index into a new store, or pass --restart to replace its contents"
+        raise OptionError(
+            f"store {literal(store.where)} holds vectors of another recipe (fingerprint {held.fingerprint}; this one "
+            f"is {record.fingerprint}); index into a new store, or pass {{restart}} to replace its contents",
+            "restart",
         )
     if held is None or restart:
         store.create(record)
     done = store.documents()
     unknown = done - documents.keys()
     if unknown:
-        raise BertlensError(
-            f"store {store.where} holds {len(unknown)} documents this corpus lacks (e.g. '{sorted(unknown)[0]}'); "
-            "index this corpus into a new store, or pass --restart"
+        raise OptionError(
+            f"store {literal(store.where)} holds {len(unknown)} documents this corpus lacks (e.g. "
+            f"'{literal(sorted(unknown)[0])}'); index this corpus into a new store, or pass {{restart}}",
+            "restart",
         )
     todo = [d for d in documents if d not in done]
     reader = with_role(encoder, "document")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bertlens.embedding.prompted import with_role
 from bertlens.embedding.protocol import TextEncoder
-from bertlens.errors import BertlensError
+from bertlens.errors import BertlensError, OptionError, literal
 from bertlens.representation.fingerprint import recipe_fingerprint
 from bertlens.representation.recipe import Recipe
 from bertlens.stores.protocol import VectorStore
@@ -49,13 +49,15 @@ def check_encoder(encoder: TextEncoder, record: IndexRecord, where: str) -> None
     fingerprint = recipe_fingerprint(encoder.recipe, encoder.fingerprint)
     if fingerprint != record.fingerprint:
         fix = (
-            f"the index was made from the ONNX export {record.export_dir}: leave out --backend and --recipe"
+            f"the index was made from the ONNX export {literal(record.export_dir)}: leave out {{backend}} and {{recipe}}"
             if record.export_dir
-            else "leave out --recipe to use the index's own"
+            else "leave out {recipe} to use the index's own"
         )
-        raise BertlensError(
-            f"the query recipe's fingerprint {fingerprint} is not the index's {record.fingerprint} ({where}): queries "
-            f"must be embedded with the recipe the documents were; {fix}"
+        raise OptionError(
+            f"the query recipe's fingerprint {fingerprint} is not the index's {record.fingerprint} ({literal(where)}): "
+            f"queries must be embedded with the recipe the documents were; {fix}",
+            "backend",
+            "recipe",
         )
 
 
@@ -75,9 +77,9 @@ def search_store(
 ) -> list[list[DocumentHit]]:
     """Top k documents per query, best first (ties: the store's order)."""
     if k < 1:
-        raise BertlensError(f"--top-k must be at least 1, got {k}")
+        raise OptionError(f"{{top_k}} must be at least 1, got {k}", "top_k")
     if not queries:
-        raise BertlensError("no query to search: give --query TEXT or --queries FILE")
+        raise OptionError("no query to search: give {query} or {queries}", "query", "queries")
     vectors = with_role(encoder, "query").encode(list(queries))  # [Q, D]
     rows = store.count()
     found = [documents_of(hits, k) for hits in store.search(vectors, min(k, rows), exact)]
@@ -121,17 +123,21 @@ def open_index(
     backend = backend or ("onnx" if record.export_dir else "torch")
     if backend == "onnx":
         if recipe is not None:
-            raise BertlensError("--backend onnx runs the recipe baked into the export; drop --recipe")
+            raise OptionError("{backend} onnx runs the recipe baked into the export; leave out {recipe}", "backend",
+                              "recipe")  # fmt: skip
         directory = model_dir or record.export_dir
         if directory is None or not Path(directory).is_dir():
             made = f"; the index was made from {record.export_dir}, which is gone" if record.export_dir else ""
-            raise BertlensError(
-                f"--backend onnx needs --model DIR, a directory from `bertlens export --format onnx`{made}"
+            raise OptionError(
+                f"{{backend}} onnx needs {{model}}, a directory from `bertlens export --format onnx`{literal(made)}",
+                "backend",
+                "model",
             )
         spec = BackendSpec("onnx", model_dir=directory)
     else:
         if model_dir is not None:
-            raise BertlensError("--model names an ONNX export: use it with --backend onnx (or give --recipe)")
+            raise OptionError("{model} names an ONNX export: use it with {backend} onnx (or give {recipe})", "model",
+                              "backend", "recipe")  # fmt: skip
         spec = BackendSpec(backend, recipe_for(record, store.where, recipe), device=device)
     return SearchIndex(store, make_encoder(spec))
 

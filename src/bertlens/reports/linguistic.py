@@ -61,6 +61,10 @@ def to_json(result: SuiteResult) -> dict:
 
 
 def heatmap(result: SuiteResult, path: Path) -> Path:
+    return save_figure(heatmap_figure(result), path)
+
+
+def heatmap_figure(result: SuiteResult):
     """Rows: layers; columns: tasks; cells: test accuracy."""
     plt = pyplot()
     names = list(result.outcomes)
@@ -72,7 +76,7 @@ def heatmap(result: SuiteResult, path: Path) -> Path:
     ax.set_title(f"linguistic probes, test accuracy: {result.model}", fontsize=9)
     fig.colorbar(image, ax=ax, label="accuracy")
     fig.tight_layout()
-    return save_figure(fig, path)
+    return fig
 
 
 def curves(result: SuiteResult, path: Path) -> Path:

@@ -38,7 +38,8 @@ def load_corpus(
     path = Path(path)
     if path.is_dir():
         if text_col is not None or id_col is not None:
-            raise BertlensError(f"--text-col and --id-col apply to tables; {path} is a BEIR directory (corpus.jsonl)")
+            raise OptionError(f"{{text_col}} and {{id_col}} apply to tables; {literal(path)} is a BEIR directory "
+                              "(corpus.jsonl)", "text_col", "id_col")  # fmt: skip
         return Corpus(*load_beir_corpus(path, drop_invalid=drop_invalid, encoding=encoding))
     records = _table_records(path, text_col, id_col, encoding)
     ids = [str(fields[1]).strip() if id_col is not None else str(line) for line, fields in records]
@@ -70,12 +71,14 @@ def load_corpus(
 
 def _table_records(path: Path, text_col: str | None, id_col: str | None, encoding: str) -> list:
     if not path.exists():
-        raise BertlensError(f"--data {path} does not exist; give a BEIR directory or a corpus file")
+        raise OptionError(f"{{data}} {literal(path)} does not exist; give a BEIR directory or a corpus file", "data")
     text_file = path.suffix == ".txt"
     if text_file and (text_col is not None or id_col is not None):
-        raise BertlensError(f"{path}: a .txt file has one document a line and no columns; drop --text-col/--id-col")
+        raise OptionError(f"{literal(path)}: a .txt file has one document a line and no columns; leave out "
+                          "{text_col} and {id_col}", "text_col", "id_col")  # fmt: skip
     if not text_file and text_col is None:
-        raise BertlensError(f"{path}: name the text column with --text-col (and the ids with --id-col)")
+        raise OptionError(f"{literal(path)}: name the text column with {{text_col}} (and the ids with {{id_col}})",
+                          "text_col", "id_col")  # fmt: skip
     columns = () if text_file else tuple(parse_column(c) for c in (text_col, id_col) if c is not None)
     records = list(iter_records(TableSpec(path, columns, encoding=encoding)))
     if not records:

@@ -24,6 +24,10 @@ class TrainConfig:
     patience: int = 2
     seed: int = 0
     checkpoint_every: int = 50
+    # dev scored at an epoch's end once this many steps have passed since the last score (and at the schedule's
+    # end); 0 scores every epoch. A small training set runs up to `min_steps` epochs of a step or a few, and scoring
+    # dev after each costs more than training (recommend's fine-tuning step, workflows/fine_tune_step.py)
+    eval_every: int = 0
     precision: str = "fp32"  # "bf16": forward passes under bfloat16 autocast (weights and optimizer stay fp32)
 
 

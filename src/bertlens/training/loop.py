@@ -2,7 +2,8 @@
 
 Shared by all: AdamW (no weight decay on biases and norms), linear warmup then linear decay,
 gradient clipping, early stopping on the objective's dev score with the best weights restored
-(objectives without a dev score train for the full schedule), a fixed seed (data order per
+(objectives without a dev score train for the full schedule; dev is scored at an epoch's end, or once `eval_every`
+steps have passed, and patience counts scores), a fixed seed (data order per
 epoch and dropout), progress, and checkpoints every `checkpoint_every` steps (at an epoch's end once that many
 steps have passed since the last, and when the run ends), from which an interrupted run resumes to the same
 weights as an uninterrupted one. Not at every epoch's end: a small training set runs up to `min_steps` epochs
@@ -55,7 +56,7 @@ class Objective(Protocol):
 
 @dataclass(frozen=True)
 class FineTuneResult:
-    history: tuple[float, ...]  # dev score after each epoch (empty when the objective has none)
+    history: tuple[float, ...]  # dev score at each scoring epoch's end (empty when the objective has none)
     best_epoch: int
     best_dev: float
     steps: int
@@ -175,6 +176,21 @@ class _Run:
     saved: int = 0  # the step of the last checkpoint written or resumed from (set when the run starts)
 
 
+def scored_epochs(per_epoch: int, total: int, eval_every: int) -> int:
+    """How many epoch ends score dev in a schedule of `total` steps (`per_epoch` a epoch) when no early stop comes:
+    every epoch when eval_every is 0, else the first epoch end at least `eval_every` steps after the last score,
+    and the last. The loop (`_due`) and recommend's estimate (workflows/fine_tune_step.py) count alike."""
+    scored, last = 0, 0
+    for step in range(per_epoch, total + 1, per_epoch):
+        if _due(step, last, total, eval_every):
+            scored, last = scored + 1, step
+    return scored
+
+
+def _due(step: int, last_scored: int, total: int, eval_every: int) -> bool:
+    return eval_every <= 0 or step - last_scored >= eval_every or step >= total
+
+
 def _schedule(objective: Objective, config: TrainConfig, world) -> tuple[int, int, int, int]:
     """(global batch, steps per epoch, total steps, warmup steps): small sets run more epochs (min_steps)."""
     per_batch = config.batch_size * world.size
@@ -194,6 +210,7 @@ def _start(key: str, checkpoint_dir: Path | None, modules, optimizer, world) -> 
         "best": -math.inf,
         "best_epoch": -1,
         "bad_epochs": 0,
+        "scored_at": 0,  # the step dev was last scored at
         "done": False,
     }
     found = find_checkpoint(checkpoint_dir) if checkpoint_dir else None
@@ -246,8 +263,12 @@ def _epoch(run: _Run, objective, modules, optimizer, config, world, checkpoint_d
 
 
 def _end_epoch(run: _Run, epoch: int, step: int, objective, modules, config: TrainConfig) -> None:
-    """Score dev (when the objective has a dev score), keep the best weights, decide whether to stop."""
+    """Score dev when due (and the objective has a dev score), keep the best weights, decide whether to stop."""
     state = run.state
+    if not _due(step, state.get("scored_at", 0), run.total, config.eval_every):
+        state.update(step=step, done=step >= run.total)
+        return
+    state["scored_at"] = step
     with autocast_at(config.precision):
         dev_score = objective.evaluate()
     if dev_score is not None:
@@ -289,9 +310,8 @@ def fine_tune(
     if world.size > 1:
         torch.manual_seed(config.seed * 1_000 + world.rank)  # same weights, a different dropout and mask stream
     identity = [encoder.ref.fingerprint if encoder else "", objective.identity(), strategy.name if strategy else ""]
-    key = content_key(
-        [*identity, asdict(config)] + ([world.size] if world.size > 1 else [])
-    )  # N processes: another run
+    settings = {k: v for k, v in asdict(config).items() if k != "eval_every" or v}  # the default keeps older keys
+    key = content_key([*identity, settings] + ([world.size] if world.size > 1 else []))  # N processes: another run
     run = _Run(*_start(key, checkpoint_dir, modules, optimizer, world), *_schedule(objective, config, world))
     run.saved = run.state["step"]
     while not run.state["done"] and run.state["step"] < run.total:
@@ -322,7 +342,7 @@ def _result(run: _Run, seconds: float) -> FineTuneResult:
         state["best_epoch"],
         state["best"],
         step,
-        len(state["history"]) or math.ceil(step / run.per_epoch),
+        math.ceil(step / run.per_epoch),
         step < run.total,
         seconds,
         losses[0],

@@ -1,7 +1,7 @@
 """Step 4 of `recommend`: frozen probe vs a quick fine-tune, sized to the budget by a measured trial.
 
-The trial (a forward pass over 64 texts and fine-tuning runs of 4 and 12 steps) gives the cost per training
-example; the step then runs at the largest training size whose comparison fits what is left of the budget,
+The trial (a forward pass over 64 texts and fine-tuning runs of 4 and 12 steps on the same rows) gives the cost
+per training example; the step then runs at the largest training size whose comparison fits what is left of the budget,
 or falls back to the rule of thumb (frozen below ~1k labels), marked as such."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import TaskData
 from bertlens.tasks.splits import task_splits, with_test_split
 from bertlens.training.config import TrainConfig
+from bertlens.training.loop import scored_epochs
 from bertlens.training.strategies import parse_strategy
 from bertlens.workflows.decision import Decision, sample_rows
 
@@ -37,21 +38,28 @@ class Costs:
 
     forward: float  # seconds per text, one forward pass (scoring dev, test and the drift texts; frozen encoding)
     train_example: float  # seconds per training example (forward + backward + optimizer, padded batches)
-    dev: int  # dev examples, scored every epoch
+    dev: int  # dev examples, scored at the epoch ends the schedule scores (TrainConfig.eval_every)
     test: int  # test examples, scored once per run
     start_up: float = 0.0  # seconds per fine-tuning run besides its examples (optimizer, best-weights restore)
 
 
 def fine_tune_seconds(n: int, costs: Costs, train: TrainConfig) -> float:
     """Estimated time of step 4 at n training examples: two seeds of full fine-tuning at n and n/4 (each at least
-    `min_steps` batches, dev scored every epoch, test and the drift texts once), plus the frozen probes' encoding."""
+    `min_steps` batches, dev scored where the schedule scores it, test and the drift texts once), plus the frozen
+    probes' encoding. An upper bound: early stopping on dev usually ends a small training set's runs sooner."""
     seeds, total = 2, 0.0
-    for size in (n, max(16, n // 4)):
+    for size in compared_sizes(n):
         steps_per_epoch = -(-size // train.batch_size)
         epochs = max(train.epochs, -(-train.min_steps // steps_per_epoch))  # as the training loop counts
-        scored = epochs * costs.dev + costs.test + 2 * DRIFT_TEXTS
+        dev_scores = scored_epochs(steps_per_epoch, epochs * steps_per_epoch, train.eval_every)
+        scored = dev_scores * costs.dev + costs.test + 2 * DRIFT_TEXTS
         total += seeds * (epochs * size * costs.train_example + scored * costs.forward + costs.start_up)
     return total + (n + costs.dev + costs.test) * costs.forward
+
+
+def compared_sizes(n: int) -> tuple[int, ...]:
+    """The training sizes step 4 compares at: n and a quarter of it (at least 16); n alone below 64."""
+    return tuple(sorted({n, max(16, n // 4)})) if n >= 64 else (n,)
 
 
 def affordable_size(n: int, costs: Costs, train: TrainConfig, seconds: float) -> int:
@@ -63,46 +71,52 @@ def affordable_size(n: int, costs: Costs, train: TrainConfig, seconds: float) ->
     return 0
 
 
-TRIAL_BATCHES = (4, 12)  # the two short fine-tuning runs of the cost trial, in batches
+TRIAL_BATCHES = (4, 12)  # the two short fine-tuning runs of the cost trial, in optimiser steps
 BACKWARD_FACTOR = 3.0  # a training example costs at least a forward and a backward pass (about two forwards)
 
 
-def least_seconds(forward: float, dev: int, test: int, train: TrainConfig) -> float:
-    """A lower bound on the trial plus the smallest comparison (n=64), from the forward cost alone: when even this
-    does not fit the budget left, the trial is not run (it would only spend the budget to learn that)."""
+def least_seconds(forward: float, dev: int, test: int, train: TrainConfig, n: int = 64) -> float:
+    """A lower bound on the trial plus the smallest comparison (n=64, or the user's n when smaller), from the forward
+    cost alone: when even this does not fit the budget left, the trial is not run (it would only spend the budget to
+    learn that)."""
     floor = Costs(forward, BACKWARD_FACTOR * forward, dev, test)
-    trial = sum(TRIAL_BATCHES) * train.batch_size * floor.train_example
-    return trial + fine_tune_seconds(64, floor, train)
+    size = min(64, n)
+    trial = sum(TRIAL_BATCHES) * min(train.batch_size, size) * floor.train_example
+    return trial + fine_tune_seconds(size, floor, train)
 
 
 def measure_costs(
     task: TaskData, model: str, recipe: Recipe, train: TrainConfig, seed: int, forward: float | None = None
 ) -> Costs:
-    """A forward pass over 64 of the user's texts, and two short fine-tuning trials (4 and 12 steps at the real batch
-    size and precision, through the same `run_compare` the step uses): the difference is the cost of a training
-    example without the fixed start-up cost, which is counted once per run. The sizing then holds on any machine."""
+    """A forward pass over 64 of the user's texts, and two short fine-tuning trials of 4 and 12 optimiser steps on
+    the same training rows (at the real batch size and precision, through the same `run_compare` the step uses):
+    their difference is the cost of a step without the fixed start-up cost, which is counted once per run. Steps,
+    not training sizes: a small training set (fewer than 12 batches) is cycled over as the real run cycles over it,
+    so the slope is measured at any n (with two sizes, n < 192 gave one run and a per-example cost 3-6x too high)."""
     if forward is None:
         forward = _seconds_per_text(model, sample_rows(task.all_texts(), 64, seed), train.precision)
     train_split, dev_split, test_split = task_splits(task, 500, seed)
-    short, long = (min(len(train_split), k * train.batch_size) for k in TRIAL_BATCHES)
+    size = min(len(train_split), TRIAL_BATCHES[0] * train.batch_size)
     tiny = test_split.subset(np.arange(min(16, len(test_split))))
-    config = CompareConfig(
-        sizes=tuple(sorted({short, long})),
-        strategies=(parse_strategy("full", 1),),
-        seeds=(seed,),
-        train=replace(train, epochs=1, min_steps=1),
-        max_dev=16,
-        drift_texts=8,
-    )
-    with tempfile.TemporaryDirectory() as runs:
-        trial = run_compare(replace(task, splits={**task.splits, "test": tiny}), model, recipe, config, Path(runs))
-    seconds = {run.size: run.seconds for run in trial.runs}
-    if long > short:
-        # never below two forward passes: noise (a tiny model, a busy machine) can flatten the slope
-        per_example = max((seconds[long] - seconds[short]) / (long - short), 2 * forward)
-        start_up = max(seconds[short] - short * per_example, 0.0)
-    else:  # a training set of at most 4 batches: no slope to take, the whole run is the cost
-        per_example, start_up = seconds[short] / short, 0.0
+    trial_task = replace(task, splits={**task.splits, "test": tiny})
+    runs = []
+    for steps in TRIAL_BATCHES:
+        config = CompareConfig(
+            sizes=(size,),
+            strategies=(parse_strategy("full", 1),),
+            seeds=(seed,),
+            train=replace(train, epochs=1, min_steps=steps),
+            max_dev=16,
+            drift_texts=8,
+        )
+        with tempfile.TemporaryDirectory() as folder:
+            (run,) = run_compare(trial_task, model, recipe, config, Path(folder)).runs
+        runs.append(run)
+    short, long = runs
+    per_step = (long.seconds - short.seconds) / max(long.steps - short.steps, 1)
+    # never below two forward passes: noise (a tiny model, a busy machine) can flatten the slope
+    per_example = max(per_step / min(train.batch_size, size), 2 * forward)
+    start_up = max(short.seconds - short.steps * min(train.batch_size, size) * per_example, 0.0)
     return Costs(forward, per_example, len(dev_split), len(test_split), start_up)
 
 
@@ -122,9 +136,8 @@ def step_fine_tune(
     and at a quarter of it, two seeds each, paired by seed. `task` has a test split (see `with_test_split`)."""
     train_split, _, _ = task_splits(task, 500, seed)
     n = min(size, len(train_split))
-    sizes = tuple(sorted({n, max(16, n // 4)} if n >= 64 else {n}))
     config = CompareConfig(
-        sizes=sizes,
+        sizes=compared_sizes(n),
         strategies=(parse_strategy("frozen", 1), parse_strategy("full", 1)),
         seeds=(seed, seed + 1),
         train=train,
@@ -201,8 +214,11 @@ def fine_tune_choice(paired: np.ndarray, n: int) -> tuple[str, str]:
 
 
 # the training `compare` uses (4 epochs, >= 100 steps, early stopping), so both agree; checkpoints sparser (each
-# writes the model and AdamW state: a cost the short trial does not see)
-TRAIN = TrainConfig(checkpoint_every=200)
+# writes the model and AdamW state: a cost the short trial does not see), and dev scored every 25 steps at most
+# often rather than every epoch: at n=16 (one step an epoch) that is 5 dev scores instead of 100, so a small
+# budget measures the step instead of falling back to the rule (docs/results.md, "recommend's fine-tuning
+# estimate"); from 25 steps an epoch (n >= 400 at batch 16) every epoch is scored, as in `compare`
+TRAIN = TrainConfig(checkpoint_every=200, eval_every=25)
 
 FINE_TUNE_TEST = 2000  # test examples scored per run: intervals of about +-2 points on accuracy
 
@@ -222,14 +238,16 @@ def fine_tune_or_rule(task, model, recipe, steps, seed, budget, progress) -> Dec
         train_split, dev_split, _ = task_splits(tune_task, 500, seed)
         train = replace(TRAIN, seed=seed, precision=choose_precision("auto")[0])
         forward = _seconds_per_text(model, sample_rows(tune_task.all_texts(), 64, seed), train.precision)
-        floor = least_seconds(forward, len(dev_split), len(test), train)
+        smallest = min(64, len(train_split))  # the least step 4 measures (the user's n when smaller)
+        floor = least_seconds(forward, len(dev_split), len(test), train, smallest)
         if floor > BUDGET_SHARE * (budget.left() - 60):
-            why = f"{_budget_left(budget)}, and the cost trial with even n=64 would take at least {floor:.0f} s"
+            why = f"{_budget_left(budget)}, and the cost trial with even n={smallest} would take at least {floor:.0f} s"
         else:
             costs = measure_costs(tune_task, model, recipe, train, seed, forward)
             size = affordable_size(len(train_split), costs, train, BUDGET_SHARE * (budget.left() - 60))
             if size == 0:
-                why = f"{_budget_left(budget)}, and even n=64 would take about {fine_tune_seconds(64, costs, train):.0f} s"
+                least = fine_tune_seconds(smallest, costs, train)
+                why = f"{_budget_left(budget)}, and even n={smallest} would take about {least:.0f} s"
             estimate = fine_tune_seconds(size, costs, train) if size else 0.0
     if why:
         choice = FROZEN if user_n < FINE_TUNE_RULE_N else TUNE

@@ -1,0 +1,191 @@
+"""`export` as one definition: its options, their checks, the run, and the result a notebook reads.
+
+    import bertlens
+    done = bertlens.export(format="onnx", recipe="out/sweep/recipe.json", out="export/onnx", quantize="int8")
+    done.to_pandas()      # parity (and int8 fidelity) against bertlens fp32
+
+`bertlens export --format onnx --recipe R --out DIR` parses its flags into the same `ExportOptions` and calls the
+same `run_export_command`. The export is compared with bertlens fp32 first; a failed check writes nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import html
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from bertlens.api.options import at_least, finite, one_of, unknown_options
+from bertlens.api.recipe_options import RecipeOptions, recipe_of
+from bertlens.api.results import RowsResult
+from bertlens.errors import OptionError, literal
+from bertlens.progress import Progress, silent
+
+FORMATS = ("onnx", "sentence-transformers")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExportOptions(RecipeOptions):
+    """Every option of `bertlens export`, by the name of its long flag; the recipe: `RecipeOptions`."""
+
+    format: Literal["onnx", "sentence-transformers"] | None = None
+    """onnx (one graph from token ids to the final vector) or sentence-transformers (a directory
+    SentenceTransformer(path) loads)"""
+    out: Path | None = None
+    """directory to write"""
+    texts: Path | None = None
+    """texts to check parity on (default: 512 STS-B training sentences from --data-dir): .txt (one a line),
+    .csv/.tsv/.parquet or .jsonl (with --column)"""
+    column: str | None = None
+    """for --texts CSV/TSV/Parquet/JSONL: the text column (header name or 0-based index) or field"""
+    samples: int = 512
+    """how many texts to check parity on"""
+    quantize: Literal["int8", "int8-static"] | None = None
+    """onnx: int8 gated by fidelity to fp32; int8 is dynamic (activations scaled per batch), int8-static calibrates
+    activation ranges on --calibration texts"""
+    calibration: Path | None = None
+    """int8: texts to choose fp32 modules on and judge the gate on (default: --texts)"""
+    gate_mean: float = 0.995
+    """int8 gate: mean cosine to fp32"""
+    gate_min: float = 0.98
+    """int8 gate: minimum cosine to fp32"""
+    gate_task_drop: float = 0.005
+    """int8 gate with --eval-task: largest drop"""
+    eval_task: str | None = None
+    """int8: also compare the task score (stsb, sst2, trec) with fp32"""
+    force: bool = False
+    """int8: write it even below the gate (figures recorded)"""
+    data_dir: str | None = None
+    """where the shared data lives: catalog tasks, UD EWT (default $BERTLENS_DATA or ../shared/data)"""
+    quiet: bool = False
+    """no progress output"""
+
+    def check(self) -> ExportOptions:
+        """Every check that needs no model, in the options' own names."""
+        from bertlens.embedding.gate import Gate
+
+        finite(self)
+        one_of(self)
+        for name, why in (("format", "onnx or sentence-transformers"), ("out", "the directory to write")):
+            if getattr(self, name) is None:
+                raise OptionError(f"{{{name}}} is required: {why}", name)
+        if self.format != "onnx":
+            given = [name for name in ("quantize", "calibration", "eval_task") if getattr(self, name) is not None]
+            if given:
+                names = ", ".join("{" + name + "}" for name in given)
+                raise OptionError(f"{names} apply to {{format}} onnx only", *given, "format")
+        at_least(self, "samples", 2, "parity needs two texts or more")
+        at_least(self, "max_length", 2, "a model reads at least 2 tokens")
+        Gate(self.gate_mean, self.gate_min, self.gate_task_drop)  # the gate's own bounds
+        paths = {n: Path(getattr(self, n)) for n in ("out", "texts", "calibration") if getattr(self, n) is not None}
+        return dataclasses.replace(self, **paths)
+
+
+@dataclass(frozen=True)
+class ExportRun(RowsResult):
+    """An export written and checked: its directory, and how close it came to bertlens fp32 (and int8 to fp32)."""
+
+    out: Path
+    record: dict  # export.json (or the sentence-transformers record): what was exported and its figures
+    outcome: Any  # experiments/export.py:ExportOutcome for onnx; None for sentence-transformers
+    texts: int
+    options: ExportOptions
+
+    def rows(self) -> list[dict]:
+        """One row per check: the parity of the fp32 export and, for int8, its fidelity on held-out texts."""
+        if self.outcome is None:
+            parity = self.record["parity"]
+            return [{"check": "sentence-transformers vs bertlens fp32", **parity}]
+        rows = [{"check": "onnx fp32 vs bertlens fp32", **dataclasses.asdict(self.outcome.parity)}]
+        if self.outcome.int8 is not None:
+            rows.append({"check": "onnx int8 vs bertlens fp32", **dataclasses.asdict(self.outcome.int8),
+                         "passed": self.outcome.passed})  # fmt: skip
+        return rows
+
+    def __repr__(self) -> str:
+        return f"ExportRun({self.options.format} -> {self.out}, checked on {self.texts} texts)"
+
+    def _repr_html_(self) -> str:
+        rows = self.rows()
+        head = "".join(f"<th>{html.escape(str(k))}</th>" for k in rows[0])
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in r.values()) + "</tr>" for r in rows)
+        return f"<div><p>{html.escape(repr(self))}</p><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+
+
+def parity_texts(options: ExportOptions) -> tuple[list[str], str]:
+    """The texts an export is checked on: `texts` (distinct, in order), else STS-B's training sentences."""
+    from bertlens.api.sources import file_texts
+    from bertlens.tasks.catalog import data_dir
+
+    if options.texts is not None:
+        texts = list(dict.fromkeys(file_texts(options.texts, options.column)))
+        source = str(options.texts)
+    else:
+        path = data_dir(options.data_dir) / "stsb" / "train.csv"
+        if not path.is_file():
+            raise OptionError(
+                f"no parity texts: {literal(path)} is missing; give {{texts}} (texts like the ones you embed)", "texts"
+            )
+        with open(path, newline="", encoding="utf-8") as handle:
+            texts = list(dict.fromkeys(text for row in csv.reader(handle) for text in row[:2]))
+        source = f"STS-B training sentences ({path})"
+    if len(texts) < 2:
+        raise OptionError(f"{literal(source)}: need at least 2 distinct non-empty texts to check the export", "texts")
+    return texts[: options.samples], source
+
+
+def _calibration(options: ExportOptions) -> list[str] | None:
+    from bertlens.api.sources import file_texts
+
+    if options.calibration is None:
+        return None
+    calibration = list(dict.fromkeys(file_texts(options.calibration, options.column)))
+    if len(calibration) < 4:
+        raise OptionError(
+            f"{{calibration}} {literal(options.calibration)}: {len(calibration)} distinct texts; int8 calibration "
+            "needs at least 4 (half choose what stays fp32, half judge the gate)",
+            "calibration",
+        )
+    return calibration
+
+
+def run_export_command(options: ExportOptions, *, progress: Progress = silent) -> ExportRun:
+    """Check the options, export the recipe, check the export against bertlens fp32 (int8 behind its gate), and
+    publish the directory only when the checks pass (or `force`)."""
+    from bertlens.embedding.gate import Gate
+
+    checked = options.check()
+    gate = Gate(checked.gate_mean, checked.gate_min, checked.gate_task_drop)
+    calibration = _calibration(checked)
+    recipe = recipe_of(checked)
+    texts, source = parity_texts(checked)
+    if checked.format == "sentence-transformers":
+        from bertlens.experiments.export_st import run_export_sentence_transformers
+
+        record = run_export_sentence_transformers(recipe, checked.out, texts, source)
+        return ExportRun(checked.out, record, None, len(texts), checked)
+    from bertlens.experiments.export import Int8Options, run_export_onnx  # the onnx extra: checked before any work
+    from bertlens.tasks.catalog import data_dir, get_task
+    from bertlens.tasks.loaders import load_catalog_task
+
+    eval_task = (
+        load_catalog_task(get_task(checked.eval_task), data_dir(checked.data_dir)) if checked.eval_task else None
+    )
+    if eval_task is not None and eval_task.uses_cv:
+        raise OptionError(f"{{eval_task}} '{literal(checked.eval_task)}' has no test split; use stsb, sst2 or trec",
+                          "eval_task")  # fmt: skip
+    int8 = None
+    if checked.quantize is not None:
+        int8 = Int8Options(checked.quantize == "int8-static", calibration, gate, checked.force, eval_task)
+    outcome = run_export_onnx(recipe, checked.out, texts, source, int8=int8,
+                              trust_remote_code=checked.trust_remote_code, progress=progress)  # fmt: skip
+    return ExportRun(checked.out, outcome.record, outcome, len(texts), checked)
+
+
+def export(**options: Any) -> ExportRun:
+    """Export a recipe as ONNX (int8 behind a fidelity gate) or a sentence-transformers directory: the keywords are
+    `bertlens export`'s long flags (see `ExportOptions`)."""
+    unknown_options(ExportOptions, options)
+    return run_export_command(ExportOptions(**options))
