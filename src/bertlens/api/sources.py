@@ -89,6 +89,37 @@ class DataOptions:
 SOURCES = ("task", "data", "texts")
 
 
+@dataclass(frozen=True, kw_only=True)
+class TextSourceOptions:
+    """Texts without labels for a command that measures or fits on them (geometry, postprocess): exactly one of
+    `texts` (a file; from Python also a list of strings) or `task` (every text of a catalog task)."""
+
+    texts: Any = None
+    """your texts: .txt (one a line), .csv/.tsv/.parquet or .jsonl (with --column); from Python also a list of
+    strings"""
+    column: str | None = None
+    """for --texts CSV/TSV/Parquet/JSONL: the text column (header name or 0-based index) or field"""
+    task: str | None = None
+    """every text of a catalog task: sst2, mr, subj, trec, stsb, movie_reviews, cranfield, cisi, npl"""
+    data_dir: str | None = None
+    """where the shared data lives: catalog tasks, UD EWT (default $BERTLENS_DATA or ../shared/data)"""
+    max_texts: int | None = None
+    """a seeded sample of at most N texts"""
+
+    def check_texts(self) -> None:
+        """One source, a sample of at least two texts, and a list of strings when given in memory."""
+        from bertlens.errors import check_whole
+
+        given = [name for name in ("texts", "task") if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise OptionError("give exactly one of {texts} or {task}", "texts", "task")
+        if self.max_texts is not None:
+            check_whole("max_texts", self.max_texts, 2, "leave it out for every text")
+        if self.texts is not None and not isinstance(self.texts, str | Path):
+            if not isinstance(self.texts, Sequence) or not all(isinstance(t, str) for t in self.texts):
+                raise OptionError("{texts} must be a file path or a list of strings", "texts")
+
+
 def load_task(args: Any) -> "TaskData":
     """The task named by --task / --data and their column flags."""
     from bertlens.tasks.loaders import UserTable, load_catalog_task, load_hf_task, load_user_task
@@ -231,11 +262,13 @@ def load_texts(args: Any, seed: int = 0) -> tuple[list[str], str, "TaskData | No
     from bertlens.tasks.loaders import load_catalog_task
 
     if args.max_texts is not None and args.max_texts < 2:
-        raise BertlensError("--max-texts must be at least 2")
+        raise OptionError(f"{{max_texts}} must be at least 2, got {args.max_texts}", "max_texts")
     task = None
     if args.task:
         task = load_catalog_task(get_task(args.task), data_dir(args.data_dir))
         texts, source = task.all_texts(), f"task {args.task}"
+    elif not isinstance(args.texts, str | Path):  # a list of strings, from Python
+        texts, source = [t for t in args.texts if not is_blank(t)], f"{len(args.texts)} texts in memory"
     else:
         texts, source = file_texts(args.texts, args.column), str(args.texts)
     if len(texts) < 2:

@@ -37,6 +37,11 @@ class CommandLine:
     # options also given by position (`bertlens embed FILE`): the options class declares them first, not keyword-only
     positional: tuple[str, ...] = ()
     out_is_dir: bool = True  # --out is a directory, checked as one before any work (embed's and search's: a file)
+    python_only: tuple[str, ...] = ()  # fields of this command no flag sets, besides `labels` (longdoc: texts)
+
+    def hidden(self) -> tuple[str, ...]:
+        """The fields that are no flag of this command."""
+        return (PYTHON_ONLY, *self.python_only)
 
     def options_class(self) -> type:
         module, _, name = self.options.partition(":")
@@ -92,7 +97,7 @@ def command_app(command: CommandLine) -> App:
         help=command.description,
         help_flags=("--help", "-h"),
         version_flags=(),
-        default_parameter=Parameter(negative=(), consume_multiple=True, parse=f"^(?!{PYTHON_ONLY}$)"),
+        default_parameter=Parameter(negative=(), consume_multiple=True, parse=f"^(?!({'|'.join(command.hidden())})$)"),
         **calls,
     )
 
@@ -151,7 +156,7 @@ def parse_options(command: CommandLine, argv: list[str]) -> Any:
 
 def flags_of(command: CommandLine) -> dict[str, str]:
     """Every flag the derived parser takes -> the option it sets (what docs/cli.md lists and the tests compare)."""
-    names = [f.name for f in fields(command.options_class()) if f.name != PYTHON_ONLY]
+    names = [f.name for f in fields(command.options_class()) if f.name not in command.hidden()]
     return {"--" + name.replace("_", "-"): name for name in names}
 
 

@@ -20,6 +20,11 @@ PLOTTED = (
 
 
 def plot(rows: list[dict], path: Path, title: str) -> Path:
+    return save_figure(figure(rows, title), path)
+
+
+def figure(rows: list[dict], title: str):
+    """Six panels by layer, one line per pooler: cosines, self-similarity, the top PC's variance, uniformity."""
     plt = pyplot()
     fig, axes = plt.subplots(2, 3, figsize=(11, 6))
     poolers = list(dict.fromkeys(r["pooler"] for r in rows))
@@ -35,7 +40,11 @@ def plot(rows: list[dict], path: Path, title: str) -> Path:
     axes.flat[0].legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    return save_figure(fig, path)
+    return fig
+
+
+def figure_title(model: str, source: str, texts: int) -> str:
+    return f"geometry of {Path(model).name} on {source} ({texts} texts)"
 
 
 def markdown_table(rows: list[dict]) -> list[str]:
@@ -59,7 +68,7 @@ def markdown_table(rows: list[dict]) -> list[str]:
 
 def write_outputs(rows: list[dict], out: Path, *, model: str, source: str, texts: int, seed: int) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
-    title = f"geometry of {Path(model).name} on {source} ({texts} texts)"
+    title = figure_title(model, source, texts)
     image = plot(rows, out / "geometry.png", title)
     write_json(
         out / "results.json",
