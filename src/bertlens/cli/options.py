@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 from bertlens.api.recipe_options import recipe_of
-from bertlens.errors import BertlensError
 from bertlens.representation.choices import MIXERS, POOLER_NAMES, PRECISIONS
 from bertlens.representation.recipe import Recipe
 from bertlens.training.config import TrainConfig
@@ -113,29 +112,8 @@ def add_trained_model_options(parser: argparse.ArgumentParser, cache_help: str) 
 
 
 def training_config(args: argparse.Namespace, seed: int) -> TrainConfig:
-    from bertlens.encoding.precision import choose_precision
+    """The loop's settings from the training flags (api/training_options.py: the same checks a command defined once
+    runs)."""
+    from bertlens.api.training_options import training_config as from_options
 
-    for flag in ("epochs", "batch_size", "patience", "checkpoint_every"):
-        if getattr(args, flag) < 1:
-            raise BertlensError(f"--{flag.replace('_', '-')} must be at least 1")
-    if not 0 <= args.warmup < 1:
-        raise BertlensError("--warmup must be in [0, 1)")
-    if args.lr <= 0 or args.head_lr <= 0:
-        raise BertlensError("--lr and --head-lr must be positive")
-    if args.min_steps < 0:
-        raise BertlensError(f"--min-steps must be 0 or more (0: --epochs alone decide), got {args.min_steps}")
-    if args.weight_decay < 0:
-        raise BertlensError(f"--weight-decay must be 0 or more (AdamW's decay toward zero), got {args.weight_decay}")
-    return TrainConfig(
-        lr=args.lr,
-        head_lr=args.head_lr,
-        epochs=args.epochs,
-        min_steps=args.min_steps,
-        batch_size=args.batch_size,
-        warmup=args.warmup,
-        weight_decay=args.weight_decay,
-        patience=args.patience,
-        seed=seed,
-        checkpoint_every=args.checkpoint_every,
-        precision=choose_precision(args.train_precision)[0],
-    )
+    return from_options(args, seed)

@@ -267,7 +267,7 @@ def _resolved(config: CompareConfig, train_size: int) -> CompareConfig:
     sizes = resolve_sizes(config.sizes, train_size) if isinstance(config.sizes, str) else config.sizes
     frozen = config.frozen_sizes
     if isinstance(frozen, str):
-        frozen = resolve_sizes(frozen, train_size, "--frozen-sizes") if frozen.strip() else ()
+        frozen = resolve_sizes(frozen, train_size, "frozen_sizes") if frozen.strip() else ()
     return replace(config, sizes=sizes, frozen_sizes=frozen)
 
 

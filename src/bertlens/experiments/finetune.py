@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from bertlens.encoding.encoder import Encoder
-from bertlens.errors import BertlensError
+from bertlens.errors import OptionError
 from bertlens.io.run_context import RunContext
 from bertlens.representation.apply import Representation
 from bertlens.representation.recipe import Recipe
@@ -49,15 +49,16 @@ def run_finetune(
     recipe = recipe.replace(max_length=encoder.max_length)
     strategy = parse_strategy(strategy_spec, encoder.num_layers)
     if not strategy.fine_tunes:
-        raise BertlensError(
-            "--strategy frozen trains no encoder; use `bertlens sweep` or `bertlens compare` for frozen probes"
+        raise OptionError(
+            "{strategy} frozen trains no encoder; use `bertlens sweep` or `bertlens compare` for frozen probes",
+            "strategy",
         )
     train, dev, test = task_splits(task, max_dev, config.seed)
     spec = HeadSpec.for_task(
         task.kind, recipe.output_width(encoder.hidden_size), train.targets, dev.targets, test.targets
     )
     if size:
-        train = training_subset(train, resolve_sizes(size, len(train), flag="--size")[0], config.seed, task.kind)
+        train = training_subset(train, resolve_sizes(size, len(train), "size")[0], config.seed, task.kind)
     checkpoint = run_checkpoint(out, run.restart)
     torch.manual_seed(config.seed)
     representation = Representation(recipe, trainable=True)

@@ -57,6 +57,11 @@ def to_json(result: CompareResult) -> dict:
 
 
 def learning_curve_plot(result: CompareResult, path: Path) -> Path:
+    return save_figure(learning_curve_figure(result), path)
+
+
+def learning_curve_figure(result: CompareResult):
+    """Test score by training size, one line per strategy, with the 95% interval over seeds."""
     plt = pyplot()
     points = curve(result)
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
@@ -75,7 +80,7 @@ def learning_curve_plot(result: CompareResult, path: Path) -> Path:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    return save_figure(fig, path)
+    return fig
 
 
 def cka_plot(result: CompareResult, path: Path) -> Path | None:

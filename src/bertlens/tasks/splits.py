@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 
-from bertlens.errors import BertlensError
+from bertlens.errors import BertlensError, OptionError, literal
 from bertlens.tasks.kinds import TaskKind
 from bertlens.tasks.loaders import Split, TaskData
 
@@ -122,8 +122,8 @@ def training_subset(train: Split, size: int, seed: int, kind: TaskKind) -> Split
     return subset
 
 
-def resolve_sizes(text: str, train_size: int, flag: str = "--sizes") -> tuple[int, ...]:
-    """'100,300,full' -> sizes; each must fit the training split (errors name `flag`)."""
+def resolve_sizes(text: str, train_size: int, option: str = "sizes") -> tuple[int, ...]:
+    """'100,300,full' -> sizes; each must fit the training split (errors name `option`, worded per caller)."""
     sizes = []
     for item in (s.strip() for s in text.split(",") if s.strip()):
         value = train_size if item in ("full", "all") else None
@@ -131,17 +131,18 @@ def resolve_sizes(text: str, train_size: int, flag: str = "--sizes") -> tuple[in
             try:
                 value = int(item)
             except ValueError:
-                raise BertlensError(f"{flag}: '{item}' is not a number (or 'full')") from None
+                raise OptionError(f"{{{option}}}: '{literal(item)}' is not a number (or 'full')", option) from None
         if value < 2:
-            raise BertlensError(f"{flag}: {value} is too small; a classifier needs at least 2 examples")
+            raise OptionError(f"{{{option}}}: {value} is too small; a classifier needs at least 2 examples", option)
         if value > train_size:
-            raise BertlensError(
-                f"{flag}: {value} is more than the task's {train_size} training examples; "
-                f"use sizes up to {train_size} (or 'full')"
+            raise OptionError(
+                f"{{{option}}}: {value} is more than the task's {train_size} training examples; "
+                f"use sizes up to {train_size} (or 'full')",
+                option,
             )
         sizes.append(value)
     if not sizes:
-        raise BertlensError(f"{flag} is empty; e.g. 100,300,1000,full")
+        raise OptionError(f"{{{option}}} is empty; e.g. 100,300,1000,full", option)
     return tuple(sorted(set(sizes)))
 
 

@@ -1,0 +1,78 @@
+"""What every command that trains is told, declared once: the optimiser, the schedule, early stopping, checkpoints
+and precision. `training_config` checks them (in the caller's words) and makes the loop's `TrainConfig`; it reads
+the options by name, so an argparse Namespace of a command not yet derived gets the same checks.
+
+The defaults here are `TrainConfig()`'s (fine-tuning: compare, finetune); a command with other defaults (pretrain,
+contrastive, distill) states them in its own options class.
+"""
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from bertlens.errors import OptionError, check_whole
+from bertlens.training.config import TrainConfig
+
+# no `from __future__ import annotations`: subclasses in other modules resolve these fields' types (api/sources.py)
+
+DEFAULTS = TrainConfig()
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainingOptions:
+    """How a run trains: AdamW, linear warmup and decay, early stopping on dev, checkpoints to resume from."""
+
+    epochs: int = DEFAULTS.epochs
+    """epochs (more for small sets: see --min-steps)"""
+    min_steps: int = DEFAULTS.min_steps
+    """at least this many optimiser steps"""
+    lr: float = DEFAULTS.lr
+    """encoder learning rate (AdamW)"""
+    head_lr: float = DEFAULTS.head_lr
+    """learning rate of the head and ScalarMix"""
+    batch_size: int = DEFAULTS.batch_size
+    """examples per optimiser step"""
+    warmup: float = DEFAULTS.warmup
+    """fraction of steps with linear warmup"""
+    weight_decay: float = DEFAULTS.weight_decay
+    """AdamW's decoupled weight decay"""
+    patience: int = DEFAULTS.patience
+    """epochs without dev improvement before stopping"""
+    checkpoint_every: int = DEFAULTS.checkpoint_every
+    """steps between checkpoints"""
+    train_precision: Literal["fp32", "bf16", "auto"] = "fp32"
+    """fp32, bf16 autocast for forward passes (fast only where the CPU has native bf16; weights stay fp32), or auto
+    (bf16 there, fp32 elsewhere)"""
+    restart: bool = False
+    """discard an unfinished run in --out and start over"""
+
+
+def training_config(options: Any, seed: int) -> TrainConfig:
+    """The loop's settings from the options, each checked in the caller's words (OptionError)."""
+    from bertlens.encoding.precision import choose_precision
+
+    for name in ("epochs", "batch_size", "patience", "checkpoint_every"):
+        check_whole(name, getattr(options, name), 1, "at least one")
+    check_whole("min_steps", options.min_steps, 0, "0: the epochs alone decide")
+    if not 0 <= options.warmup < 1:
+        raise OptionError(f"{{warmup}} must be in [0, 1), got {options.warmup}", "warmup")
+    for name in ("lr", "head_lr"):
+        if getattr(options, name) <= 0:
+            raise OptionError(f"{{{name}}} must be positive, got {getattr(options, name)}", name)
+    if options.weight_decay < 0:
+        raise OptionError(
+            f"{{weight_decay}} must be 0 or more (AdamW's decay toward zero), got {options.weight_decay}",
+            "weight_decay",
+        )
+    return TrainConfig(
+        lr=options.lr,
+        head_lr=options.head_lr,
+        epochs=options.epochs,
+        min_steps=options.min_steps,
+        batch_size=options.batch_size,
+        warmup=options.warmup,
+        weight_decay=options.weight_decay,
+        patience=options.patience,
+        seed=seed,
+        checkpoint_every=options.checkpoint_every,
+        precision=choose_precision(options.train_precision)[0],
+    )
