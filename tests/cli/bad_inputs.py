@@ -371,7 +371,7 @@ CASES: list[tuple[str, list[str], str]] = [
             "{tmp}/m",
             "--quiet",
         ],
-        "positive --temperature",
+        "--temperature must be positive",
     ),
     (
         "longdoc with a maxp strategy (one vector per chunk)",

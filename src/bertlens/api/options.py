@@ -69,9 +69,9 @@ def options_record(options: Any) -> dict:
         value = getattr(options, field.name)
         if isinstance(value, Path):
             value = str(value)
-        elif isinstance(value, tuple) and all(isinstance(v, str) for v in value):
-            value = list(value)
-        elif value is not None and not isinstance(value, str | int | float | bool | list):
+        elif isinstance(value, tuple | list) and all(isinstance(v, str | Path) for v in value):
+            value = [str(v) for v in value]  # files (distill --texts A B) or names; a long list of texts: below
+        if value is not None and not isinstance(value, str | int | float | bool | list):
             value = f"<in memory: {type(value).__name__}>"
         elif isinstance(value, list) and len(value) > 20:
             value = f"<in memory: {len(value)} items>"

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from bertlens.errors import OptionError, check_whole
-from bertlens.training.config import TrainConfig
+from bertlens.training.config import CONTRASTIVE_DEFAULTS, DISTILL_DEFAULTS, TrainConfig
 
 # no `from __future__ import annotations`: subclasses in other modules resolve these fields' types (api/sources.py)
 
@@ -76,3 +76,35 @@ def training_config(options: Any, seed: int) -> TrainConfig:
         checkpoint_every=options.checkpoint_every,
         precision=choose_precision(options.train_precision)[0],
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContrastiveTraining(TrainingOptions):
+    """SimCSE's schedule (Gao et al. 2021): lr 3e-5, batch 64, one epoch, no warmup, no weight decay."""
+
+    epochs: int = CONTRASTIVE_DEFAULTS.epochs
+    """epochs (more for small sets: see --min-steps)"""
+    min_steps: int = CONTRASTIVE_DEFAULTS.min_steps
+    """at least this many optimiser steps"""
+    lr: float = CONTRASTIVE_DEFAULTS.lr
+    """encoder learning rate (AdamW)"""
+    batch_size: int = CONTRASTIVE_DEFAULTS.batch_size
+    """examples per optimiser step (the in-batch negatives of each example)"""
+    warmup: float = CONTRASTIVE_DEFAULTS.warmup
+    """fraction of steps with linear warmup"""
+    weight_decay: float = CONTRASTIVE_DEFAULTS.weight_decay
+    """AdamW's decoupled weight decay"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DistillTraining(TrainingOptions):
+    """Reimers & Gurevych 2020's distillation with MSE: lr 1e-4, batch 64, three epochs."""
+
+    epochs: int = DISTILL_DEFAULTS.epochs
+    """epochs (more for small sets: see --min-steps)"""
+    min_steps: int = DISTILL_DEFAULTS.min_steps
+    """at least this many optimiser steps"""
+    lr: float = DISTILL_DEFAULTS.lr
+    """student learning rate (AdamW)"""
+    batch_size: int = DISTILL_DEFAULTS.batch_size
+    """examples per optimiser step"""

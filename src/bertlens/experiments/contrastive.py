@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from bertlens.encoding.encoder import Encoder
-from bertlens.errors import BertlensError
+from bertlens.errors import BertlensError, OptionError
 from bertlens.io.tables import TableSpec, is_blank, iter_records
 from bertlens.progress import Progress, silent
 from bertlens.representation.apply import Representation
@@ -76,8 +76,11 @@ def run_contrastive(
     progress: Progress = silent,
 ) -> tuple[FineTuneResult, Recipe]:
     """Train and save a model directory every command accepts; an interrupted run resumes from OUT/checkpoint."""
-    if config.epochs < 1 or config.batch_size < 2 or temperature <= 0 or config.lr <= 0:
-        raise BertlensError("--epochs >= 1, --batch-size >= 2, and positive --temperature and --lr are required")
+    if config.batch_size < 2:
+        raise OptionError(f"{{batch_size}} must be at least 2 (the other examples of a batch are the negatives), "
+                          f"got {config.batch_size}", "batch_size")  # fmt: skip
+    if temperature <= 0:
+        raise OptionError(f"{{temperature}} must be positive, got {temperature}", "temperature")
     encoder = Encoder(recipe.model, max_length=recipe.max_length, trust_remote_code=trust_remote_code)
     recipe = recipe.replace(max_length=encoder.max_length, postprocess=None)
     strategy = parse_strategy(strategy_spec, encoder.num_layers)

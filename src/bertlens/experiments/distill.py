@@ -25,7 +25,7 @@ from bertlens.embedding.cached import cached_vectors
 from bertlens.embedding.embedder import Embedder
 from bertlens.embedding.speed import texts_per_second
 from bertlens.encoding.encoder import Encoder
-from bertlens.errors import BertlensError
+from bertlens.errors import OptionError, literal
 from bertlens.io.atomic import write_json
 from bertlens.io.cache import default_cache_dir
 from bertlens.io.run_context import RunContext
@@ -90,13 +90,14 @@ def fidelity(student: np.ndarray, teacher: np.ndarray) -> Fidelity:
     return Fidelity(len(cosines), float(cosines.mean()), float(np.percentile(cosines, 1)), float(cosines.min()))
 
 
-def _check_options(projection: str, cosine_weight: float, heldout: float) -> None:
+def check_options(projection: str, cosine_weight: float, heldout: float) -> None:
     if projection not in PROJECTIONS:
-        raise BertlensError(f"--projection must be one of {', '.join(PROJECTIONS)}")
+        raise OptionError(f"{{projection}} must be one of {', '.join(PROJECTIONS)}, got {literal(projection)}",
+                          "projection")  # fmt: skip
     if cosine_weight < 0:
-        raise BertlensError("--cosine-weight must be >= 0")
+        raise OptionError(f"{{cosine_weight}} must be 0 or more, got {cosine_weight}", "cosine_weight")
     if not 0 < heldout < 0.5:
-        raise BertlensError("--heldout must be a share between 0 and 0.5, e.g. 0.05")
+        raise OptionError(f"{{heldout}} must be a share between 0 and 0.5, e.g. 0.05; got {heldout}", "heldout")
 
 
 def _needs_projection(projection: str, teacher: Embedder, width: int) -> bool:
@@ -105,9 +106,10 @@ def _needs_projection(projection: str, teacher: Embedder, width: int) -> bool:
         projection == "auto" and (teacher.dim != width or teacher.recipe.postprocess is not None)
     )
     if not needed and teacher.dim != width:
-        raise BertlensError(
-            f"--projection never: the teacher's vectors have {teacher.dim} dimensions and the student's {width}; "
-            "allow a projection (auto)"
+        raise OptionError(
+            f"{{projection}} never: the teacher's vectors have {teacher.dim} dimensions and the student's {width}; "
+            "allow a projection (auto)",
+            "projection",
         )
     return needed
 
@@ -160,7 +162,7 @@ def run_distill(
     heldout, cosine_weight, projection = options.heldout, options.cosine_weight, options.projection
     eval_tasks = options.eval_tasks
     start = time.perf_counter()
-    _check_options(projection, cosine_weight, heldout)
+    check_options(projection, cosine_weight, heldout)
     teacher = Embedder(teacher_recipe, trust_remote_code=trust_remote_code)
     needs_projection = _needs_projection(projection, teacher, student_width(student, teacher.encoder.hidden_size))
     train_rows, held_rows = carve_dev(

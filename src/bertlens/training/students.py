@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from bertlens.errors import BertlensError
+from bertlens.errors import BertlensError, OptionError, literal
 from bertlens.families import require_family, submodule
 from bertlens.training.config import STUDENT_FORMS
 
@@ -103,22 +103,25 @@ def parse_student(spec: str, teacher_layers: int) -> StudentSpec:
         scratch_config(arg)  # fails now, not after the teacher has been encoded
         return StudentSpec(config=arg)
     if kind != "layers" or not arg:
-        raise BertlensError(f"--student '{spec}': expected {STUDENT_FORMS}")
+        raise OptionError(f"{{student}} '{literal(spec)}': expected {literal(STUDENT_FORMS)}", "student")
     parts = [p.strip() for p in arg.split(",")]
     if not all(p.lstrip("-").isdigit() for p in parts):
-        raise BertlensError(f"--student '{spec}': layer numbers must be integers ({STUDENT_FORMS})")
+        raise OptionError(f"{{student}} '{literal(spec)}': layer numbers must be integers ({literal(STUDENT_FORMS)})",
+                          "student")  # fmt: skip
     numbers = [int(p) for p in parts]
     if len(numbers) == 1 and "," not in arg:
         count = numbers[0]
         if not 1 <= count <= teacher_layers:
-            raise BertlensError(
-                f"--student layers:{count}: the teacher has {teacher_layers} layers; choose 1..{teacher_layers}"
+            raise OptionError(
+                f"{{student}} layers:{count}: the teacher has {teacher_layers} layers; choose 1..{teacher_layers}",
+                "student",
             )
         return StudentSpec(keep=spread_layers(count, teacher_layers))
     if any(not 0 <= n < teacher_layers for n in numbers) or len(set(numbers)) != len(numbers):
-        raise BertlensError(
-            f"--student '{spec}': layers must be distinct numbers in 0..{teacher_layers - 1} (the teacher has "
-            f"{teacher_layers} layers, counted from 0)"
+        raise OptionError(
+            f"{{student}} '{literal(spec)}': layers must be distinct numbers in 0..{teacher_layers - 1} (the teacher "
+            f"has {teacher_layers} layers, counted from 0)",
+            "student",
         )
     return StudentSpec(keep=tuple(sorted(numbers)))
 
