@@ -38,6 +38,7 @@ class CommandLine:
     positional: tuple[str, ...] = ()
     out_is_dir: bool = True  # --out is a directory, checked as one before any work (embed's and search's: a file)
     python_only: tuple[str, ...] = ()  # fields of this command no flag sets, besides `labels` (longdoc: texts)
+    on_interrupt: str = "interrupted; rerun the same command to resume"  # what Ctrl-C says (serve: "stopped")
 
     def hidden(self) -> tuple[str, ...]:
         """The fields that are no flag of this command."""

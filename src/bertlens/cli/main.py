@@ -148,6 +148,7 @@ def derived_arguments(command: CommandLine, argv: list[str], args: argparse.Name
         command=command.name,
         debug=args.debug,
         out_is_dir=command.out_is_dir,
+        on_interrupt=command.on_interrupt,
         run=lambda _: module.run(options),
     )
 

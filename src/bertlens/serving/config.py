@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 
-from bertlens.errors import BertlensError
+from bertlens.errors import OptionError
 
 LONG_TEXT_POLICIES = ("truncate", "refuse")
 
@@ -24,19 +24,18 @@ class ServeLimits:
 
     def __post_init__(self) -> None:
         for spec in fields(self):
-            value = getattr(self, spec.name)
-            flag = "--" + spec.name.replace("_", "-")
-            if spec.name == "long_text":
+            value, name = getattr(self, spec.name), spec.name
+            if name == "long_text":
                 if value not in LONG_TEXT_POLICIES:
-                    raise BertlensError(f"--long-text-policy must be one of {', '.join(LONG_TEXT_POLICIES)}")
+                    raise OptionError(f"{{long_text_policy}} must be one of {', '.join(LONG_TEXT_POLICIES)}",
+                                      "long_text_policy")  # fmt: skip
             elif not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
-                raise BertlensError(f"{flag} must be a finite number, got {value!r}")
-            elif spec.name in ("max_wait_ms", "max_client_requests") and value < 0:
-                raise BertlensError(
-                    f"{flag} must be >= 0" + (" (0: no limit)" if spec.name == "max_client_requests" else "")
-                )
-            elif spec.name not in ("max_wait_ms", "max_client_requests") and value < 1:
-                raise BertlensError(f"{flag} must be at least 1")
+                raise OptionError(f"{{{name}}} must be a finite number, got {value!r}", name)
+            elif name in ("max_wait_ms", "max_client_requests") and value < 0:
+                no_limit = " (0: no limit)" if name == "max_client_requests" else ""
+                raise OptionError(f"{{{name}}} must be >= 0{no_limit}, got {value}", name)
+            elif name not in ("max_wait_ms", "max_client_requests") and value < 1:
+                raise OptionError(f"{{{name}}} must be at least 1, got {value}", name)
 
 
 @dataclass(frozen=True)
@@ -52,7 +51,9 @@ class ServeOptions:
 
     def __post_init__(self) -> None:
         if not isinstance(self.workers, int) or self.workers < 1:
-            raise BertlensError("--workers must be at least 1")
+            raise OptionError(f"{{workers}} must be at least 1, got {self.workers!r}", "workers")
         loss = self.max_dimension_loss
         if isinstance(loss, bool) or not isinstance(loss, int | float) or not math.isfinite(loss) or loss < 0:
-            raise BertlensError(f"--max-dimension-loss must be a finite number >= 0, got {loss!r}")
+            raise OptionError(
+                f"{{max_dimension_loss}} must be a finite number >= 0, got {loss!r}", "max_dimension_loss"
+            )
