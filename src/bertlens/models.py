@@ -179,7 +179,10 @@ def weights_read_once() -> Iterator[None]:
     """One run's worth of model loads: the first `load_encoder` of a model (and attention implementation) reads its
     weights; every later one gets a fresh copy from memory (a caller may cast it to bf16 or train it: the copy it
     started from stays untouched). A workflow that builds several encoders of one model (recommend's steps, the
-    fine-tuning baselines) runs inside this."""
+    fine-tuning baselines) runs inside this; inside another such run it adds nothing (the outer one keeps)."""
+    if _READ.get() is not None:
+        yield
+        return
     token = _READ.set({})
     try:
         yield

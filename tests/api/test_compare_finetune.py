@@ -61,3 +61,11 @@ def test_bad_values_are_refused_before_any_model(monkeypatch, command, call, mes
     monkeypatch.setattr(encoder, "load_tokenizer", refuse)
     with pytest.raises(bertlens.BertlensError, match=message):
         getattr(bertlens, command)(**call)
+
+
+def test_every_fine_tuning_run_of_a_comparison_starts_from_weights_read_once(tmp_path, tiny_bert_dir, model_reads):
+    """2 strategies x 2 sizes x 2 seeds fine-tuned from one read of the weights (a fresh copy in memory each run;
+    before, every run and the frozen baseline read them from disk again: 9 reads)."""
+    bertlens.compare(task="sst2", data_dir=str(DATA), model=str(tiny_bert_dir), sizes="16,24", strategies="full,gradual",
+                     frozen_sizes="", seeds=2, drift_task="none", **FAST)  # fmt: skip
+    assert len(model_reads) == 1, f"{len(model_reads)} reads: {model_reads}"

@@ -27,6 +27,7 @@ from bertlens.io.cache import cached_result, content_key
 from bertlens.metrics.cka import linear_cka
 from bertlens.metrics.geometry import row_cosine
 from bertlens.metrics.intervals import METRIC_RANGES, t_interval
+from bertlens.models import weights_read_once
 from bertlens.probing.logistic import fit_logistic
 from bertlens.probing.selection import C_GRID, logistic_on_dev
 from bertlens.progress import Progress, silent
@@ -282,7 +283,13 @@ def run_compare(
     seed: int = 0,
     progress: Progress = silent,
 ) -> CompareResult:
-    """Every strategy x size x seed; finished fine-tuning runs are cached in `runs_dir` (a rerun resumes)."""
+    """Every strategy x size x seed; finished fine-tuning runs are cached in `runs_dir` (a rerun resumes). The model's
+    weights are read once: every fine-tuning run starts from a fresh copy in memory (models.weights_read_once)."""
+    with weights_read_once():
+        return _compare(task, model, recipe, config, runs_dir, drift, seed, progress)
+
+
+def _compare(task, model, recipe, config, runs_dir, drift, seed, progress) -> CompareResult:
     splits = _Splits(*task_splits(task, config.max_dev, seed))
     config = _resolved(config, len(splits.train))
     frozen_sizes = tuple(sorted(set(config.sizes) | set(config.frozen_sizes)))
