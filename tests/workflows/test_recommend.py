@@ -254,9 +254,18 @@ def test_recommend_on_a_retrieval_collection_with_training_judgements(tiny_bert_
     options = RecommendOptions(
         10, prompt_sets=prompts, own_int8=False
     )  # the int8 export is checked on the labelled run
-    result = run_recommend(task, str(tiny_bert_dir), RunContext(tmp_path / "out"), options)
+    shown = []
+    run = RunContext(tmp_path / "out", progress=lambda stage, done, total: shown.append((stage, done, total)))
+    result = run_recommend(task, str(tiny_bert_dir), run, options)
     steps = [d.step for d in result.decisions]
     assert steps == ["representation", "long documents", "frozen or fine-tuned", "latency"]
+    # progress counts the three steps a retrieval walk runs (it said "1 of 5" and "3 of 5" before)
+    walk = [(stage, done, total) for stage, done, total in shown if total == 3]
+    assert [w[0] for w in walk] == ["representation", "fine-tuning", "latency", "done"] and walk[-1][1] == 3
+    # a rerun takes every step from OUT/steps/, the chosen recipe with them (no recipe file beside the steps)
+    again = run_recommend(task, str(tiny_bert_dir), RunContext(tmp_path / "out"), options)
+    assert again.recipe == result.recipe and not (tmp_path / "out" / "steps" / "recipe.json").exists()
+    assert [d.evidence for d in again.decisions] == [d.evidence for d in result.decisions]
     assert "prompt sets @e5" in result.decisions[0].evidence
     assert "nDCG@10" in result.decisions[0].evidence
     assert "over the model's limit" in result.decisions[1].evidence

@@ -8,14 +8,15 @@ The chapter's decision framework as five measured steps, each within what is lef
   4. frozen probe vs a quick fine-tune       -> whether fine-tuning is worth its cost here
   5. latency of the recipe (fp32, bf16, its  -> which precision or export to serve, or that a student is needed
      own gated ONNX int8 export)
-A step the budget cannot cover gives the rule-of-thumb answer, marked as such. Every finished step is
-cached in OUT/steps/ (keyed by data, model and settings; the latency step also by its budget, target,
-alternatives and int8 choice), so an interrupted run resumes from there.
+A step the budget cannot cover gives the rule-of-thumb answer, marked as such. The steps are `Step` objects over
+one `Walk` (the run's state: the budget, the decisions so far and the chosen recipe, in memory); which steps run is
+the task kind's (`steps_for`: retrieval runs its own three), and progress counts those. Every finished step is
+cached in OUT/steps/ (its decisions and recipe, keyed by data, model and settings; the latency step also by its
+budget, target, alternatives and int8 choice), so an interrupted run resumes from there.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -27,7 +28,6 @@ from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
 from bertlens.experiments.sweep import SweepConfig, check_config
 from bertlens.extras import has_extra
-from bertlens.io.atomic import write_json
 from bertlens.io.cache import cached_result, content_key
 from bertlens.io.run_context import RunContext
 from bertlens.models import weights_read_once
@@ -52,49 +52,6 @@ class Recommendation:
     recipe: Recipe
     seconds: float
     notes: tuple[str, ...] = field(default_factory=tuple)
-
-
-def _retrieval_decisions(task, model, encoder, run: RunContext, budget, cached, prompt_sets=()):
-    """Document lengths, representation and long-document reading (one retrieval sweep), frozen vs fine-tuned;
-    returns the decisions and the recipe they make. The steps' files go to run.out/steps."""
-    steps, cache_dir, seed, progress = run.out / "steps", run.cache_dir, run.seed, run.progress
-    documents = sample_rows(list(task.collection.documents), 5000, seed)
-    lengths = np.array([len(ids) for ids in encoder.tokenizer(documents, add_special_tokens=True)["input_ids"]])
-    over = float((lengths > encoder.max_length).mean())
-    recipe_path = steps / "recipe.json"
-    progress("representation", 1, 5)
-
-    reading_path = steps / "long_documents.json"
-
-    def representation() -> Decision:
-        chosen, long_documents, recipe, _ = step_retrieval_representation(
-            task, model, cache_dir or steps / "cache", seed, over, progress, prompt_sets
-        )
-        recipe.save(recipe_path)
-        write_json(reading_path, asdict(long_documents))
-        return chosen
-
-    decisions = [cached("representation", representation)]
-    if reading_path.is_file():
-        decisions.append(Decision.from_dict(json.loads(reading_path.read_text(encoding="utf-8"))))
-    recipe = Recipe.load(recipe_path) if recipe_path.is_file() else Recipe(model=model)
-    progress("fine-tuning", 3, 5)
-    decisions.append(cached("fine_tune", lambda: step_retrieval_fine_tune(task, recipe, steps, seed, budget, progress)))
-    for decision in decisions:
-        recipe = recipe.replace(**decision.recipe_changes) if decision.recipe_changes else recipe
-    return decisions, recipe
-
-
-def _representation(task, model, cache_dir, recipe_path, seed, budget, progress) -> Decision:
-    """Step 3: the label-free sweep for texts alone, else a sweep on a sample sized to the budget; the recipe is
-    saved next to the steps."""
-    if not task.kind.labelled:
-        decision, recipe = step_label_free(task, model, cache_dir, seed, progress)
-    else:
-        sweep_task, plan = sweep_sample(task, model, budget.left(), seed)
-        decision, recipe = step_representation(sweep_task, model, cache_dir, seed, progress, plan)
-    recipe.save(recipe_path)
-    return decision
 
 
 def _int8_plan(served: Recipe, texts: list[str], out: Path, budget: Budget, own_int8: bool) -> tuple[Path | None, str]:
@@ -125,104 +82,217 @@ class RecommendOptions:
 def run_recommend(
     task: TaskData, model: str, run: RunContext, options: RecommendOptions = RecommendOptions()
 ) -> Recommendation:
-    """Run the five steps within the budget, the model's weights read from disk once for all of them (each step's
+    """Run the steps within the budget, the model's weights read from disk once for all of them (each step's
     encoders and fine-tuning runs start from a copy in memory: models.weights_read_once)."""
     with weights_read_once():
         return _recommend(task, model, run, options)
 
 
+@dataclass
+class Walk:
+    """One recommend run's state: what every step reads (the task, the model, the budget, the options) and what the
+    steps have decided so far, the chosen recipe among it, in memory."""
+
+    task: TaskData
+    model: str
+    encoder: Encoder
+    run: RunContext
+    options: RecommendOptions
+    budget: Budget
+    key: str  # the data, model, seed and prompts: a finished step is reused only under the same key
+    decisions: list[Decision] = field(default_factory=list)
+    recipe: Recipe | None = None  # the representation step's choice (the other steps' changes apply on top)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def steps_dir(self) -> Path:
+        return self.run.out / "steps"
+
+    def chosen(self) -> Recipe:
+        return self.recipe or Recipe(model=self.model)
+
+    def served(self) -> Recipe:
+        """The chosen recipe with every decision's changes so far (e.g. the length step's long-text reading)."""
+        recipe = self.chosen()
+        for decision in self.decisions:
+            recipe = recipe.replace(**decision.recipe_changes) if decision.recipe_changes else recipe
+        return recipe
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a step decided (one decision, or two for the retrieval sweep: representation and long documents) and the
+    recipe it chose, if it chooses one; cached whole in OUT/steps/NAME.json."""
+
+    decisions: tuple[Decision, ...]
+    recipe: Recipe | None = None
+
+    def to_dict(self) -> dict:
+        return {"decisions": [asdict(d) for d in self.decisions], "recipe": self.recipe and self.recipe.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Outcome:
+        recipe = Recipe.from_dict(data["recipe"]) if data["recipe"] else None
+        return cls(tuple(Decision.from_dict(d) for d in data["decisions"]), recipe)
+
+
+def _none(walk: Walk) -> tuple:
+    return ()
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the walk: its cache file's name, what progress shows, and how it decides from the walk so far.
+    `settings` are what, besides the walk's key, must match for a finished step to be reused; a step that is not
+    `cached` (it measures nothing) is decided again on every run."""
+
+    name: str
+    label: str
+    decide: Callable[[Walk], Outcome]
+    settings: Callable[[Walk], tuple] = _none
+    cached: bool = True
+
+    def outcome(self, walk: Walk) -> Outcome:
+        """The step's outcome from OUT/steps/ when its key matches, else decided (and timed) now."""
+        if not self.cached:
+            return self.decide(walk)
+
+        def timed() -> Outcome:
+            start = time.perf_counter()
+            outcome = self.decide(walk)
+            took = round(time.perf_counter() - start, 1)
+            return replace(outcome, decisions=tuple(replace(d, seconds=took) for d in outcome.decisions))
+
+        key = content_key([walk.key, STEP_FORMAT, self.name, *self.settings(walk)])
+        return cached_result(walk.steps_dir / f"{self.name}.json", key, timed, Outcome.to_dict, Outcome.from_dict)
+
+
+STEP_FORMAT = 2  # a step's cache file holds an Outcome (decisions and recipe); older files are recomputed
+
+
+def _lengths(walk: Walk) -> Outcome:
+    task = walk.task
+    measure = task.kind.labelled and walk.budget.left() > 0.7 * walk.budget.seconds
+    return Outcome((step_lengths(task, walk.encoder, walk.run.seed, measure=measure, progress=walk.run.progress),))
+
+
+def _domain(walk: Walk) -> Outcome:
+    reference = reference_corpus(walk.options.data)
+    return Outcome((step_domain(walk.task, walk.encoder, reference, walk.run.seed),))
+
+
+def _representation(walk: Walk) -> Outcome:
+    """The label-free sweep for texts alone, else a sweep on a sample sized to the budget."""
+    task, run = walk.task, walk.run
+    cache_dir = run.cache_dir or walk.steps_dir / "cache"
+    if not task.kind.labelled:
+        decision, recipe = step_label_free(task, walk.model, cache_dir, run.seed, run.progress)
+    else:
+        sweep_task, plan = sweep_sample(task, walk.model, walk.budget.left(), run.seed)
+        decision, recipe = step_representation(sweep_task, walk.model, cache_dir, run.seed, run.progress, plan)
+    return Outcome((decision,), recipe)
+
+
+def _fine_tune(walk: Walk) -> Outcome:
+    run = walk.run
+    decision = fine_tune_or_rule(walk.task, walk.model, walk.chosen(), walk.steps_dir, run.seed, walk.budget,
+                                 run.progress)  # fmt: skip
+    return Outcome((decision,))
+
+
+def _retrieval_representation(walk: Walk) -> Outcome:
+    """Document lengths, then one retrieval sweep: the representation and the long-document reading."""
+    task, run = walk.task, walk.run
+    documents = sample_rows(list(task.collection.documents), 5000, run.seed)
+    tokenizer = walk.encoder.tokenizer
+    lengths = np.array([len(ids) for ids in tokenizer(documents, add_special_tokens=True)["input_ids"]])
+    over = float((lengths > walk.encoder.max_length).mean())
+    chosen, long_documents, recipe, _ = step_retrieval_representation(
+        task, walk.model, run.cache_dir or walk.steps_dir / "cache", run.seed, over, run.progress,
+        walk.options.prompt_sets,
+    )  # fmt: skip
+    return Outcome((chosen, long_documents), recipe)
+
+
+def _retrieval_fine_tune(walk: Walk) -> Outcome:
+    run = walk.run
+    return Outcome((step_retrieval_fine_tune(walk.task, walk.chosen(), walk.steps_dir, run.seed, walk.budget,
+                                             run.progress),))  # fmt: skip
+
+
+def _latency(walk: Walk) -> Outcome:
+    served, options, texts = walk.served(), walk.options, walk.task.all_texts()
+    where, planned = _int8_plan(served, texts, walk.run.out, walk.budget, options.own_int8)
+    decision = step_latency(served, texts, options.latency_budget_ms, options.throughput_target, options.alternatives,
+                            where, walk.run.progress, planned)  # fmt: skip
+    return Outcome((decision,))
+
+
+def _latency_settings(walk: Walk) -> tuple:
+    """The latency step is reused only for the same served recipe, budget, target, alternatives and int8 choice."""
+    options = walk.options
+    alternatives = [str(a.path) for a in options.alternatives]
+    return (walk.served().to_dict(), options.latency_budget_ms, options.throughput_target, alternatives,
+            options.own_int8)  # fmt: skip
+
+
+LATENCY = Step("latency", "latency", _latency, _latency_settings)
+RETRIEVAL_STEPS = (
+    Step("representation", "representation", _retrieval_representation),
+    Step("fine_tune", "fine-tuning", _retrieval_fine_tune),
+    LATENCY,
+)
+
+
+def steps_for(task: TaskData) -> tuple[Step, ...]:
+    """The steps that will run for this task, in order: the kind's table decides (judged queries over a corpus get
+    the retrieval sweep; texts without labels get no fine-tuning comparison)."""
+    if task.kind.target == JUDGEMENTS:
+        return RETRIEVAL_STEPS
+    fine_tune = (
+        Step("fine_tune", "frozen or fine-tuned", _fine_tune)
+        if task.kind.labelled
+        else Step("fine_tune", "frozen or fine-tuned", lambda walk: Outcome((no_labels_fine_tune(),)), cached=False)
+    )
+    return (
+        Step("lengths", "text length", _lengths),
+        Step("domain", "domain", _domain),
+        Step("representation", "representation", _representation),
+        fine_tune,
+        LATENCY,
+    )
+
+
 def _recommend(task: TaskData, model: str, run: RunContext, options: RecommendOptions) -> Recommendation:
-    """Run the five steps within the budget; each finished step is cached in run.out/steps/.
+    """Walk the task's steps within the budget over one state; each finished step is cached in run.out/steps/.
 
     `options.own_int8`: the latency step exports the recipe to ONNX int8 behind the fidelity gate (OUT/onnx-int8)
     and times it with the rest, when the budget has time for it (latency_step.plan_int8: from a trial pass on the
     user's texts). The time-hungry steps (the long-text comparison, fine-tuning) size themselves to what is left of
     the budget and fall back to the rule of thumb, marked as such, when even their smallest version does not fit.
     """
-    out, cache_dir, seed, progress = run.out, run.cache_dir, run.seed, run.progress
-    budget_minutes, latency_budget_ms, throughput_target = (
-        options.budget_minutes,
-        options.latency_budget_ms,
-        options.throughput_target,
-    )
-    alternatives, own_int8, data, prompt_sets = (
-        options.alternatives,
-        options.own_int8,
-        options.data,
-        options.prompt_sets,
-    )
-    sources = replace(options.sources, out=str(out)) if options.sources.out == "OUT" and out else options.sources
-    if budget_minutes <= 0:
+    if options.budget_minutes <= 0:
         raise BertlensError("--budget-minutes must be positive")
-    check_config(SweepConfig(prompt_sets=tuple(prompt_sets)), task.kind, task.name)  # before any work
-    budget = Budget(budget_minutes * 60)
+    check_config(SweepConfig(prompt_sets=tuple(options.prompt_sets)), task.kind, task.name)  # before any work
     encoder = Encoder(model)
-    prompts = [[p.name, p.query, p.document] for p in prompt_sets]  # a finished step is reused for the same ones
-    key = content_key([task.name, task.kind.name, model, encoder.ref.fingerprint, seed] + prompts, task.all_texts())
-    steps = out / "steps"
-    decisions = []
-    notes = []
-
-    def latency(served: Recipe) -> Decision:
-        texts = task.all_texts()
-        where, planned = _int8_plan(served, texts, out, budget, own_int8)
-        return step_latency(served, texts, latency_budget_ms, throughput_target, alternatives, where, progress, planned)
-
-    def cached(name: str, compute: Callable[[], Decision], settings: tuple = ()) -> Decision:
-        """The step's decision from OUT/steps/ when the data, model and the step's own `settings` match, else computed."""
-
-        def timed() -> Decision:
-            start = time.perf_counter()
-            decision = compute()
-            return replace(decision, seconds=round(time.perf_counter() - start, 1))
-
-        step_key = content_key([key, name, *settings])
-        return cached_result(steps / f"{name}.json", step_key, timed, asdict, Decision.from_dict)
-
-    def cached_latency(served: Recipe) -> Decision:
-        """The latency step, reused only for the same served recipe, budget, target, alternatives and int8 choice."""
-        settings = (served.to_dict(), latency_budget_ms, throughput_target, [str(a.path) for a in alternatives])
-        return cached("latency", lambda: latency(served), (*settings, own_int8))
-
-    if task.kind.target == JUDGEMENTS:  # judged queries over a corpus: the kind's target decides, not its name
-        decisions, recipe = _retrieval_decisions(task, model, encoder, run, budget, cached, prompt_sets)
-        decisions.append(cached_latency(recipe))
-        return _finished(task, model, decisions, recipe, budget, (), sources)
-    progress("text length", 0, 5)
-    measure_lengths = task.kind.labelled and budget.left() > 0.7 * budget.seconds
-    decisions.append(
-        cached("lengths", lambda: step_lengths(task, encoder, seed, measure=measure_lengths, progress=progress))
-    )
-    progress("domain", 1, 5)
-    decisions.append(cached("domain", lambda: step_domain(task, encoder, reference_corpus(data), seed)))
-    progress("representation", 2, 5)
-    recipe_path = steps / "recipe.json"
-
-    decisions.append(
-        cached(
-            "representation",
-            lambda: _representation(task, model, cache_dir or steps / "cache", recipe_path, seed, budget, progress),
-        )
-    )
-    recipe = Recipe.load(recipe_path) if recipe_path.is_file() else Recipe(model=model)
-    if decisions[0].recipe_changes:
-        notes.append(
-            "The representation was swept on truncated texts; the long-text strategy applies on top of the chosen "
-            "recipe (pooling and layers chosen on the first window)."
-        )
-    if not task.kind.labelled:
-        decisions.append(no_labels_fine_tune())
-    else:
-        decisions.append(
-            cached("fine_tune", lambda: fine_tune_or_rule(task, model, recipe, steps, seed, budget, progress))
-        )
-    progress("latency", 4, 5)
-    served = recipe.replace(**decisions[0].recipe_changes) if decisions[0].recipe_changes else recipe
-    decisions.append(cached_latency(served))
-    progress("done", 5, 5)
-    for decision in decisions:
-        recipe = recipe.replace(**decision.recipe_changes) if decision.recipe_changes else recipe
-    return _finished(task, model, decisions, recipe, budget, tuple(notes), sources)
+    prompts = [[p.name, p.query, p.document] for p in options.prompt_sets]  # a finished step is reused for the same
+    key = content_key([task.name, task.kind.name, model, encoder.ref.fingerprint, run.seed] + prompts, task.all_texts())
+    walk = Walk(task, model, encoder, run, options, Budget(options.budget_minutes * 60), key)
+    steps = steps_for(task)
+    for number, step in enumerate(steps):
+        run.progress(step.label, number, len(steps))
+        outcome = step.outcome(walk)
+        walk.decisions.extend(outcome.decisions)
+        walk.recipe = outcome.recipe or walk.recipe
+        if step.name == "representation" and walk.decisions[0].recipe_changes and task.kind.target != JUDGEMENTS:
+            walk.notes.append(
+                "The representation was swept on truncated texts; the long-text strategy applies on top of the "
+                "chosen recipe (pooling and layers chosen on the first window)."
+            )
+    run.progress("done", len(steps), len(steps))
+    sources = options.sources
+    sources = replace(sources, out=str(run.out)) if sources.out == "OUT" and run.out else sources
+    return _finished(task, model, walk.decisions, walk.served(), walk.budget, tuple(walk.notes), sources)
 
 
 def _finished(task, model, decisions, recipe, budget: Budget, notes, sources: CommandSources) -> Recommendation:
