@@ -1,4 +1,4 @@
-"""A stronger small raw BERT, trained from scratch with `bertlens pretrain --config` in under 2 hours on 2 cores.
+"""A stronger small raw BERT, trained from scratch with `bertlens pretrain --scratch` in under 2 hours on 2 cores.
 
 Usage: python bench/raw_bert_from_scratch.py [--out out/scratch] [--epochs 6] [--step prepare|train|evaluate|all]
 
@@ -7,7 +7,7 @@ The recipe (issue #13), every step a bertlens command printed as it runs:
             TREC train, STS-B train (both sides), the long movie reviews except the last 100,
             State of the Union addresses, UD EWT train sentences (one document a line);
   held out  the last 100 movie reviews and the UD EWT dev sentences (never trained on);
-  model     `--config small` (6 layers x 256, 4 heads, FFN 1024) with the bert-base-uncased word
+  model     `--scratch small` (6 layers x 256, 4 heads, FFN 1024) with the bert-base-uncased word
             pieces of tiny-raw-bert, so the masked-LM losses of the two models are comparable;
   training  whole-word masking, rows of 128 packed across documents, batch 32, AdamW lr 5e-4
             (head too), 5% warmup then linear decay, bf16 autocast, --epochs passes, seed 0.
@@ -86,7 +86,7 @@ def prepare(work: Path) -> dict[str, int]:
 def train(work: Path, epochs: int) -> None:
     bertlens(
         "pretrain",
-        "--config",
+        "--scratch",
         "small",
         "--tokenizer",
         str(RAW),

@@ -8,7 +8,6 @@ tests/cli/test_bad_input.py and bench/bad_input_table.py, beside the hand-writte
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import typing
 
@@ -89,32 +88,18 @@ OUT_OF_RANGE = {"--min-score": None, "--gate-mean": "1.5", "--gate-min": "1.5"}
 def typed_flags(command: str) -> dict[str, list[str]]:
     """The command's flags by type: 'int', 'float', 'choice' (flag -> its first name)."""
     found: dict[str, list[str]] = {"int": [], "float": [], "choice": []}
-    derived = getattr(importlib.import_module(f"bertlens.cli.{command}"), "COMMAND", None)
-    if derived is not None:
-        from bertlens.cli.derived import flags_of
+    from bertlens.cli.derived import flags_of
 
-        hints = typing.get_type_hints(derived.options_class())
-        for flag, name in flags_of(derived).items():
-            hint = hints[name]
-            plain = [t for t in typing.get_args(hint) if t is not type(None)] or [hint]
-            if choices_of(hint) is not None:
-                found["choice"].append(flag)
-            elif plain[0] is int:
-                found["int"].append(flag)
-            elif plain[0] is float:
-                found["float"].append(flag)
-        return found
-    from bertlens.cli.reference import command_parser
-
-    for action in command_parser(command)._actions:
-        if not action.option_strings or isinstance(action, argparse._HelpAction):
-            continue
-        flag = action.option_strings[0]
-        if action.choices:
+    derived = importlib.import_module(f"bertlens.cli.{command}").COMMAND
+    hints = typing.get_type_hints(derived.options_class())
+    for flag, name in flags_of(derived).items():
+        hint = hints[name]
+        plain = [t for t in typing.get_args(hint) if t is not type(None)] or [hint]
+        if choices_of(hint) is not None:
             found["choice"].append(flag)
-        elif action.type is int:
+        elif plain[0] is int:
             found["int"].append(flag)
-        elif action.type is float:
+        elif plain[0] is float:
             found["float"].append(flag)
     return found
 

@@ -449,15 +449,15 @@ CASES: list[tuple[str, list[str], str]] = [
         "--heldout must be a share between 0 and 0.5",
     ),
     (
-        "pretrain --config that is neither a size nor a file",
-        ["pretrain", "--config", "huge", "--tokenizer", "{model}", "--texts", "{tmp}/ok.txt", "--out", "{tmp}/pt"],
-        "is neither a size",
+        "pretrain --scratch that is neither a size nor a file",
+        ["pretrain", "--scratch", "huge", "--tokenizer", "{model}", "--texts", "{tmp}/ok.txt", "--out", "{tmp}/pt"],
+        "--scratch 'huge' is neither a size",
     ),
     (
-        "pretrain --config file that does not parse",
+        "pretrain --scratch file that does not parse",
         [
             "pretrain",
-            "--config",
+            "--scratch",
             "{tmp}/recipe-bad-json.json",
             "--tokenizer",
             "{model}",
@@ -469,9 +469,14 @@ CASES: list[tuple[str, list[str], str]] = [
         "not valid JSON",
     ),
     (
-        "pretrain --config without --tokenizer",
-        ["pretrain", "--config", "tiny", "--texts", "{tmp}/ok.txt", "--out", "{tmp}/pt"],
-        "needs --tokenizer DIR",
+        "pretrain --scratch without --tokenizer",
+        ["pretrain", "--scratch", "tiny", "--texts", "{tmp}/ok.txt", "--out", "{tmp}/pt"],
+        "--scratch trains from scratch and needs --tokenizer",
+    ),
+    (
+        "pretrain --config SIZE (its from-scratch flag before --scratch)",
+        ["pretrain", "--config", "tiny", "--tokenizer", "{model}", "--texts", "{tmp}/ok.txt", "--out", "{tmp}/pt"],
+        "give --scratch SIZE|FILE --tokenizer DIR",
     ),
     (
         "domain on a single text",

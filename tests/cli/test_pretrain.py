@@ -79,7 +79,7 @@ def test_from_scratch_starts_at_chance_and_learns(tmp_path, corpus):
     out = tmp_path / "scratch"
     assert (
         pretrain(
-            "--config",
+            "--scratch",
             "tiny",
             "--tokenizer",
             str(RAW),

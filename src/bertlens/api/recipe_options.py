@@ -1,14 +1,12 @@
 """What every command that encodes is told, declared once: the recipe (a file, then fields on top of it), the model
 it loads, and what runs it (PyTorch here, a pool of Ray actors, or an ONNX export).
 
-`recipe_of` and `encoder_of` read the options by name, so a command's options dataclass (api/embed.py) and an
-argparse Namespace of a command not yet derived (cli/options.py declares the same flags) build the same recipe and
-encoder, with the same checks, worded for each caller (OptionError).
+`recipe_of` and `encoder_of` read the options by name (every command that encodes inherits these classes), and
+word their checks for each caller (OptionError).
 """
 
-import copy
 from collections.abc import Sequence
-from dataclasses import dataclass, is_dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -118,11 +116,7 @@ def default_precision(options: Any) -> Any:
     where this machine runs it fast (a recipe file keeps its own)."""
     if options.precision is not None or options.recipe is not None:
         return options
-    if is_dataclass(options):
-        return replace(options, precision="auto")
-    changed = copy.copy(options)  # an argparse Namespace: the caller's stays as parsed
-    changed.precision = "auto"
-    return changed
+    return replace(options, precision="auto")
 
 
 def encoder_of(options: Any):

@@ -1,8 +1,7 @@
 """Where a run gets its data: a task (catalog name, hf:NAME, or the user's file) or plain texts.
 
-These read the run's options by name (`options.task`, `options.data`, ...): an argparse Namespace from the command
-line and a command's options dataclass from Python both have them, so both load the same way, with the same
-checks. The command line's flags are declared in cli/sources.py.
+These read the run's options by name (`options.task`, `options.data`, ...), so every command that reads a task or
+texts loads them the same way, with the same checks; the command line's flags are derived from these classes.
 """
 
 from collections.abc import Sequence

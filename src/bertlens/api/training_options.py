@@ -1,6 +1,5 @@
 """What every command that trains is told, declared once: the optimiser, the schedule, early stopping, checkpoints
-and precision. `training_config` checks them (in the caller's words) and makes the loop's `TrainConfig`; it reads
-the options by name, so an argparse Namespace of a command not yet derived gets the same checks.
+and precision. `training_config` checks them (in the caller's words) and makes the loop's `TrainConfig`.
 
 The defaults here are `TrainConfig()`'s (fine-tuning: compare, finetune); a command with other defaults (pretrain,
 contrastive, distill) states them in its own options class.
@@ -10,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from bertlens.errors import OptionError, check_whole
-from bertlens.training.config import CONTRASTIVE_DEFAULTS, DISTILL_DEFAULTS, TrainConfig
+from bertlens.training.config import CONTRASTIVE_DEFAULTS, DISTILL_DEFAULTS, PRETRAIN_DEFAULTS, TrainConfig
 
 # no `from __future__ import annotations`: subclasses in other modules resolve these fields' types (api/sources.py)
 
@@ -108,3 +107,24 @@ class DistillTraining(TrainingOptions):
     """student learning rate (AdamW)"""
     batch_size: int = DISTILL_DEFAULTS.batch_size
     """examples per optimiser step"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PretrainTraining(TrainingOptions):
+    """Continued masked-LM pre-training, RoBERTa-style (Liu et al. 2019): lr 5e-5, batch 32, warmup 6%, one epoch,
+    no early stopping."""
+
+    epochs: int = PRETRAIN_DEFAULTS.epochs
+    """epochs over the corpus"""
+    min_steps: int = PRETRAIN_DEFAULTS.min_steps
+    """at least this many optimiser steps"""
+    head_lr: float = PRETRAIN_DEFAULTS.head_lr
+    """learning rate of the masked-LM head"""
+    batch_size: int = PRETRAIN_DEFAULTS.batch_size
+    """packed rows per optimiser step"""
+    warmup: float = PRETRAIN_DEFAULTS.warmup
+    """fraction of steps with linear warmup"""
+    patience: int = PRETRAIN_DEFAULTS.patience
+    """evaluations without held-out improvement before stopping (by default never)"""
+    checkpoint_every: int = PRETRAIN_DEFAULTS.checkpoint_every
+    """steps between checkpoints"""

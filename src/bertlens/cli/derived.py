@@ -39,6 +39,7 @@ class CommandLine:
     out_is_dir: bool = True  # --out is a directory, checked as one before any work (embed's and search's: a file)
     python_only: tuple[str, ...] = ()  # fields of this command no flag sets, besides `labels` (longdoc: texts)
     on_interrupt: str = "interrupted; rerun the same command to resume"  # what Ctrl-C says (serve: "stopped")
+    config_moved: str = ""  # said when --config holds no options.json: what the command's own --config became
 
     def hidden(self) -> tuple[str, ...]:
         """The fields that are no flag of this command."""
@@ -107,7 +108,12 @@ def command_app(command: CommandLine) -> App:
 
     def read_config(*tokens, config=None):
         if config is not None:
-            app.config = _options_file(config)
+            try:
+                app.config = _options_file(config)
+            except BertlensError as error:
+                if not command.config_moved:
+                    raise
+                raise BertlensError(f"{error}; {command.config_moved}") from None
         return app(tokens, **calls)
 
     # annotations as objects (this module's are strings, and the options class is known only now)
@@ -157,8 +163,16 @@ def parse_options(command: CommandLine, argv: list[str]) -> Any:
 
 def flags_of(command: CommandLine) -> dict[str, str]:
     """Every flag the derived parser takes -> the option it sets (what docs/cli.md lists and the tests compare)."""
-    names = [f.name for f in fields(command.options_class()) if f.name not in command.hidden()]
-    return {"--" + name.replace("_", "-"): name for name in names}
+    import typing
+
+    options_class = command.options_class()
+    hints = typing.get_type_hints(options_class, include_extras=True)
+    flags = {}
+    for name in (f.name for f in fields(options_class) if f.name not in command.hidden()):
+        named = [n for extra in getattr(hints[name], "__metadata__", ()) for n in (getattr(extra, "name", None) or ())]
+        for flag in named or ["--" + name.replace("_", "-")]:  # a field's own names (pretrain's --from), else its own
+            flags[flag] = name
+    return flags
 
 
 def shell_defaults(command: CommandLine) -> Any:

@@ -68,18 +68,15 @@ class Parser(argparse.ArgumentParser):
         self.exit(1, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The full parser of `command` (its module imported now); every other command is a light stub."""
+def build_parser() -> argparse.ArgumentParser:
+    """bertlens' own flags and one light stub per command (`bertlens --help` lists them without importing any):
+    each command's own flags are parsed by the parser cyclopts derives from its options (cli/derived.py)."""
     parser = Parser(prog="bertlens", description="Find and serve the right BERT representation for a task.")
     parser.add_argument("--version", action=VersionAction, help="the version of bertlens and of the stack it runs on")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an unexpected error")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, summary in COMMANDS.items():
-        module = importlib.import_module(f"bertlens.cli.{name}") if name == command else None
-        if module is not None and not hasattr(module, "COMMAND"):  # a derived command has no argparse parser
-            module.add_parser(subparsers)
-        else:
-            subparsers.add_parser(name, help=summary, add_help=False)
+        subparsers.add_parser(name, help=summary, add_help=False)
     return parser
 
 
@@ -124,16 +121,15 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 
 def parse_command_line(argv: list[str]) -> argparse.Namespace:
-    """The command line as the namespace its command checks and runs from. bertlens' own flags are argparse's; a
-    command defined once (its module has a COMMAND) is parsed by the parser cyclopts derives from its options, every
-    other one by its argparse parser. --help and argparse's errors raise SystemExit; a derived parser's errors are
-    BertlensErrors."""
+    """The command line as the namespace its command checks and runs from. bertlens' own flags are argparse's; the
+    command's are parsed by the parser cyclopts derives from its options (its module's COMMAND). --help and
+    argparse's errors raise SystemExit; a derived parser's errors are BertlensErrors."""
     command = requested_command(argv)
-    derived = getattr(importlib.import_module(f"bertlens.cli.{command}"), "COMMAND", None) if command else None
-    if derived is None:
-        return build_parser(command).parse_args(argv)
+    if command is None:  # `bertlens`, `bertlens --help`, `bertlens --version`, or an unknown command
+        return build_parser().parse_args(argv)
     split = argv.index(command) + 1
-    return derived_arguments(derived, argv[split:], build_parser(None).parse_args(argv[:split]))
+    derived = importlib.import_module(f"bertlens.cli.{command}").COMMAND
+    return derived_arguments(derived, argv[split:], build_parser().parse_args(argv[:split]))
 
 
 def derived_arguments(command: CommandLine, argv: list[str], args: argparse.Namespace) -> argparse.Namespace:

@@ -1,13 +1,11 @@
-"""docs/cli.md, the full per-command reference, rendered from the commands' own parsers (for a command defined once,
-the parser cyclopts derives from its options) (so it cannot drift from
-them: tests/cli/test_reference.py fails when the file is stale).
+"""docs/cli.md, the full per-command reference, rendered from the parsers cyclopts derives from the commands' options
+(so it cannot drift from them: tests/cli/test_reference.py fails when the file is stale).
 
     python -m bertlens.cli.reference > docs/cli.md
 """
 
 from __future__ import annotations
 
-import argparse
 import collections.abc
 import importlib
 import sys
@@ -17,7 +15,6 @@ import typing
 from bertlens.api.options import choices_of
 from bertlens.cli.commands import COMMANDS
 from bertlens.cli.derived import CommandLine
-from bertlens.cli.main import build_parser
 
 HEADER = """# Command reference
 
@@ -27,42 +24,16 @@ From Python, a command's keywords are its long flags (`--max-examples` is `max_e
 """
 
 
-def command_parser(name: str) -> argparse.ArgumentParser:
-    parser = build_parser(name)
-    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[name]
-
-
 def accepted_flags(name: str) -> set[str]:
-    """Every flag `bertlens NAME` takes (derived commands: one per option, --config and --help)."""
-    derived = getattr(importlib.import_module(f"bertlens.cli.{name}"), "COMMAND", None)
-    if derived is not None:
-        from bertlens.cli.derived import flags_of
+    """Every flag `bertlens NAME` takes: one per option (and its other names), --config and --help."""
+    from bertlens.cli.derived import flags_of
 
-        return {*flags_of(derived), "--config", "--help", "-h"}
-    return {flag for action in command_parser(name)._actions for flag in action.option_strings}
+    command = importlib.import_module(f"bertlens.cli.{name}").COMMAND
+    return {*flags_of(command), "--config", "--help", "-h"}
 
 
 def _cell(text: object) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
-
-
-def _default(action: argparse.Action) -> str:
-    if action.default in (None, False, argparse.SUPPRESS) or isinstance(action, argparse._StoreTrueAction):
-        return ""
-    return f"`{action.default}`"
-
-
-def _flag(action: argparse.Action) -> str:
-    if not action.option_strings:  # a positional argument
-        return f"`{action.metavar or action.dest.upper()}`" + (" ..." if action.nargs in ("+", "*") else "")
-    names = ", ".join(f"`{name}`" for name in action.option_strings)
-    if action.nargs == 0:
-        return names
-    value = action.metavar or (
-        "{" + ",".join(map(str, action.choices)) + "}" if action.choices else action.dest.upper()
-    )
-    repeat = " (repeat)" if isinstance(action, argparse._AppendAction) else ""
-    return f"{names} {_cell(value)}{repeat}"
 
 
 def _derived_rows(command: CommandLine) -> list[str]:
@@ -109,17 +80,8 @@ def _is_sequence(hint: object) -> bool:
 
 
 def command_section(name: str) -> list[str]:
-    module = importlib.import_module(f"bertlens.cli.{name}")
-    derived = getattr(module, "COMMAND", None)
-    if derived is not None:
-        return _section(name, derived.description, _derived_rows(derived))
-    parser = command_parser(name)
-    rows = [
-        f"| {_flag(a)} | {_default(a)} | {'**required** ' if a.required and a.option_strings else ''}{_cell(a.help or '')} |"
-        for a in parser._actions
-        if a.help != argparse.SUPPRESS and a.dest != "help"
-    ]
-    return _section(name, parser.description or COMMANDS[name], rows)
+    command = importlib.import_module(f"bertlens.cli.{name}").COMMAND
+    return _section(name, command.description, _derived_rows(command))
 
 
 def _section(name: str, description: str, rows: list[str]) -> list[str]:

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from bertlens.errors import BertlensError, OptionError, literal
+from bertlens.errors import OptionError, literal
 from bertlens.families import require_family, submodule
 from bertlens.training.config import STUDENT_FORMS
 
@@ -30,21 +30,24 @@ SIZES = {
 }
 
 
-def scratch_config(spec: str) -> dict:
-    """A named size (tiny, mini, small, medium) or a JSON file of BertConfig fields."""
+def scratch_config(spec: str, option: str = "scratch") -> dict:
+    """A named size (tiny, mini, small, medium) or a JSON file of BertConfig fields (errors name `option`: pretrain's
+    --scratch, or distill's --student config:...)."""
     if spec in SIZES:
         return dict(SIZES[spec])
     path = Path(spec)
     if not path.is_file():
-        raise BertlensError(f"--config '{spec}' is neither a size ({', '.join(SIZES)}) nor a JSON file")
+        raise OptionError(f"{{{option}}} '{literal(spec)}' is neither a size ({', '.join(SIZES)}) nor a JSON file",
+                          option)  # fmt: skip
     try:
         fields = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BertlensError(
-            f"--config {path}: not valid JSON ({exc}); give BertConfig fields as a JSON object"
+        raise OptionError(
+            f"{{{option}}} {literal(path)}: not valid JSON ({literal(exc)}); give BertConfig fields as a JSON object",
+            option,
         ) from None
     if not isinstance(fields, dict):
-        raise BertlensError(f"--config {path}: expected a JSON object of BertConfig fields")
+        raise OptionError(f"{{{option}}} {literal(path)}: expected a JSON object of BertConfig fields", option)
     return fields
 
 
@@ -54,7 +57,8 @@ def _load_tokenizer(tokenizer_dir: Path):
     try:
         return AutoTokenizer.from_pretrained(tokenizer_dir, use_fast=True)
     except (OSError, ValueError) as exc:
-        raise BertlensError(f"--tokenizer {tokenizer_dir}: could not load a tokenizer ({exc})") from None
+        raise OptionError(f"{{tokenizer}} {literal(tokenizer_dir)}: could not load a tokenizer ({literal(exc)})",
+                          "tokenizer") from None  # fmt: skip
 
 
 def _random_bert(spec: str, vocab_size: int, seed: int, max_length: int):
@@ -66,7 +70,8 @@ def _random_bert(spec: str, vocab_size: int, seed: int, max_length: int):
         torch.manual_seed(seed)
         return BertModel(config)
     except (TypeError, ValueError) as exc:
-        raise BertlensError(f"--config {spec}: not a valid BERT configuration ({exc})") from None
+        raise OptionError(f"{{scratch}} {literal(spec)}: not a valid BERT configuration ({literal(exc)})",
+                          "scratch") from None  # fmt: skip
 
 
 def initialise_from_scratch(spec: str, tokenizer_dir: Path, target: Path, seed: int, max_length: int) -> Path:
@@ -100,7 +105,7 @@ def parse_student(spec: str, teacher_layers: int) -> StudentSpec:
     """'layers:0,2,4', 'layers:3' or 'config:mini' / 'config:FILE.json' -> StudentSpec (checked against the teacher)."""
     kind, _, arg = spec.partition(":")
     if kind == "config" and arg:
-        scratch_config(arg)  # fails now, not after the teacher has been encoded
+        scratch_config(arg, "student")  # fails now, not after the teacher has been encoded
         return StudentSpec(config=arg)
     if kind != "layers" or not arg:
         raise OptionError(f"{{student}} '{literal(spec)}': expected {literal(STUDENT_FORMS)}", "student")
