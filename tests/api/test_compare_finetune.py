@@ -51,14 +51,7 @@ def test_compare_from_python_gives_the_commands_runs(tmp_path, tiny_bert_dir, ca
         ("compare", {"task": "sst2", "min_steps": -1}, "min_steps must be at least 0"),
     ],
 )
-def test_bad_values_are_refused_before_any_model(monkeypatch, command, call, message):
-    import bertlens.encoding.encoder as encoder
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a model was loaded before the options were checked")
-
-    monkeypatch.setattr(encoder, "load_encoder", refuse)
-    monkeypatch.setattr(encoder, "load_tokenizer", refuse)
+def test_bad_values_are_refused_before_any_model(no_model_loads, command, call, message):
     with pytest.raises(bertlens.BertlensError, match=message):
         getattr(bertlens, command)(**call)
 

@@ -56,13 +56,6 @@ def test_distill_from_a_list_trains_as_the_command_on_the_file(tmp_path, tiny_be
          "projection must be one of"),
     ],
 )  # fmt: skip
-def test_bad_values_are_refused_before_any_model(monkeypatch, command, call, message):
-    import bertlens.encoding.encoder as encoder
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a model was loaded before the options were checked")
-
-    monkeypatch.setattr(encoder, "load_encoder", refuse)
-    monkeypatch.setattr(encoder, "load_tokenizer", refuse)
+def test_bad_values_are_refused_before_any_model(no_model_loads, command, call, message):
     with pytest.raises(bertlens.BertlensError, match=message):
         getattr(bertlens, command)(**call)

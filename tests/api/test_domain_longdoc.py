@@ -60,13 +60,6 @@ def test_longdoc_in_memory_equals_the_command_on_a_file(tmp_path, tiny_bert_dir,
         ("longdoc", {"task": "movie_reviews", "resamples": 3}, "resamples must be at least"),
     ],
 )
-def test_bad_values_are_refused_before_any_model(monkeypatch, command, call, message):
-    import bertlens.encoding.encoder as encoder
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a model was loaded before the options were checked")
-
-    monkeypatch.setattr(encoder, "load_encoder", refuse)
-    monkeypatch.setattr(encoder, "load_tokenizer", refuse)
+def test_bad_values_are_refused_before_any_model(no_model_loads, command, call, message):
     with pytest.raises(bertlens.BertlensError, match=message):
         getattr(bertlens, command)(**call)

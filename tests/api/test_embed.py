@@ -54,16 +54,6 @@ def test_skipped_empty_texts_keep_their_positions(tiny_bert_dir, tmp_path):
     assert np.load(tmp_path / "v.ids.npy").tolist() == [0, 2]
 
 
-def _no_model(monkeypatch):
-    import bertlens.encoding.encoder as encoder
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a model was loaded before the options were checked")
-
-    monkeypatch.setattr(encoder, "load_encoder", refuse)
-    monkeypatch.setattr(encoder, "load_tokenizer", refuse)
-
-
 @pytest.mark.parametrize(
     ("call", "argv", "python", "shell"),
     [
@@ -78,9 +68,8 @@ def _no_model(monkeypatch):
     ],
 )  # fmt: skip
 def test_a_bad_value_is_refused_in_each_callers_words_before_any_model(
-    monkeypatch, capsys, texts_file, tmp_path, call, argv, python, shell
+    no_model_loads, capsys, texts_file, tmp_path, call, argv, python, shell
 ):
-    _no_model(monkeypatch)
     with pytest.raises(bertlens.BertlensError, match="^" + python):
         bertlens.embed(str(texts_file), **call)
     assert main(["embed", str(texts_file), "--out", str(tmp_path / "v.npy"), *argv]) == 1
@@ -88,8 +77,7 @@ def test_a_bad_value_is_refused_in_each_callers_words_before_any_model(
     assert not (tmp_path / "v.npy").exists()
 
 
-def test_inputs_that_are_not_texts_and_unknown_keywords(monkeypatch, tmp_path, capsys):
-    _no_model(monkeypatch)
+def test_inputs_that_are_not_texts_and_unknown_keywords(no_model_loads, tmp_path, capsys):
     with pytest.raises(bertlens.BertlensError, match="^input must be a file path or a list of strings"):
         bertlens.embed(["fine", 3])
     with pytest.raises(bertlens.BertlensError, match="^input is required"):

@@ -26,16 +26,6 @@ def test_a_sentence_transformers_export_from_python_is_the_commands(tmp_path, ti
     assert row["texts"] == 4 and row["max_abs_diff"] < 1e-5 and "sentence-transformers" in repr(done)
 
 
-def _no_model(monkeypatch):
-    import bertlens.encoding.encoder as encoder
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a model was loaded before the options were checked")
-
-    monkeypatch.setattr(encoder, "load_encoder", refuse)
-    monkeypatch.setattr(encoder, "load_tokenizer", refuse)
-
-
 @pytest.mark.parametrize(
     ("call", "python"),
     [
@@ -47,8 +37,7 @@ def _no_model(monkeypatch):
         ({"format": "tflite", "out": "x"}, "format must be one of onnx, sentence-transformers"),
     ],
 )
-def test_export_refuses_before_any_model_in_pythons_words(monkeypatch, call, python):
-    _no_model(monkeypatch)
+def test_export_refuses_before_any_model_in_pythons_words(no_model_loads, call, python):
     with pytest.raises(bertlens.BertlensError, match="^" + python):
         bertlens.export(**call)
 

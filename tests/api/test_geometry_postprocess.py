@@ -56,12 +56,6 @@ def test_postprocess_fits_what_the_command_fits_and_embed_applies_it(tmp_path, t
         ("postprocess", {"texts": TEXTS, "seed": -1}, "seed must be between 0"),
     ],
 )
-def test_bad_values_are_refused_before_any_model(monkeypatch, command, call, message):
-    import bertlens.encoding.encoder as encoder
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a model was loaded before the options were checked")
-
-    monkeypatch.setattr(encoder, "load_encoder", refuse)
+def test_bad_values_are_refused_before_any_model(no_model_loads, command, call, message):
     with pytest.raises(bertlens.BertlensError, match=message):
         getattr(bertlens, command)(**call)

@@ -42,18 +42,7 @@ def test_documents_in_memory_and_from_a_file_give_the_same_hits(tmp_path, tiny_b
     assert [h["query_id"] for h in one.rows()] == ["q1"] and "<table>" in one._repr_html_()
 
 
-def _no_model(monkeypatch):
-    import bertlens.encoding.encoder as encoder
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a model was loaded before the options were checked")
-
-    monkeypatch.setattr(encoder, "load_encoder", refuse)
-    monkeypatch.setattr(encoder, "load_tokenizer", refuse)
-
-
-def test_bad_values_are_refused_in_each_callers_words_before_any_model(tmp_path, monkeypatch, capsys):
-    _no_model(monkeypatch)
+def test_bad_values_are_refused_in_each_callers_words_before_any_model(tmp_path, no_model_loads, capsys):
     with pytest.raises(bertlens.BertlensError, match="^give exactly one of out .* or store"):
         bertlens.index(data=DOCUMENTS)
     assert main(["index", "--data", str(tmp_path)]) == 1

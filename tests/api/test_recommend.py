@@ -9,12 +9,10 @@ import pytest
 
 import bertlens
 from bertlens.cli.main import main
-from tests.api.test_sweep import _no_model
 from tests.conftest import DATA
 
 
-def test_a_bad_budget_is_refused_in_each_callers_words_before_any_model(monkeypatch, capsys):
-    _no_model(monkeypatch)
+def test_a_bad_budget_is_refused_in_each_callers_words_before_any_model(no_model_loads, capsys):
     with pytest.raises(bertlens.BertlensError, match=r"^budget_minutes must be positive, got -1"):
         bertlens.recommend(task="sst2", budget_minutes=-1)
     assert main(["recommend", "--task", "sst2", "--budget-minutes", "-1", "--out", "unused"]) == 1

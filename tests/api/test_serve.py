@@ -38,13 +38,7 @@ def test_the_app_answers_with_the_recipes_vectors(tiny_bert_dir):
         ({"recipe": ["a/x.json", "b/y.json"], "pooler": "cls"}, "pooler would change every recipe"),
     ],
 )
-def test_bad_values_are_refused_before_any_model(monkeypatch, call, message):
-    import bertlens.encoding.encoder as encoder
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a model was loaded before the options were checked")
-
-    monkeypatch.setattr(encoder, "load_encoder", refuse)
+def test_bad_values_are_refused_before_any_model(monkeypatch, no_model_loads, call, message):
     monkeypatch.delenv("BERTLENS_API_KEY", raising=False)
     with pytest.raises(bertlens.BertlensError, match=message):
         bertlens.serve(**call)

@@ -27,18 +27,7 @@ def test_python_and_the_command_line_give_the_same_rows_and_recipe(tmp_path, cap
     assert json.loads((tmp_path / "cli" / "options.json").read_text())["seed"] == 1
 
 
-def _no_model(monkeypatch):
-    import bertlens.encoding.encoder as encoder
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a model was loaded before the options were checked")
-
-    monkeypatch.setattr(encoder, "load_encoder", refuse)
-    monkeypatch.setattr(encoder, "load_tokenizer", refuse)
-
-
-def test_a_bad_value_is_refused_in_each_callers_words_before_any_model(monkeypatch, capsys):
-    _no_model(monkeypatch)
+def test_a_bad_value_is_refused_in_each_callers_words_before_any_model(no_model_loads, capsys):
     with pytest.raises(bertlens.BertlensError, match=r"^max_examples must be at least 1"):
         bertlens.sweep(task="stsb", max_examples=-1)
     assert main(["sweep", "--task", "stsb", "--max-examples", "-1"]) == 1
@@ -64,8 +53,7 @@ def test_a_bad_value_is_refused_in_each_callers_words_before_any_model(monkeypat
         ({"task": "stsb", "max_length": float("nan")}, "max_length must be a finite number"),
     ],
 )
-def test_the_options_checks_name_the_keyword(options, message, monkeypatch):
-    _no_model(monkeypatch)
+def test_the_options_checks_name_the_keyword(options, message, no_model_loads):
     with pytest.raises(bertlens.BertlensError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
         bertlens.sweep(**options)
 
@@ -90,8 +78,7 @@ def test_texts_and_labels_in_memory_sweep_and_the_result_shows_itself(tmp_path, 
     assert json.loads(paths["results"].read_text())["rows"] == run.rows()
 
 
-def test_a_table_in_memory_names_its_bad_row(tiny_bert_dir, monkeypatch):
-    _no_model(monkeypatch)
+def test_a_table_in_memory_names_its_bad_row(tiny_bert_dir, no_model_loads):
     data = {"review": ["good", "  ", "bad", "fine"] * 5, "stars": [1, 0, 0, 1] * 5}
     with pytest.raises(bertlens.BertlensError, match="^the in-memory data: blank text on row 2, 6, 10 and 2 more"):
         bertlens.sweep(data=data, text_col="review", label_col="stars", model=str(tiny_bert_dir))

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from bertlens.api.options import at_least, finite, one_of, unknown_options
+from bertlens.api.recipe_options import EncoderOptions
 from bertlens.api.results import RowsResult, save_options
 from bertlens.api.sources import DataOptions
 from bertlens.errors import OptionError
@@ -44,26 +45,15 @@ def _names(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
 
 
 @dataclass(frozen=True, kw_only=True)
-class SweepOptions(DataOptions):
+class SweepOptions(EncoderOptions, DataOptions):
     """Every option of `bertlens sweep`, by the name of its long flag (`--max-examples` is `max_examples`); where the
-    data comes from: `DataOptions`."""
+    data comes from: `DataOptions`; the model: `EncoderOptions`."""
 
     texts: Any = None
     """texts alone, no labels: every candidate scored from label-free measures (effective rank, matrix entropy,
     anisotropy, alignment under dropout and word dropout, uniformity) and the best recommended: .txt (one a line),
     .csv/.tsv/.parquet or .jsonl (with --column); from Python also a list of strings (with `labels`, a labelled
     task)"""
-    model: str | None = None
-    """'default' (all-MiniLM-L6-v2), a local model directory or a hub id"""
-    max_length: int | None = None
-    """truncate texts to this many tokens (default: the model's limit)"""
-    precision: Literal["fp32", "bf16", "auto"] | None = None
-    """fp32 (exact), bf16 (fast only where the CPU has native bf16) or auto (bf16 there, fp32 elsewhere)"""
-    trust_remote_code: bool = False
-    """allow model code from the hub (off by default)"""
-    device: str = "auto"
-    """where the model runs: auto (the first CUDA GPU when torch sees one, else the CPU), cpu, cuda or cuda:N; on a
-    GPU, batches are sized to its free memory"""
     layers: str | Sequence[int] | None = None
     """single layers to score (default all), e.g. '-4:' or '0,3,6' (from Python also [0, 3, 6])"""
     poolers: str | Sequence[str] = ",".join(DEFAULT_POOLERS)
