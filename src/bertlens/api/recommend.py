@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from bertlens.api.options import at_least, finite, one_of, unknown_options
 from bertlens.api.results import RowsResult, save_options
@@ -63,6 +63,13 @@ class RecommendOptions(DataOptions):
     """retrieval data: prompt sets the representation step scores too (as `sweep --prompts`)"""
     cache_dir: Path | None = None
     """feature-bank cache (default: inside --out)"""
+    engine: Literal["local", "ray"] = "local"
+    """ray: encode the representation step's feature banks on a pool of Ray actors (pip install 'bertlens[ray]');
+    the other steps run here"""
+    ray_address: str | None = None
+    """join this Ray cluster (default: start a local Ray instance)"""
+    ray_workers: int = 2
+    """Ray actors, each with its own model"""
     seed: int = 0
     """seed for sampling, splits, initialisation and data order"""
     out: Path | None = None
@@ -83,6 +90,7 @@ class RecommendOptions(DataOptions):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value <= 0):
                 raise OptionError(f"{{{name}}} must be positive, got {value!r}", name)
         at_least(self, "folds", 2, "cross-validation needs two folds or more")
+        at_least(self, "ray_workers", 1, "a Ray pool has one actor or more")
         check_seed(self.seed)
         from bertlens.probing.candidates import parse_prompt_set
 
@@ -198,7 +206,11 @@ def _walk(options: RecommendOptions, out: Path, progress: Progress, notify, in_m
         prompt_sets=tuple(parse_prompt_set(p) for p in options.prompts or ()),
         sources=command_sources(options, in_memory),
     )
-    return run_recommend(task, options.model, RunContext(out, options.cache_dir, options.seed, progress), walk)
+    from bertlens.api.sweep import banks_for
+    from bertlens.models import resolve_model
+
+    with banks_for(options, resolve_model(options.model)):
+        return run_recommend(task, options.model, RunContext(out, options.cache_dir, options.seed, progress), walk)
 
 
 def run_recommend_command(

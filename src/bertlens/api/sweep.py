@@ -12,6 +12,7 @@ recipe, and refuse the same values with the same line, worded for each (tests/ap
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import html
 from collections.abc import Sequence
@@ -89,6 +90,13 @@ class SweepOptions(EncoderOptions, DataOptions):
     the recommended recipe gives (whitening can amplify float16 rounding on ill-conditioned spaces)"""
     cache_dir: Path | None = None
     """feature-bank cache (default $BERTLENS_CACHE or ~/.cache/bertlens)"""
+    engine: Literal["local", "ray"] = "local"
+    """ray: encode the feature bank on a pool of Ray actors (pip install 'bertlens[ray]'), each holding the model
+    once; the bank, its cache, checkpoints and the probes stay on this machine"""
+    ray_address: str | None = None
+    """join this Ray cluster (default: start a local Ray instance)"""
+    ray_workers: int = 2
+    """Ray actors, each with its own model"""
     seed: int = 0
     """seed for sampling, splits, initialisation and data order"""
     out: Path | None = None
@@ -109,6 +117,7 @@ class SweepOptions(EncoderOptions, DataOptions):
         from bertlens.metrics.bootstrap import MIN_RESAMPLES
 
         at_least(self, "resamples", MIN_RESAMPLES, "a 95% interval's tails need draws of their own")
+        at_least(self, "ray_workers", 1, "a Ray pool has one actor or more")
         check_seed(self.seed)
         if self.texts is not None and self.labels is None:
             given = [name for name in LABELLED_ONLY if getattr(self, name)]
@@ -244,6 +253,15 @@ def _config(options: SweepOptions, encoder, **more):
     return SweepConfig(poolers=options.poolers, layers=layers, seed=options.seed, bank_dtype=options.bank_dtype, **more)
 
 
+def banks_for(options, model):
+    """The run's banks encoded on Ray actors (engine 'ray': features/ray_bank.py), else here."""
+    if options.engine != "ray":
+        return contextlib.nullcontext()
+    from bertlens.features.ray_bank import banks_on_ray
+
+    return banks_on_ray(model, address=options.ray_address, workers=options.ray_workers)
+
+
 def _labelled(options: SweepOptions, notify, progress: Progress) -> SweepResult:
     from bertlens.api.sources import load_task
     from bertlens.experiments.sweep import SweepConfig, check_config, run_sweep
@@ -275,7 +293,8 @@ def _labelled(options: SweepOptions, notify, progress: Progress) -> SweepResult:
         long_documents=options.long_documents,
     )
     cache = default_cache_dir(options.cache_dir)
-    return run_sweep(task, encoder, base.replace(max_length=encoder.max_length), cache, config, progress=progress)
+    with banks_for(options, encoder.ref):
+        return run_sweep(task, encoder, base.replace(max_length=encoder.max_length), cache, config, progress=progress)
 
 
 def _texts_alone(options: SweepOptions, notify, progress: Progress) -> SweepResult:
@@ -290,7 +309,9 @@ def _texts_alone(options: SweepOptions, notify, progress: Progress) -> SweepResu
     config = _config(options, encoder, max_texts=options.max_examples)
     name = Path(options.texts).stem
     cache = default_cache_dir(options.cache_dir)
-    return run_texts_sweep(texts, name, encoder, base.replace(max_length=encoder.max_length), cache, config, progress)
+    with banks_for(options, encoder.ref):
+        return run_texts_sweep(texts, name, encoder, base.replace(max_length=encoder.max_length), cache, config,
+                               progress)  # fmt: skip
 
 
 def run_sweep_command(options: SweepOptions, *, progress: Progress = silent, notify=lambda line: None) -> SweepRun:

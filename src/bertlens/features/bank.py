@@ -10,8 +10,11 @@ keep it linear, hence mixable).
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import time
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,6 +130,21 @@ def _open(path: Path, meta: dict) -> Bank:
     return Bank(path, vectors, mixes, tuple(meta["poolers"]), tuple(meta["mix_names"]), meta["texts"], meta)
 
 
+_ENGINE: ContextVar = ContextVar("bank_engine", default=None)  # the engine of the run that set one (encoded_by)
+
+
+@contextlib.contextmanager
+def encoded_by(engine) -> Iterator[None]:
+    """Within this block, banks of the engine's encoder are encoded by `engine` (a sweep's `--engine ray`): every
+    build_bank call of the run, without passing it through each layer. A bank of another encoder, a seeded dropout
+    view, or long texts cut into pieces are still encoded here."""
+    token = _ENGINE.set(engine)
+    try:
+        yield
+    finally:
+        _ENGINE.reset(token)
+
+
 def build_bank(
     encoder: Encoder,
     texts: list[str],
@@ -138,6 +156,7 @@ def build_bank(
     long_text: LongText | None = None,
     progress: Progress = silent,
     variant: str | None = None,
+    engine=None,
 ) -> Bank:
     """Encode once and store every layer x pooler; reuse the stored bank when its key matches and it verifies.
 
@@ -147,9 +166,15 @@ def build_bank(
     With `long_text`, each text is cut into pieces (encoding/pieces.py) and its pieces' pooled
     vectors are aggregated per text (windows: the strategy's aggregate; one-piece strategies:
     that piece), with the same aggregator the Embedder uses.
+
+    `engine` (features/ray_bank.py: RayBankEngine) encodes the rows on a pool of Ray actors instead of here; the bank,
+    its staging, checkpoints and resume stay the same. Long texts are read here (pieces are not spread yet).
     """
     for name in poolers:
         check_pooler(name)
+    engine = engine if engine is not None else _ENGINE.get()
+    if engine is not None and (variant or encoder.model.training or not engine.serves(encoder)):
+        engine = None  # a view with dropout, or another encoder: encoded here
     if needs_cls_attention(poolers) and encoder.attentions == "none":
         raise ValueError(f"poolers {poolers} read the [CLS] attention: build the Encoder with attentions='cls'")
     settings = [
@@ -179,6 +204,8 @@ def build_bank(
         if long_text is not None:
             _fill_from_pieces(encoder, texts, long_text, pooling, vectors, mix_array, state, progress)
             truncated = 0
+        elif engine is not None:
+            truncated = _fill_remote(engine, encoder, texts, pooling, vectors, mix_array, state, progress)
         else:
             truncated = _fill(encoder, texts, pooling, vectors, mix_array, state, progress)
         state.save()
@@ -296,6 +323,22 @@ def _fill(encoder, texts, pooling: _Pooling, vectors, mix_array, state: _Checkpo
         release_pages(vectors)
         release_pages(mix_array)
     return tokenized.truncated
+
+
+def _fill_remote(engine, encoder, texts, pooling: _Pooling, vectors, mix_array, state, progress) -> int:
+    """`_fill` with the encoding done by `engine`'s actors, chunk by chunk in order; returns the texts cut."""
+    rest = np.flatnonzero(~state.done)  # [R] rows still to encode, in input order
+    done, truncated = len(texts) - len(rest), 0
+    for rows, stacked, pooled_mixes, cut in engine.rows(encoder, texts, rest, pooling):
+        vectors[:, :, rows] = stacked.transpose(2, 1, 0, 3).astype(vectors.dtype)  # [B, L+1, P, H] -> [P, L+1, B, H]
+        if mix_array is not None:
+            mix_array[:, :, rows] = pooled_mixes.transpose(1, 2, 0, 3).astype(mix_array.dtype)  # -> [Q, M, B, H]
+        state.written(rows)
+        release_pages(vectors)
+        release_pages(mix_array)
+        done, truncated = done + len(rows), truncated + cut
+        progress(counting("encoding", "texts"), done, len(texts))
+    return truncated
 
 
 def _pool_batch(states, poolers, include_special, mixes) -> tuple[np.ndarray, np.ndarray | None]:
