@@ -49,7 +49,8 @@ def test_the_sweep_on_ray_gives_the_local_bank_rows_and_pick(tiny_bert_dir, tmp_
         remote = [*common, "--engine", "ray", "--ray-workers", "2", "--cache-dir", str(tmp_path / "rc")]
         assert main([*remote, "--out", str(tmp_path / "ray")]) == 0
         engine = RayBankEngine(encoder.ref, workers=2, chunk=16)
-        on_ray = build_bank(encoder, texts, tmp_path / "b1", poolers=poolers, dtype="float32", engine=engine)
+        with encoded_by(engine):
+            on_ray = build_bank(encoder, texts, tmp_path / "b1", poolers=poolers, dtype="float32")
         engine.close()
     finally:
         ray.shutdown()

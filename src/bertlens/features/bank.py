@@ -156,7 +156,6 @@ def build_bank(
     long_text: LongText | None = None,
     progress: Progress = silent,
     variant: str | None = None,
-    engine=None,
 ) -> Bank:
     """Encode once and store every layer x pooler; reuse the stored bank when its key matches and it verifies.
 
@@ -167,12 +166,13 @@ def build_bank(
     vectors are aggregated per text (windows: the strategy's aggregate; one-piece strategies:
     that piece), with the same aggregator the Embedder uses.
 
-    `engine` (features/ray_bank.py: RayBankEngine) encodes the rows on a pool of Ray actors instead of here; the bank,
-    its staging, checkpoints and resume stay the same. Long texts are read here (pieces are not spread yet).
+    Inside `encoded_by(engine)` (features/ray_bank.py: RayBankEngine) the rows are encoded on a pool of Ray actors
+    instead of here; the bank, its staging, checkpoints and resume stay the same. Long texts are read here (pieces
+    are not spread yet).
     """
     for name in poolers:
         check_pooler(name)
-    engine = engine if engine is not None else _ENGINE.get()
+    engine = _ENGINE.get()
     if engine is not None and (variant or encoder.model.training or not engine.serves(encoder)):
         engine = None  # a view with dropout, or another encoder: encoded here
     if needs_cls_attention(poolers) and encoder.attentions == "none":
