@@ -315,14 +315,18 @@ def _fill(encoder, texts, pooling: _Pooling, vectors, mix_array, state: _Checkpo
         )
     for states in encoder.stream(tokenized, progress, done=len(texts) - len(rest), total=len(texts)):
         rows = rest[states.doc_index.numpy()]  # positions in `texts`
-        stacked, pooled_mixes = _pool_batch(states, poolers, include_special, mixes)
-        vectors[:, :, rows] = stacked.transpose(2, 1, 0, 3).astype(vectors.dtype)  # [B, L+1, P, H] -> [P, L+1, B, H]
-        if mix_array is not None:
-            mix_array[:, :, rows] = pooled_mixes.transpose(1, 2, 0, 3).astype(mix_array.dtype)  # -> [Q, M, B, H]
-        state.written(rows)
-        release_pages(vectors)
-        release_pages(mix_array)
+        _store(rows, *_pool_batch(states, poolers, include_special, mixes), vectors, mix_array, state)
     return tokenized.truncated
+
+
+def _store(rows, stacked, pooled_mixes, vectors, mix_array, state: _Checkpoints) -> None:
+    """A batch's pooled rows into the staged arrays, marked written (done at the next checkpoint)."""
+    vectors[:, :, rows] = stacked.transpose(2, 1, 0, 3).astype(vectors.dtype)  # [B, L+1, P, H] -> [P, L+1, B, H]
+    if mix_array is not None:
+        mix_array[:, :, rows] = pooled_mixes.transpose(1, 2, 0, 3).astype(mix_array.dtype)  # -> [Q, M, B, H]
+    state.written(rows)
+    release_pages(vectors)
+    release_pages(mix_array)
 
 
 def _fill_remote(engine, encoder, texts, pooling: _Pooling, vectors, mix_array, state, progress) -> int:
@@ -330,12 +334,7 @@ def _fill_remote(engine, encoder, texts, pooling: _Pooling, vectors, mix_array, 
     rest = np.flatnonzero(~state.done)  # [R] rows still to encode, in input order
     done, truncated = len(texts) - len(rest), 0
     for rows, stacked, pooled_mixes, cut in engine.rows(encoder, texts, rest, pooling):
-        vectors[:, :, rows] = stacked.transpose(2, 1, 0, 3).astype(vectors.dtype)  # [B, L+1, P, H] -> [P, L+1, B, H]
-        if mix_array is not None:
-            mix_array[:, :, rows] = pooled_mixes.transpose(1, 2, 0, 3).astype(mix_array.dtype)  # -> [Q, M, B, H]
-        state.written(rows)
-        release_pages(vectors)
-        release_pages(mix_array)
+        _store(rows, stacked, pooled_mixes, vectors, mix_array, state)
         done, truncated = done + len(rows), truncated + cut
         progress(counting("encoding", "texts"), done, len(texts))
     return truncated
