@@ -211,7 +211,6 @@ def run_embed_command(options: EmbedOptions, *, progress: Progress = silent) -> 
     vectors. `progress(stage, done, total)` is the front end's to show."""
     from bertlens.embedding.job import run_embed
     from bertlens.embedding.prompted import with_role
-    from bertlens.io.tables import TableSpec, parse_column
 
     checked = options.check()
     if checked.backend == "torch":
@@ -220,7 +219,7 @@ def run_embed_command(options: EmbedOptions, *, progress: Progress = silent) -> 
     check_role(backend.recipe, checked.role)
     embedder = with_role(backend, checked.role)
     with tempfile.TemporaryDirectory(prefix="bertlens-embed-") as folder:
-        spec = _table_spec(checked, Path(folder), TableSpec, parse_column)
+        spec = _table_spec(checked, Path(folder))
         out = checked.out or Path(folder) / "vectors.parquet"
         try:
             summary = run_embed(
@@ -248,8 +247,10 @@ def run_embed_command(options: EmbedOptions, *, progress: Progress = silent) -> 
     return EmbedRun(table, summary, embedder.recipe, checked, embedder.max_length, note)
 
 
-def _table_spec(options: EmbedOptions, folder: Path, TableSpec, parse_column):
+def _table_spec(options: EmbedOptions, folder: Path):
     """The input as a table spec: a file as given, a list of texts written to a JSON-lines file (one field)."""
+    from bertlens.io.tables import TableSpec, parse_column
+
     if isinstance(options.input, str | Path):
         column = options.field if options.field is not None else options.column
         return TableSpec(
