@@ -202,3 +202,25 @@ def model_reads(monkeypatch) -> list[str]:
 
     monkeypatch.setattr(modeling_utils.PreTrainedModel, "from_pretrained", classmethod(counted))
     return reads
+
+
+@pytest.fixture(scope="session")
+def _ray_nodes():
+    """A Ray cluster of two nodes on this machine (a head and a worker node, one CPU each), for the session."""
+    cluster_utils = pytest.importorskip("ray.cluster_utils")
+    cluster = cluster_utils.Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    yield cluster
+    cluster.shutdown()
+
+
+@pytest.fixture
+def ray_cluster(_ray_nodes) -> str:
+    """The two-node cluster's address; the driver is not connected (the code under test joins by address) and is
+    disconnected after the test."""
+    import ray
+
+    ray.shutdown()
+    yield _ray_nodes.address
+    ray.shutdown()

@@ -9,6 +9,7 @@ deep inside a run. The check looks the modules up without importing them (fast; 
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from dataclasses import dataclass
 
@@ -66,3 +67,19 @@ def require(extra: str, what: str) -> None:
         raise MissingExtraError(
             f"{what} needs the '{extra}' extra ({', '.join(missing)} not installed): pip install 'bertlens[{extra}]'"
         )
+
+
+RAY_RETRIES = 3  # a Ray actor that dies is restarted, and its task run again, up to this many times
+
+
+def connect_ray(address: str | None, cpus: int, what: str = "the Ray engine (--engine ray)") -> None:
+    """Join the Ray cluster at `address`, or start a local Ray instance of `cpus` CPUs, unless this process is
+    already connected (every Ray engine of a run shares the one connection)."""
+    require("ray", what)
+    import ray
+
+    if ray.is_initialized():
+        return
+    os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")  # workers run in this environment, not a uv one
+    ray.init(address=address, num_cpus=None if address else cpus, include_dashboard=False, log_to_driver=False,
+             configure_logging=False)  # fmt: skip

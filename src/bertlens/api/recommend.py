@@ -206,10 +206,10 @@ def _walk(options: RecommendOptions, out: Path, progress: Progress, notify, in_m
         prompt_sets=tuple(parse_prompt_set(p) for p in options.prompts or ()),
         sources=command_sources(options, in_memory),
     )
-    from bertlens.api.sweep import banks_for
+    from bertlens.api.sweep import on_engine
     from bertlens.models import resolve_model
 
-    with banks_for(options, resolve_model(options.model)):
+    with on_engine(options, resolve_model(options.model)):
         return run_recommend(task, options.model, RunContext(out, options.cache_dir, options.seed, progress), walk)
 
 

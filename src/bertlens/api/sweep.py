@@ -253,13 +253,14 @@ def _config(options: SweepOptions, encoder, **more):
     return SweepConfig(poolers=options.poolers, layers=layers, seed=options.seed, bank_dtype=options.bank_dtype, **more)
 
 
-def banks_for(options, model):
-    """The run's banks encoded on Ray actors (engine 'ray': features/ray_bank.py), else here."""
+def on_engine(options, model):
+    """The run's banks encoded on Ray actors and its large probe stages run as Ray tasks (engine 'ray':
+    probing/ray_jobs.py), else everything here."""
     if options.engine != "ray":
         return contextlib.nullcontext()
-    from bertlens.features.ray_bank import banks_on_ray
+    from bertlens.probing.ray_jobs import sweep_on_ray
 
-    return banks_on_ray(model, address=options.ray_address, workers=options.ray_workers)
+    return sweep_on_ray(model, address=options.ray_address, workers=options.ray_workers)
 
 
 def _labelled(options: SweepOptions, notify, progress: Progress) -> SweepResult:
@@ -293,7 +294,7 @@ def _labelled(options: SweepOptions, notify, progress: Progress) -> SweepResult:
         long_documents=options.long_documents,
     )
     cache = default_cache_dir(options.cache_dir)
-    with banks_for(options, encoder.ref):
+    with on_engine(options, encoder.ref):
         return run_sweep(task, encoder, base.replace(max_length=encoder.max_length), cache, config, progress=progress)
 
 
@@ -309,7 +310,7 @@ def _texts_alone(options: SweepOptions, notify, progress: Progress) -> SweepResu
     config = _config(options, encoder, max_texts=options.max_examples)
     name = Path(options.texts).stem
     cache = default_cache_dir(options.cache_dir)
-    with banks_for(options, encoder.ref):
+    with on_engine(options, encoder.ref):
         return run_texts_sweep(texts, name, encoder, base.replace(max_length=encoder.max_length), cache, config,
                                progress)  # fmt: skip
 

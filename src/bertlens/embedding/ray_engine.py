@@ -11,7 +11,6 @@ path (or a hub id they can reach). `pip install bertlens[ray]`.
 from __future__ import annotations
 
 import copy
-import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -19,7 +18,7 @@ import numpy as np
 from bertlens.embedding.embedder import Embedder
 from bertlens.embedding.protocol import ChunkEmbeddings, Embeddings, TextEncoder, TokenCounter, chunked_refusal
 from bertlens.errors import BertlensError
-from bertlens.extras import require
+from bertlens.extras import RAY_RETRIES, connect_ray
 from bertlens.progress import Progress, silent
 from bertlens.representation.recipe import Recipe
 
@@ -53,28 +52,21 @@ class RayEmbedder(TextEncoder):
         chunk: int = 256,
         trust_remote_code: bool = False,
     ):
-        require("ray", "the Ray engine (--engine ray)")
+        if workers < 1 or chunk < 1:
+            raise BertlensError("--ray-workers and the chunk size must be at least 1")
+        connect_ray(address, workers * threads_per_worker)
         import ray
         from ray.util import ActorPool
 
-        if workers < 1 or chunk < 1:
-            raise BertlensError("--ray-workers and the chunk size must be at least 1")
         local = Embedder(recipe, trust_remote_code=trust_remote_code)  # the driver's copy: dim, limits, fingerprint
         self.recipe, self.dim, self.fingerprint = local.recipe, local.dim, local.fingerprint
         self.max_length, self.chunk = local.max_length, chunk
         self.chunked, self.queries = local.chunked, False  # for_queries: the actors read texts as queries
         self._query_reader = local.for_queries() is not local
         self._count_tokens = local.token_counter()
-        if not ray.is_initialized():
-            os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
-            ray.init(
-                address=address,
-                num_cpus=None if address else workers * threads_per_worker,
-                include_dashboard=False,
-                log_to_driver=False,
-                configure_logging=False,
-            )
-        actor = ray.remote(num_cpus=threads_per_worker)(_EmbedActor)
+        actor = ray.remote(num_cpus=threads_per_worker, max_restarts=RAY_RETRIES, max_task_retries=RAY_RETRIES)(
+            _EmbedActor
+        )
         recipe_dict = self.recipe.to_dict()
         self.actors = [actor.remote(recipe_dict, threads_per_worker, trust_remote_code) for _ in range(workers)]
         self.pool = ActorPool(self.actors)

@@ -136,8 +136,8 @@ _ENGINE: ContextVar = ContextVar("bank_engine", default=None)  # the engine of t
 @contextlib.contextmanager
 def encoded_by(engine) -> Iterator[None]:
     """Within this block, banks of the engine's encoder are encoded by `engine` (a sweep's `--engine ray`): every
-    build_bank call of the run, without passing it through each layer. A bank of another encoder, a seeded dropout
-    view, or long texts cut into pieces are still encoded here."""
+    build_bank call of the run, without passing it through each layer. A bank of another encoder, or a seeded
+    dropout view, is still encoded here."""
     token = _ENGINE.set(engine)
     try:
         yield
@@ -167,14 +167,15 @@ def build_bank(
     that piece), with the same aggregator the Embedder uses.
 
     Inside `encoded_by(engine)` (features/ray_bank.py: RayBankEngine) the rows are encoded on a pool of Ray actors
-    instead of here; the bank, its staging, checkpoints and resume stay the same. Long texts are read here (pieces
-    are not spread yet).
+    instead of here (short texts in chunks, long texts in groups of PIECE_GROUP texts); the bank, its staging,
+    checkpoints and resume stay the same. A bank encoded with dropout on is always encoded here (see below).
     """
     for name in poolers:
         check_pooler(name)
     engine = _ENGINE.get()
-    if engine is not None and (variant or encoder.model.training or not engine.serves(encoder)):
-        engine = None  # a view with dropout, or another encoder: encoded here
+    if engine is not None and (encoder.model.training or not engine.serves(encoder)):
+        engine = None  # a view with dropout (its masks follow the batches: only one order gives the seed's bank), or
+        # another encoder: encoded here
     if needs_cls_attention(poolers) and encoder.attentions == "none":
         raise ValueError(f"poolers {poolers} read the [CLS] attention: build the Encoder with attentions='cls'")
     settings = [
@@ -202,7 +203,7 @@ def build_bank(
         vectors, mix_array, state = _staged_arrays(tmp, shape, mix_shape, dtype, resumable)
         pooling = _Pooling(tuple(poolers), include_special, mixes)
         if long_text is not None:
-            _fill_from_pieces(encoder, texts, long_text, pooling, vectors, mix_array, state, progress)
+            _fill_from_pieces(encoder, texts, long_text, pooling, vectors, mix_array, state, progress, engine)
             truncated = 0
         elif engine is not None:
             truncated = _fill_remote(engine, encoder, texts, pooling, vectors, mix_array, state, progress)
@@ -305,18 +306,21 @@ class _Pooling:
 def _fill(encoder, texts, pooling: _Pooling, vectors, mix_array, state: _Checkpoints, progress) -> int:
     """Encode the rows not yet done, pool them into the arrays; returns how many texts were cut at max_length."""
     poolers, include_special, mixes = pooling.poolers, pooling.include_special, pooling.mixes
-    tokenized = encoder.tokenize(texts)
-    rest = np.flatnonzero(~state.done)  # [R] rows still to encode, in input order
-    if len(rest) < len(texts):
-        tokenized = Tokenized(
-            [tokenized.input_ids[i] for i in rest],
-            [tokenized.special_tokens_mask[i] for i in rest],
-            tokenized.truncated,
-        )
+    rest, tokenized, truncated = _rest(encoder, texts, state)
     for states in encoder.stream(tokenized, progress, done=len(texts) - len(rest), total=len(texts)):
         rows = rest[states.doc_index.numpy()]  # positions in `texts`
         _store(rows, *_pool_batch(states, poolers, include_special, mixes), vectors, mix_array, state)
-    return tokenized.truncated
+    return truncated
+
+
+def _rest(encoder, texts, state: _Checkpoints) -> tuple[np.ndarray, Tokenized, int]:
+    """The rows still to encode [R] in input order, their tokens, and how many of all the texts were cut."""
+    tokenized = encoder.tokenize(texts)
+    rest = np.flatnonzero(~state.done)  # [R]
+    if len(rest) == len(texts):
+        return rest, tokenized, tokenized.truncated
+    ids, special = tokenized.input_ids, tokenized.special_tokens_mask
+    return rest, Tokenized([ids[i] for i in rest], [special[i] for i in rest], tokenized.truncated), tokenized.truncated
 
 
 def _store(rows, stacked, pooled_mixes, vectors, mix_array, state: _Checkpoints) -> None:
@@ -331,11 +335,11 @@ def _store(rows, stacked, pooled_mixes, vectors, mix_array, state: _Checkpoints)
 
 def _fill_remote(engine, encoder, texts, pooling: _Pooling, vectors, mix_array, state, progress) -> int:
     """`_fill` with the encoding done by `engine`'s actors, chunk by chunk in order; returns the texts cut."""
-    rest = np.flatnonzero(~state.done)  # [R] rows still to encode, in input order
-    done, truncated = len(texts) - len(rest), 0
-    for rows, stacked, pooled_mixes, cut in engine.rows(encoder, texts, rest, pooling):
+    rest, tokenized, truncated = _rest(encoder, texts, state)
+    done = len(texts) - len(rest)
+    for rows, stacked, pooled_mixes in engine.rows(encoder, tokenized, rest, pooling):
         _store(rows, stacked, pooled_mixes, vectors, mix_array, state)
-        done, truncated = done + len(rows), truncated + cut
+        done += len(rows)
         progress(counting("encoding", "texts"), done, len(texts))
     return truncated
 
@@ -352,35 +356,43 @@ def _pool_batch(states, poolers, include_special, mixes) -> tuple[np.ndarray, np
     return stacked, torch.stack(pooled, dim=1).float().numpy()  # [B, Q, M, H]
 
 
-def _fill_from_pieces(encoder, texts, long_text, pooling: _Pooling, vectors, mix_array, state, progress) -> None:
-    """Pool every piece of a group of texts, then aggregate pieces per text into the bank (groups already done in
-    an earlier run are skipped)."""
+def pool_pieces(encoder, texts, long_text, pooling: _Pooling, first: int = 0) -> tuple[np.ndarray, np.ndarray | None]:
+    """[n, L+1, P, H] rows of `texts` (the bank's rows first, first+1, ...) cut into pieces, each piece pooled and
+    the pieces aggregated per text, and [n, Q, M, H] mixes of the non-linear poolers (or None). The local build and
+    the Ray actors both pool a group of long texts with this."""
     poolers, include_special, mixes = pooling.poolers, pooling.include_special, pooling.mixes
+    pieces = piece_tokens(encoder, texts, long_text, first)
+    owner = pieces.owner - first
+    hidden = encoder.hidden_size
+    pooled = np.zeros((len(owner), encoder.num_layers + 1, len(poolers), hidden), dtype=np.float32)  # [C, L+1, P, H]
+    pooled_mixes = None
+    if mixes:
+        pooled_mixes = np.zeros((len(owner), len(nonlinear(poolers)), len(mixes), hidden), dtype=np.float32)
+    for states in encoder.stream(pieces.tokenized):
+        for units, (stacked, batch_mixes) in pooled_units(
+            states, pieces, lambda s: _pool_batch(s, poolers, include_special, mixes)
+        ):
+            pooled[units] = stacked
+            if pooled_mixes is not None:
+                pooled_mixes[units] = batch_mixes
     how = long_text.piece_aggregate
-    for first in range(0, len(texts), PIECE_GROUP):
-        count = min(PIECE_GROUP, len(texts) - first)
-        if state.done[first : first + count].all():
-            continue
-        pieces = piece_tokens(encoder, texts[first : first + count], long_text, first)
-        owner = pieces.owner - first
-        num_layers, poolers_count, hidden = vectors.shape[1], vectors.shape[0], vectors.shape[-1]
-        pooled = np.zeros((len(owner), num_layers, poolers_count, hidden), dtype=np.float32)  # [C, L+1, P, H]
-        pooled_mixes = None
-        if mix_array is not None:
-            pooled_mixes = np.zeros((len(owner), mix_array.shape[0], mix_array.shape[1], hidden), dtype=np.float32)
-        for states in encoder.stream(pieces.tokenized):
-            for units, (stacked, batch_mixes) in pooled_units(
-                states, pieces, lambda s: _pool_batch(s, poolers, include_special, mixes)
-            ):
-                pooled[units] = stacked
-                if pooled_mixes is not None:
-                    pooled_mixes[units] = batch_mixes
-        per_text = aggregate(pooled, owner, pieces.tokens, pieces.order, count, how)  # [count, L+1, P, H]
-        vectors[:, :, first : first + count] = per_text.transpose(2, 1, 0, 3).astype(vectors.dtype)
-        if mix_array is not None:
-            per_text = aggregate(pooled_mixes, owner, pieces.tokens, pieces.order, count, how)  # [count, Q, M, H]
-            mix_array[:, :, first : first + count] = per_text.transpose(1, 2, 0, 3).astype(mix_array.dtype)
-        state.written(np.arange(first, first + count))
-        release_pages(vectors)
-        release_pages(mix_array)
-        progress(counting("encoding", "texts"), first + count, len(texts))
+    per_text = aggregate(pooled, owner, pieces.tokens, pieces.order, len(texts), how)  # [n, L+1, P, H]
+    if pooled_mixes is None:
+        return per_text, None
+    return per_text, aggregate(pooled_mixes, owner, pieces.tokens, pieces.order, len(texts), how)  # [n, Q, M, H]
+
+
+def _fill_from_pieces(encoder, texts, long_text, pooling: _Pooling, vectors, mix_array, state, progress, engine=None):
+    """Pool every piece of a group of texts, then aggregate pieces per text into the bank (groups already done in
+    an earlier run are skipped); the groups go to `engine`'s actors when there is one."""
+    groups = [np.arange(first, min(first + PIECE_GROUP, len(texts))) for first in range(0, len(texts), PIECE_GROUP)]
+    groups = [rows for rows in groups if not state.done[rows].all()]
+    if engine is None:
+        pooled = (
+            (rows, *pool_pieces(encoder, [texts[i] for i in rows], long_text, pooling, int(rows[0]))) for rows in groups
+        )
+    else:
+        pooled = engine.piece_rows(encoder, texts, groups, long_text, pooling)
+    for rows, stacked, pooled_mixes in pooled:
+        _store(rows, stacked, pooled_mixes, vectors, mix_array, state)
+        progress(counting("encoding", "texts"), int(rows[-1]) + 1, len(texts))

@@ -1,10 +1,14 @@
-"""Many small independent jobs side by side, one core each (torch and numpy release the GIL)."""
+"""Independent jobs: side by side on this machine's cores (torch and numpy release the GIL), or, inside
+`jobs_run_by(runner)` (sweep --engine ray: probing/ray_jobs.py), as tasks on a cluster when the data is large."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
+from typing import Protocol
 
 import torch
 
@@ -24,3 +28,44 @@ def map_on_cores(fn: Callable, items: list, on_each: Callable[[int, int], None] 
     finally:
         torch.set_num_threads(threads)
     return out
+
+
+def in_turn(job: Callable, calls: Iterable[tuple], total: int, on_each: Callable[[int, int], None]) -> list:
+    """[job(*args) for args in calls], one after another here; `on_each(done, total)` after each (the local
+    counterpart of JobRunner.ordered)."""
+    out = []
+    for args in calls:
+        out.append(job(*args))
+        on_each(len(out), total)
+    return out
+
+
+class JobRunner(Protocol):
+    """Runs a probe stage's jobs elsewhere (probing/ray_jobs.py: RayJobs)."""
+
+    least_rows: int  # below this many example rows a stage runs here: shipping its data costs more than it saves
+
+    def share(self, array) -> object:
+        """A handle that every job can read `array` through without its own copy."""
+
+    def ordered(self, job: Callable, calls: Iterable[tuple], total: int, on_each: Callable[[int, int], None]) -> list:
+        """[job(*args) for args in calls] elsewhere, results in order; `on_each(done, total)` after each."""
+
+
+_RUNNER: ContextVar = ContextVar("job_runner", default=None)
+
+
+@contextlib.contextmanager
+def jobs_run_by(runner: JobRunner) -> Iterator[None]:
+    """Within this block, the probe stages that are large enough run their jobs through `runner`."""
+    token = _RUNNER.set(runner)
+    try:
+        yield
+    finally:
+        _RUNNER.reset(token)
+
+
+def runner_for(rows: int) -> JobRunner | None:
+    """The runner of this run when one is set and a stage over `rows` example rows is worth sending; else None."""
+    runner = _RUNNER.get()
+    return runner if runner is not None and rows >= runner.least_rows else None

@@ -20,10 +20,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from bertlens.probing.cores import map_on_cores
+from bertlens.probing.cores import JobRunner, in_turn, map_on_cores, runner_for
 from bertlens.probing.fold_ridge import ridge_over_folds
 from bertlens.probing.logistic import C_GRID
-from bertlens.probing.selection import logistic_on_dev
+from bertlens.probing.selection import Selected, logistic_on_dev
 from bertlens.progress import Progress, counting, silent
 from bertlens.tasks.splits import Fold
 
@@ -65,6 +65,45 @@ def _offsets(folds: list[Fold]) -> list[int]:
     return list(np.cumsum([0] + [len(f.test) for f in folds]))
 
 
+def screen_job(features, folds: list[Fold], targets: np.ndarray, classes: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The ridge screen of one group of candidates (features [C, N, D], a tensor or array this job may change):
+    per fold, (dev predictions [C, n_dev] at each candidate's strength chosen on dev, test predictions [C, n_test]).
+    A job of its own so that it runs here or as a Ray task (probing/ray_jobs.py) with the same result."""
+    x = features if isinstance(features, torch.Tensor) else torch.from_numpy(np.array(features))  # [C, N, D], own copy
+
+    def choose(dev: torch.Tensor, rows: np.ndarray) -> np.ndarray:
+        return (dev.argmax(-1).numpy() == targets[rows]).mean(-1).argmax(-1)  # [C]; ties: the weakest strength
+
+    out = []
+    for fold_out in ridge_over_folds(x, targets, folds, SCREEN_ALPHAS, choose, classes, True):
+        picks = torch.arange(len(fold_out.chosen)), torch.as_tensor(fold_out.chosen)
+        out.append(
+            (fold_out.dev[picks].argmax(-1).numpy(), fold_out.test.argmax(-1).numpy())
+        )  # [C, n_dev], [C, n_test]
+    return out
+
+
+@dataclass(frozen=True)
+class _ScreenJob:
+    """One screen job: candidates `ids` over the folds `fold_ids`, with the features of fold `features_of`."""
+
+    ids: list[int]
+    fold_ids: tuple[int, ...]
+    features_of: int
+
+
+def _screen_jobs(groups: list[list[int]], fold_specific: set[int], folds: int) -> list[_ScreenJob]:
+    """A group's shared candidates over all folds in one job; a fold-specific candidate (a ScalarMix learned per
+    fold: its features differ) fold by fold."""
+    jobs = []
+    for ids in groups:
+        shared = [i for i in ids if i not in fold_specific]
+        if shared:
+            jobs.append(_ScreenJob(shared, tuple(range(folds)), 0))
+        jobs += [_ScreenJob([i], (k,), k) for i in ids if i in fold_specific for k in range(folds)]
+    return jobs
+
+
 def _screen(
     source: FeatureSource, groups: list[list[int]], fold_specific: set[int], folds, targets, classes, progress
 ) -> _Screen:
@@ -74,34 +113,30 @@ def _screen(
     per_fold = np.zeros((len(folds), count))
     dev_correct = np.zeros((count, dev_offsets[-1]), dtype=bool)
     dev_predictions = np.zeros((count, dev_offsets[-1]), dtype=np.int64)
+    jobs = _screen_jobs(groups, fold_specific, len(folds))
+    runner = runner_for(max(len(f.train) + len(f.dev) + len(f.test) for f in folds))
+    calls = (
+        (_shipped(source(job.ids, None, job.features_of), runner), [folds[k] for k in job.fold_ids], targets, classes)
+        for job in jobs
+    )  # features read when their job is reached: one group's at a time here, a few in flight on a runner
 
-    def choose(dev: torch.Tensor, rows: np.ndarray) -> np.ndarray:
-        return (dev.argmax(-1).numpy() == targets[rows]).mean(-1).argmax(-1)  # [C]; ties: the weakest strength
+    def done(finished: int, total: int) -> None:
+        progress(counting("screening (ridge)", "candidate groups"), finished, total)
 
-    def record(ids: list[int], k: int, out) -> None:
-        picks = torch.arange(len(ids)), torch.as_tensor(out.chosen)
-        predicted = out.dev[picks].argmax(-1).numpy()  # [C, n_dev]
-        right = predicted == targets[folds[k].dev]
-        dev_correct[ids, dev_offsets[k] : dev_offsets[k + 1]] = right
-        dev_predictions[ids, dev_offsets[k] : dev_offsets[k + 1]] = predicted
-        per_fold[k, ids] = right.mean(-1)
-        predictions[ids, offsets[k] : offsets[k + 1]] = out.test.argmax(-1).numpy()
-
-    ridge = (SCREEN_ALPHAS, choose, classes, True)  # strengths relative to the training rows
-    done = 0
-    for ids in groups:
-        shared = [i for i in ids if i not in fold_specific]
-        if shared:
-            outputs = ridge_over_folds(source(shared, None, 0), targets, folds, *ridge)
-            for k, out in enumerate(outputs):
-                record(shared, k, out)
-        for i in (i for i in ids if i in fold_specific):  # e.g. a ScalarMix learned per fold: its features differ
-            for k, fold in enumerate(folds):
-                (out,) = ridge_over_folds(source([i], None, k), targets, [fold], *ridge)
-                record([i], k, out)
-        done += len(ids)
-        progress(counting("screening (ridge)", "candidates"), done, count)
+    outcomes = (runner.ordered if runner else in_turn)(screen_job, calls, len(jobs), done)
+    for job, outcome in zip(jobs, outcomes, strict=True):
+        for k, (predicted, test) in zip(job.fold_ids, outcome, strict=True):
+            right = predicted == targets[folds[k].dev]
+            dev_correct[job.ids, dev_offsets[k] : dev_offsets[k + 1]] = right
+            dev_predictions[job.ids, dev_offsets[k] : dev_offsets[k + 1]] = predicted
+            per_fold[k, job.ids] = right.mean(-1)
+            predictions[job.ids, offsets[k] : offsets[k + 1]] = test
     return _Screen(predictions, per_fold, dev_correct, dev_predictions)
+
+
+def _shipped(features: torch.Tensor, runner: JobRunner | None):
+    """Features as a job receives them: the tensor here, its array (zero-copy in Ray's object store) on a runner."""
+    return features if runner is None else features.numpy()
 
 
 def contenders(dev_correct: np.ndarray, z: float = CONTENDER_Z, slack: float = CONTENDER_SLACK) -> list[int]:
@@ -160,41 +195,59 @@ def _batches(ids: list[int], widths: list[int], cost: Callable[[int], int], limi
     return batches
 
 
-def _logistic(source: FeatureSource, batch: list[int], folds, targets, strengths, scores: ProbeScores, progress, side):
+def logistic_job(features, rows, n_train: int, n_dev: int, y_train, y_dev, strengths) -> Selected:
+    """One fold's logistic probes of a batch: features [C, n, D] of the fold's rows in train, dev, rest order (rows
+    None), or [C, N, D] of every row and the fold's `rows` in that order (the bank shared by every fold's job on a
+    runner). A job of its own so that it runs here or as a Ray task (probing/ray_jobs.py) with the same result."""
+    x = features if rows is None else features[:, rows]  # [C, n, D]
+    if not isinstance(x, torch.Tensor):
+        x = torch.from_numpy(x if x.flags.writeable else x.copy())
+    return logistic_on_dev(x, n_train, n_dev, y_train, y_dev, strengths)
+
+
+def _logistic(source: FeatureSource, batch, folds, targets, strengths, scores: ProbeScores, progress, side, shared):
     """Fit the batch's logistic probes fold by fold, each from zero; write into scores' arrays.
 
     No warm start across folds: fold k-1 trained on fold k's test rows, and an early-stopped fit
     started there keeps what it memorised of them (measured: 0.90 instead of 0.17 accuracy on a
     100-class task), so every fold starts from zero. `side`: folds run side by side, one core each
     (1.3x faster at 10k rows, measured; the L-BFGS bookkeeping between the products does not use
-    two cores), when two folds' working memory fits the batch budget.
+    two cores), when two folds' working memory fits the batch budget. On a runner (sweep --engine ray) every fold
+    is a task; the batch's features are shared by all of them when they are the same for every fold (`shared`).
     """
     offsets = _offsets(folds)
     dev_offsets = list(np.cumsum([0] + [len(f.dev) for f in folds]))
-
-    def fit(k: int):
-        fold = folds[k]
-        rows = np.concatenate([fold.train, fold.dev, fold.test])
-        return logistic_on_dev(
-            source(batch, rows, k), len(fold.train), len(fold.dev), targets[fold.train], targets[fold.dev], strengths
-        )
+    order = [np.concatenate([fold.train, fold.dev, fold.test]) for fold in folds]
+    runner = runner_for(max(len(rows) for rows in order))
 
     def done(count: int, total: int) -> None:
         progress(counting(f"logistic probes ({len(batch)} contenders)", "folds"), count, total)
 
-    fitted = map_on_cores(fit, list(range(len(folds))), done) if side else _in_turn(fit, len(folds), done)
+    def fold_args(k: int, features, rows) -> tuple:
+        fold = folds[k]
+        return features, rows, len(fold.train), len(fold.dev), targets[fold.train], targets[fold.dev], strengths
+
+    if runner is not None:
+        everything = runner.share(source(batch, None, 0).numpy()) if shared else None  # [C, N, D], once
+        calls = (
+            fold_args(k, everything, order[k]) if shared else fold_args(k, source(batch, order[k], k).numpy(), None)
+            for k in range(len(folds))
+        )
+        fitted = runner.ordered(logistic_job, calls, len(folds), done)
+    else:
+
+        def fit(k: int) -> Selected:
+            return logistic_job(*fold_args(k, source(batch, order[k], k), None))
+
+        fitted = (
+            map_on_cores(fit, list(range(len(folds))), done)
+            if side
+            else in_turn(fit, ((k,) for k in range(len(folds))), len(folds), done)
+        )
     for k, selected in enumerate(fitted):
         scores.predictions[batch, offsets[k] : offsets[k + 1]] = selected.predictions
         scores.per_fold[k, batch] = selected.dev_accuracy
         scores.dev_predictions[batch, dev_offsets[k] : dev_offsets[k + 1]] = selected.dev_predictions
-
-
-def _in_turn(fit: Callable, count: int, done: Callable[[int, int], None]) -> list:
-    out = []
-    for k in range(count):
-        out.append(fit(k))
-        done(k + 1, count)
-    return out
 
 
 def screened_probe(
@@ -240,5 +293,6 @@ def screened_probe(
     per_unit, extra = rows * 8, outputs * 20 // 8
     for batch in _batches(fitted, widths, lambda w: per_unit * (w + extra), LOGISTIC_BYTES):
         side = 2 * per_unit * sum(widths[i] + extra for i in batch) <= LOGISTIC_BYTES
-        _logistic(source, batch, folds, targets, strengths, scores, progress, side)
+        shared = not fold_specific.intersection(batch)
+        _logistic(source, batch, folds, targets, strengths, scores, progress, side, shared)
     return replace(scores, seconds=(screened, time.perf_counter() - start))
