@@ -178,11 +178,15 @@ class Encoder:
             self.model.eval()
             torch.random.set_rng_state(state)
 
-    def forward(self, tokenized: Tokenized, rows: np.ndarray, *, differentiable: bool = False) -> LayerStates:
+    def forward(
+        self, tokenized: Tokenized, rows: np.ndarray, *, differentiable: bool = False, on_device: bool = False
+    ) -> LayerStates:
         """Run one padded batch of the given rows through the model.
 
         differentiable: for training, in the model's current mode under the caller's autocast, with gradients
-        (and without attention maps); otherwise inference, every layer moved to the CPU as float32.
+        (and without attention maps); otherwise inference, every layer as float32, moved to the CPU unless
+        `on_device` (a caller that pools on the GPU and moves only the pooled rows: the feature bank, which on an
+        H200 was bound by moving 13 layers of token states to the host and pooling them there).
         """
         batch = self.pad(tokenized, rows)
         special = batch.pop("special_tokens_mask")
@@ -199,28 +203,29 @@ class Encoder:
         maps_needed = self.attentions == "all" or (self.attentions == "cls" and self._recorder is None)
         with torch.inference_mode(), self.running():
             out = self.model(**inputs, output_hidden_states=True, output_attentions=maps_needed)
-            cls_attention = (
-                self._recorder.weights(inputs["attention_mask"]).cpu() if self._recorder else None
-            )  # [L, B, T]
-        hidden = torch.stack(out.hidden_states).float().cpu()  # [L+1, B, T, H]
+            cls_attention = self._recorder.weights(inputs["attention_mask"]) if self._recorder else None  # [L, B, T]
+        host = (lambda t: t) if on_device else (lambda t: t.cpu())
+        hidden = host(torch.stack(out.hidden_states).float())  # [L+1, B, T, H]
         attentions = None
         if maps_needed:
-            cls_attention = cls_rows(out.attentions).cpu()  # [L, B, T]
+            cls_attention = host(cls_rows(out.attentions))  # [L, B, T]
             if self.attentions == "all":
-                attentions = torch.stack(out.attentions).float().cpu()  # [L, B, heads, T, T]
+                attentions = host(torch.stack(out.attentions).float())  # [L, B, heads, T, T]
+        elif cls_attention is not None:
+            cls_attention = host(cls_attention)
         return LayerStates(
             hidden=hidden,
-            attention_mask=batch["attention_mask"].bool(),
-            special_tokens_mask=special,
+            attention_mask=(inputs["attention_mask"] if on_device else batch["attention_mask"]).bool(),
+            special_tokens_mask=special.to(hidden.device),
             doc_index=torch.from_numpy(np.asarray(rows, dtype=np.int64)),
             cls_attention=cls_attention,
             attentions=attentions,
         )
 
-    def iter_states(self, tokenized: Tokenized) -> Iterator[LayerStates]:
+    def iter_states(self, tokenized: Tokenized, on_device: bool = False) -> Iterator[LayerStates]:
         """Length-bucketed batches; doc_index maps each row back to its input position."""
         for rows in length_batches(tokenized.lengths, self.max_batch, self.max_tokens):
-            yield self.forward(tokenized, rows)
+            yield self.forward(tokenized, rows, on_device=on_device)
 
     def stream(
         self,
@@ -229,16 +234,18 @@ class Encoder:
         stage: str = "encoding",
         done: int = 0,
         total: int | None = None,
+        on_device: bool = False,
     ) -> Iterator[LayerStates]:
         """The one encode loop: batches under `running()`, progress reported after each batch is consumed.
 
-        `done`/`total` let a caller that streams several parts (groups of texts) report one count.
+        `done`/`total` let a caller that streams several parts (groups of texts) report one count; `on_device`:
+        the states stay on the model's device (see forward).
         Pooling inside the loop runs under autocast too, which is safe: poolers and mixers are
         element-wise or reductions (no matrix products).
         """
         total = len(tokenized.input_ids) if total is None else total
         with self.running():
-            for states in self.iter_states(tokenized):
+            for states in self.iter_states(tokenized, on_device):
                 yield states
                 done += len(states.doc_index)
                 progress(counting(stage, "texts"), done, total)

@@ -307,7 +307,7 @@ def _fill(encoder, texts, pooling: _Pooling, vectors, mix_array, state: _Checkpo
     """Encode the rows not yet done, pool them into the arrays; returns how many texts were cut at max_length."""
     poolers, include_special, mixes = pooling.poolers, pooling.include_special, pooling.mixes
     rest, tokenized, truncated = _rest(encoder, texts, state)
-    for states in encoder.stream(tokenized, progress, done=len(texts) - len(rest), total=len(texts)):
+    for states in encoder.stream(tokenized, progress, done=len(texts) - len(rest), total=len(texts), on_device=True):
         rows = rest[states.doc_index.numpy()]  # positions in `texts`
         _store(rows, *_pool_batch(states, poolers, include_special, mixes), vectors, mix_array, state)
     return truncated
@@ -345,15 +345,16 @@ def _fill_remote(engine, encoder, texts, pooling: _Pooling, vectors, mix_array, 
 
 
 def _pool_batch(states, poolers, include_special, mixes) -> tuple[np.ndarray, np.ndarray | None]:
-    """[B, L+1, P, H] pooled vectors of every layer x pooler, and [B, Q, M, H] named mixes of the non-linear poolers."""
+    """[B, L+1, P, H] pooled vectors of every layer x pooler, and [B, Q, M, H] named mixes of the non-linear poolers,
+    pooled where the states are (on the GPU for a GPU encoder) and moved to the host as float32."""
     per_pooler = pool_layers(states, poolers, include_special)  # P x [L+1, B, H]
-    stacked = torch.stack(per_pooler, dim=2).permute(1, 0, 2, 3).float().numpy()  # [B, L+1, P, H]
+    stacked = torch.stack(per_pooler, dim=2).permute(1, 0, 2, 3).float().cpu().numpy()  # [B, L+1, P, H]
     if not mixes:
         return stacked, None
     mask = token_mask(states.attention_mask, states.special_tokens_mask, include_special)  # [B, T]
     mixed = [mix_layers(states.hidden, mixer, layers) for mixer, layers in mixes.values()]  # M x [B, T, H]
     pooled = [torch.stack([pool(name, m, mask) for m in mixed], dim=1) for name in nonlinear(poolers)]  # Q x [B, M, H]
-    return stacked, torch.stack(pooled, dim=1).float().numpy()  # [B, Q, M, H]
+    return stacked, torch.stack(pooled, dim=1).float().cpu().numpy()  # [B, Q, M, H]
 
 
 def pool_pieces(encoder, texts, long_text, pooling: _Pooling, first: int = 0) -> tuple[np.ndarray, np.ndarray | None]:

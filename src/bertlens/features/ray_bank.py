@@ -57,7 +57,7 @@ class _BankActor:
         stacked, mixed = [], []
         with encoder.running():
             for first, size in zip(np.cumsum([0, *sizes[:-1]]), sizes, strict=True):
-                states = encoder.forward(tokenized, np.arange(first, first + size))
+                states = encoder.forward(tokenized, np.arange(first, first + size), on_device=True)
                 batch, batch_mixes = _pool_batch(states, pooling.poolers, pooling.include_special, pooling.mixes)
                 stacked.append(batch)
                 mixed.append(batch_mixes)
