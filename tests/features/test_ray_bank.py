@@ -126,7 +126,9 @@ def test_a_bank_on_two_nodes_survives_a_worker_killed_mid_bank(ray_cluster, tiny
 
     engine.rows = rows
     with encoded_by(engine):
-        on_ray = build_bank(encoder, texts, tmp_path / "b1", poolers=("mean", "max"), dtype="float32", progress=progress)
+        on_ray = build_bank(
+            encoder, texts, tmp_path / "b1", poolers=("mean", "max"), dtype="float32", progress=progress
+        )
     after = ray.get([actor.where.remote() for actor in engine.actors])
     engine.release()
     assert killed and after[1][1] != places[1][1]  # the killed actor was started again, in a new process

@@ -64,12 +64,12 @@ class RecommendOptions(DataOptions):
     cache_dir: Path | None = None
     """feature-bank cache (default: inside --out)"""
     engine: Literal["local", "ray"] = "local"
-    """ray: encode the representation step's feature banks on a pool of Ray actors (pip install 'bertlens[ray]');
+    """ray: the representation step's sweep on Ray, as `sweep --engine ray` runs it (pip install 'bertlens[ray]');
     the other steps run here"""
     ray_address: str | None = None
     """join this Ray cluster (default: start a local Ray instance)"""
     ray_workers: int = 2
-    """Ray actors, each with its own model"""
+    """Ray actors, each with its own model (and at most this many probe tasks at once), one CPU each"""
     seed: int = 0
     """seed for sampling, splits, initialisation and data order"""
     out: Path | None = None

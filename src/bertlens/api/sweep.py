@@ -92,11 +92,12 @@ class SweepOptions(EncoderOptions, DataOptions):
     """feature-bank cache (default $BERTLENS_CACHE or ~/.cache/bertlens)"""
     engine: Literal["local", "ray"] = "local"
     """ray: encode the feature bank on a pool of Ray actors (pip install 'bertlens[ray]'), each holding the model
-    once; the bank, its cache, checkpoints and the probes stay on this machine"""
+    once, and run the probe stages of tasks with 5,000 rows or more as Ray tasks; the bank, its cache and
+    checkpoints stay on this machine, and the scores are the local run's"""
     ray_address: str | None = None
     """join this Ray cluster (default: start a local Ray instance)"""
     ray_workers: int = 2
-    """Ray actors, each with its own model"""
+    """Ray actors, each with its own model (and at most this many probe tasks at once), one CPU each"""
     seed: int = 0
     """seed for sampling, splits, initialisation and data order"""
     out: Path | None = None

@@ -201,7 +201,7 @@ def build_bank(
     staging = private_staging(final) if encoder.model.training else resumable_staging(final)
     with staging as (tmp, resumable):
         vectors, mix_array, state = _staged_arrays(tmp, shape, mix_shape, dtype, resumable)
-        pooling = _Pooling(tuple(poolers), include_special, mixes)
+        pooling = _Pooling(tuple(poolers), include_special, mixes, dtype)
         if long_text is not None:
             _fill_from_pieces(encoder, texts, long_text, pooling, vectors, mix_array, state, progress, engine)
             truncated = 0
@@ -301,6 +301,7 @@ class _Pooling:
     poolers: tuple[str, ...]
     include_special: bool
     mixes: dict
+    dtype: str = "float32"  # how the bank stores the rows: an actor sends them so (half the bytes for float16)
 
 
 def _fill(encoder, texts, pooling: _Pooling, vectors, mix_array, state: _Checkpoints, progress) -> int:

@@ -61,13 +61,13 @@ class _BankActor:
                 batch, batch_mixes = _pool_batch(states, pooling.poolers, pooling.include_special, pooling.mixes)
                 stacked.append(batch)
                 mixed.append(batch_mixes)
-        return np.concatenate(stacked), None if mixed[0] is None else np.concatenate(mixed)
+        return _stored(pooling, np.concatenate(stacked), None if mixed[0] is None else np.concatenate(mixed))
 
     def pool_pieces(self, texts: list[str], long_text, first: int, pooling, settings: tuple) -> tuple:
         """`bank.pool_pieces` of a group of long texts (bank rows first, first+1, ...): [n, L+1, P, H] and mixes."""
         from bertlens.features.bank import pool_pieces
 
-        return pool_pieces(self._encoder(settings), texts, long_text, pooling, first)
+        return _stored(pooling, *pool_pieces(self._encoder(settings), texts, long_text, pooling, first))
 
     def where(self) -> tuple[str, int]:
         """(Ray node id, process id): which node and process this actor runs in (the cluster tests)."""
@@ -157,6 +157,11 @@ class RayBankEngine:
         results = self.pool.map(submit, parts)
         for part, result in zip(parts, results, strict=True):
             yield part, *result
+
+
+def _stored(pooling, stacked: np.ndarray, mixed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """Rows as the bank stores them (float16 by default): the same values the driver would write, half the bytes."""
+    return stacked.astype(pooling.dtype), None if mixed is None else mixed.astype(pooling.dtype)
 
 
 def _settings(encoder: Encoder) -> tuple:

@@ -77,6 +77,12 @@ def top_k_maxsim(
     return torch.cat(best_scores), torch.cat(best_rows)
 
 
+def top_k_of(scores: torch.Tensor, k: int = DEPTH) -> torch.Tensor:
+    """The k best document rows per query [Q, k] of a full score matrix [Q, N], best first; equal scores rank the
+    lower document row first (as top_k)."""
+    return _stable_top(scores, torch.arange(scores.shape[1]).expand(scores.shape[0], -1), k)
+
+
 def _stable_top(scores: torch.Tensor, rows: torch.Tensor, k: int) -> torch.Tensor:
     """Column indices of the k best scores per row [q, k], best first; equal scores by lower document row.
 
