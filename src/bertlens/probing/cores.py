@@ -30,14 +30,16 @@ def map_on_cores(fn: Callable, items: list, on_each: Callable[[int, int], None] 
     return out
 
 
-def in_turn(job: Callable, calls: Iterable[tuple], total: int, on_each: Callable[[int, int], None]) -> list:
-    """[job(*args) for args in calls], one after another here; `on_each(done, total)` after each (the local
-    counterpart of JobRunner.ordered)."""
-    out = []
-    for args in calls:
-        out.append(job(*args))
-        on_each(len(out), total)
-    return out
+def in_turn(job: Callable, calls: Iterable[tuple], total: int, on_each: Callable[[int, int], None]) -> Iterator:
+    """job(*args) for args in calls, one after another here, each yielded as it is done; `on_each(done, total)`
+    after each (the local counterpart of JobRunner.ordered). Yielded, not collected: a caller that stores each
+    result into its own arrays keeps no job's output alive past the next job (a list of them fragmented the heap
+    of a 100k-row screen into a 16.5 GB peak)."""
+    for done, args in enumerate(calls, start=1):
+        result = job(*args)
+        del args  # this job's inputs (its features) go before the next job's are read
+        yield result
+        on_each(done, total)
 
 
 class JobRunner(Protocol):
@@ -48,8 +50,10 @@ class JobRunner(Protocol):
     def share(self, array) -> object:
         """A handle that every job can read `array` through without its own copy."""
 
-    def ordered(self, job: Callable, calls: Iterable[tuple], total: int, on_each: Callable[[int, int], None]) -> list:
-        """[job(*args) for args in calls] elsewhere, results in order; `on_each(done, total)` after each."""
+    def ordered(
+        self, job: Callable, calls: Iterable[tuple], total: int, on_each: Callable[[int, int], None]
+    ) -> Iterator:
+        """job(*args) for args in calls, run elsewhere, yielded in order; `on_each(done, total)` after each."""
 
 
 _RUNNER: ContextVar = ContextVar("job_runner", default=None)

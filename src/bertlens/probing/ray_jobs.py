@@ -36,21 +36,25 @@ class RayJobs:
 
         return ray.put(array)
 
-    def ordered(self, job: Callable, calls: Iterable[tuple], total: int, on_each: Callable[[int, int], None]) -> list:
+    def ordered(
+        self, job: Callable, calls: Iterable[tuple], total: int, on_each: Callable[[int, int], None]
+    ) -> Iterator:
         import ray
 
         self.before()
         task = ray.remote(num_cpus=1, max_retries=RAY_RETRIES)(_threads_of_one(job))
-        pending, out = deque(), []
+        pending, done = deque(), 0
         for args in calls:
             pending.append(task.remote(*args))
+            del args  # in the object store now: the driver's copy goes before the next job's features are read
             if len(pending) >= self.workers:
-                out.append(ray.get(pending.popleft()))
-                on_each(len(out), total)
+                done += 1
+                yield ray.get(pending.popleft())
+                on_each(done, total)
         while pending:
-            out.append(ray.get(pending.popleft()))
-            on_each(len(out), total)
-        return out
+            done += 1
+            yield ray.get(pending.popleft())
+            on_each(done, total)
 
 
 def _threads_of_one(job: Callable) -> Callable:

@@ -121,7 +121,7 @@ def _screen(
     )  # features read when their job is reached: one group's at a time here, a few in flight on a runner
 
     def done(finished: int, total: int) -> None:
-        progress(counting("screening (ridge)", "candidate groups"), finished, total)
+        progress(counting("screening (ridge)", "jobs"), finished, total)
 
     outcomes = (runner.ordered if runner else in_turn)(screen_job, calls, len(jobs), done)
     for job, outcome in zip(jobs, outcomes, strict=True):
