@@ -81,5 +81,7 @@ def connect_ray(address: str | None, cpus: int, what: str = "the Ray engine (--e
     if ray.is_initialized():
         return
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")  # workers run in this environment, not a uv one
-    ray.init(address=address, num_cpus=None if address else cpus, include_dashboard=False, log_to_driver=False,
-             configure_logging=False)  # fmt: skip
+    # no address: a new local instance ("local"), even where a cluster already runs on this machine (ray.init's
+    # default would join that one, and refuse the CPU count)
+    ray.init(address=address or "local", num_cpus=None if address else cpus, include_dashboard=False,
+             log_to_driver=False, configure_logging=False)  # fmt: skip
