@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 import sys
 from dataclasses import dataclass
 
-from bertlens.errors import BertlensError
+from bertlens.errors import BertlensError, OptionError
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,29 @@ def connect_ray(address: str | None, cpus: int, what: str = "the Ray engine (--e
 
     if ray.is_initialized():
         return
+    fix = "start one there (`ray start --head`), or leave out {ray_address} for a local Ray instance"
+    if address and not _answers(address):  # ray.init would retry for minutes, printing its own warnings
+        raise OptionError(f"{{ray_address}} {address}: no Ray cluster answers at that address; {fix}", "ray_address")
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")  # workers run in this environment, not a uv one
     # no address: a new local instance ("local"), even where a cluster already runs on this machine (ray.init's
     # default would join that one, and refuse the CPU count)
-    ray.init(address=address or "local", num_cpus=None if address else cpus, include_dashboard=False,
-             log_to_driver=False, configure_logging=False)  # fmt: skip
+    try:
+        ray.init(address=address or "local", num_cpus=None if address else cpus, include_dashboard=False,
+                 log_to_driver=False, configure_logging=False)  # fmt: skip
+    except ConnectionError:  # 'auto' with no cluster on this machine (nor RAY_ADDRESS), a cluster that went away
+        raise OptionError(
+            f"{{ray_address}} {address}: no running Ray cluster was found; {fix}", "ray_address"
+        ) from None
+
+
+def _answers(address: str, seconds: float = 5.0) -> bool:
+    """Whether something listens at HOST:PORT (or ray://HOST:PORT); True for what is not of that form ('auto'),
+    which Ray resolves itself."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return True
+    try:
+        with socket.create_connection((host, int(port)), timeout=seconds):
+            return True
+    except OSError:
+        return False

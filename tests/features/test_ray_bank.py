@@ -54,7 +54,7 @@ def test_the_sweep_on_ray_gives_the_local_bank_rows_and_pick(tiny_bert_dir, tmp_
         engine = RayBankEngine(encoder.ref, workers=2, chunk=16)
         with encoded_by(engine):
             on_ray = build_bank(encoder, texts, tmp_path / "b1", poolers=poolers, dtype="float32")
-        engine.close()
+        engine.release()
     finally:
         ray.shutdown()
     here = build_bank(encoder, texts, tmp_path / "b2", poolers=poolers, dtype="float32")
@@ -150,3 +150,14 @@ def test_long_texts_cut_into_pieces_on_ray_give_the_local_bank(ray_cluster, tiny
         on_ray = build_bank(encoder, texts, tmp_path / "b1", **options)
     engine.release()
     _same_banks(on_ray, build_bank(encoder, texts, tmp_path / "b2", **options))
+
+
+def test_a_ray_address_where_nothing_answers_is_one_line_at_once(tiny_bert_dir, tmp_path, capsys):
+    """Not minutes of Ray's own connection retries and warnings: the flag, the address, and what to do."""
+    argv = ["sweep", "--task", "stsb", "--data-dir", str(DATA), "--model", str(tiny_bert_dir), "--max-examples", "20",
+            "--engine", "ray", "--ray-address", "127.0.0.1:1", "--out", str(tmp_path / "out")]  # fmt: skip
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--ray-address 127.0.0.1:1: no Ray cluster answers at that address" in err[0]
+    assert "leave out --ray-address" in err[0]
+    assert not (tmp_path / "out").exists()

@@ -110,8 +110,6 @@ class RayBankEngine:
             ray.kill(actor)
         self.actors = []
 
-    close = release
-
     def rows(
         self, encoder: Encoder, tokenized: Tokenized, rest: np.ndarray, pooling
     ) -> Iterator[tuple[np.ndarray, np.ndarray, object]]:
