@@ -80,3 +80,27 @@ def test_a_missing_split_is_one_line(tmp_path):
     root = write_beir(tmp_path / "c", DOCS, QUERIES, QRELS)
     with pytest.raises(BertlensError, match="no qrels/dev.tsv"):
         local_retrieval_task(root, split="dev")
+
+
+def test_a_multi_vector_recipe_runs_through_mtebs_late_interaction_search(tiny_bert_dir):
+    """MTEB 2.x's MaxSim search over a multi-vector recipe equals bertlens' own MaxSim ranking of the collection."""
+    import numpy as np
+    import torch
+
+    from bertlens.adapters.mteb import evaluate_retrieval, recipe_encoder
+    from bertlens.embedding.embedder import Embedder
+    from bertlens.metrics.ranking import ranking_metrics, top_k_of
+    from bertlens.representation.late_interaction import maxsim
+    from bertlens.tasks.retrieval import load_beir
+
+    directory = DATA / "retrieval" / "cisi"
+    recipe = Recipe(model=str(tiny_bert_dir), layers=(2,), pooler="tokens", include_special=False, query_augment=16)
+    collection = load_beir(directory)
+    rows = collection.judged("test")
+    embedder = Embedder(recipe)
+    queries = embedder.for_queries().embed_tokens([collection.queries[q] for q in rows])
+    scores = maxsim(queries, embedder.embed_tokens(list(collection.documents)))  # [Q, N]
+    ranked = top_k_of(torch.from_numpy(scores), 100).numpy()
+    ours = float(np.mean(ranking_metrics(ranked, [collection.qrels["test"][q] for q in rows])["ndcg@10"]))
+    assert evaluate_retrieval(recipe, directory) == pytest.approx(ours, abs=1e-4)
+    assert recipe_encoder(recipe).mteb_model_meta.similarity_fn_name == "MaxSim"

@@ -74,3 +74,40 @@ def test_the_recipe_prompts_become_sentence_transformers_prompts(tiny_bert_dir, 
         got = model.encode(TEXTS, convert_to_numpy=True, prompt_name=role)
         np.testing.assert_allclose(got, with_role(embedder, role).encode(TEXTS), atol=1e-5)
     assert not np.allclose(model.encode(TEXTS, prompt_name="query"), model.encode(TEXTS, prompt_name="document"))
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{}, {"include_special": False, "drop_punctuation": True, "query_augment": 12, "token_projection": "RANDOM"}],
+    ids=["last-layer-tokens", "colbert-choices"],
+)
+def test_a_multi_vector_recipe_exports_to_a_multi_vector_encoder(tiny_bert_dir, tmp_path, changes):
+    from sentence_transformers import MultiVectorEncoder
+
+    from bertlens.representation.token_projection import random_projection
+
+    if changes.get("token_projection") == "RANDOM":
+        changes = {**changes, "token_projection": str(random_projection(32, 8).save(tmp_path / "p.safetensors"))}
+    recipe = Recipe(model=str(tiny_bert_dir), pooler="tokens", layers=(1,), **changes)
+    record = run_export_sentence_transformers(recipe, tmp_path / "st", TEXTS[:3], "t")
+    assert record["parity"]["max_abs_diff"] < 1e-5
+    assert ("MultiVectorMask" in record["modules"]) == bool(changes)  # the filters, as masks
+    loaded = MultiVectorEncoder(str(tmp_path / "st"), device="cpu")
+    embedder = Embedder(recipe)
+    queries = loaded.encode_query(TEXTS[:3], convert_to_numpy=True)
+    ours = embedder.for_queries().embed_tokens(TEXTS[:3])
+    for i, got in enumerate(queries):
+        mine = ours.of(i) / np.linalg.norm(ours.of(i), axis=1, keepdims=True)
+        np.testing.assert_allclose(np.asarray(got), mine, atol=1e-5)
+
+
+def test_an_onnx_export_of_a_multi_vector_recipe_is_one_line_naming_the_export_that_works(
+    tiny_bert_dir, tmp_path, capsys
+):
+    from bertlens.cli.main import main
+
+    recipe = Recipe(model=str(tiny_bert_dir), pooler="tokens", layers=(1,)).save(tmp_path / "r.json")
+    code = main(["export", "--format", "onnx", "--recipe", str(recipe), "--out", str(tmp_path / "x")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1 and "exports with --format sentence-transformers" in err[0]
+    assert not (tmp_path / "x").exists()

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from bertlens.encoding.encoder import Encoder
-from bertlens.features.token_bank import augmented, build_token_bank, token_bank_bytes
+from bertlens.encoding.token_states import augmented
+from bertlens.features.token_bank import build_token_bank, token_bank_bytes
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,8 @@ import pytest
 from bertlens.encoding.encoder import Encoder
 from bertlens.features.token_bank import build_token_bank
 from bertlens.metrics.ranking import ranking_metrics
-from bertlens.probing.late_interaction import TokenReading, score_token_readings
+from bertlens.probing.late_interaction import score_token_readings
+from bertlens.representation.late_interaction import TokenReading
 
 DOCUMENTS = [
     f"note {i}: " + ["wings and lift.", "engines, thrust!", "rain; weather", "bread & baking"][i % 4] for i in range(12)
@@ -56,7 +57,7 @@ READINGS = [TokenReading(1), TokenReading(2, drop_special=True, drop_punctuation
 
 def test_maxsim_over_the_corpus_ranks_as_a_direct_computation(banks):
     documents, queries = banks
-    got = score_token_readings(documents, queries, READINGS, JUDGEMENTS)
+    got, _ = score_token_readings(documents, queries, READINGS, JUDGEMENTS)
     for i, reading in enumerate(READINGS):
         ranked = np.argsort(-_direct_scores(documents, queries, reading), axis=1, kind="stable")  # [Q, N]
         for metric, values in ranking_metrics(ranked, JUDGEMENTS).items():
@@ -67,9 +68,9 @@ def test_maxsim_over_the_corpus_ranks_as_a_direct_computation(banks):
 def test_a_first_stage_is_re_ranked_by_maxsim_and_nothing_outside_it_is_found(banks):
     documents, queries = banks
     first_stage = np.array([[7, 0, 2, 5], [3, 1, 11, 6], [10, 9, 8, 4]])  # [Q, 4] the first stage's rows
-    got = score_token_readings(documents, queries, READINGS[:1], JUDGEMENTS, first_stage=first_stage)
+    got, _ = score_token_readings(documents, queries, READINGS[:1], JUDGEMENTS, first_stage=first_stage)
     scores = _direct_scores(documents, queries, READINGS[0])
-    ranked = np.stack([rows[np.argsort(-scores[q, rows], kind="stable")] for q, rows in enumerate(first_stage)])
+    ranked = np.stack([rows[np.lexsort((rows, -scores[q, rows]))] for q, rows in enumerate(first_stage)])
     for metric, values in ranking_metrics(ranked, JUDGEMENTS).items():
         np.testing.assert_allclose(got[metric][0], values)
     assert got["recall@100"][0][2] == 0.0  # document 3, query 3's only relevant one, was not in its first stage

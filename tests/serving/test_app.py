@@ -494,3 +494,22 @@ def test_a_chunk_recipe_serves_its_query_reading_and_refuses_documents(tiny_bert
             f"{url}/v1/embeddings", json={"input": ["d"], "model": "chunks", "input_type": "document"}, timeout=30
         )
         assert refused.status_code == 422 and "bertlens index" in refused.text
+
+
+def test_a_multi_vector_recipe_serves_its_kept_tokens_per_role_on_embed_all(tiny_bert_dir):
+    from fastapi.testclient import TestClient
+
+    recipe = Recipe(model=str(tiny_bert_dir), pooler="tokens", layers=(2,), include_special=False, query_augment=8)
+    embedder = Embedder(recipe)
+    with TestClient(create_app(embedder)) as client:
+        query = client.post("/embed_all", json={"inputs": ["cats"], "input_type": "query"})
+        document = client.post("/embed_all", json={"inputs": ["cats"], "input_type": "document"})
+        no_role = client.post("/embed_all", json={"inputs": ["cats"]})
+        pooled = client.post("/v1/embeddings", json={"input": ["cats"]})
+    expected = embedder.for_queries().embed_tokens(["cats"]).of(0)  # [CLS] cats [SEP] + 5 masks, specials dropped
+    assert query.status_code == 200 and np.array(query.json()[0]).shape == (6, embedder.dim)
+    np.testing.assert_allclose(np.array(query.json()[0]), expected, atol=1e-5)
+    np.testing.assert_allclose(np.array(document.json()[0]), embedder.embed_tokens(["cats"]).of(0), atol=1e-5)
+    assert np.array(document.json()[0]).shape[0] == 1  # specials dropped: 'cats' alone
+    assert no_role.status_code == 422 and "input_type" in no_role.json()["error"]["message"]
+    assert pooled.status_code == 422 and "/embed_all" in pooled.json()["error"]["message"]

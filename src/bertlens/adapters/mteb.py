@@ -108,6 +108,7 @@ def model_meta(encoder: TextEncoder):
 
     fingerprint = recipe_fingerprint(encoder.recipe, encoder.fingerprint)
     model = Path(str(encoder.recipe.model)).name or "default"
+    multi_vector = bool(getattr(encoder, "multi_vector", False))
     return ModelMeta(
         loader=None,
         name=f"bertlens/{model}",
@@ -123,9 +124,10 @@ def model_meta(encoder: TextEncoder):
         public_training_code=None,
         public_training_data=None,
         framework=["PyTorch"],
-        similarity_fn_name="cosine",
+        similarity_fn_name="MaxSim" if multi_vector else "cosine",
         use_instructions=bool(encoder.recipe.query_prompt or encoder.recipe.document_prompt),
         training_datasets=None,
+        model_type=["late-interaction"] if multi_vector else ["dense"],
     )
 
 
@@ -145,6 +147,8 @@ def recipe_encoder(recipe: Recipe | TextEncoder, trust_remote_code: bool = False
 
     model = Embedder(recipe, trust_remote_code=trust_remote_code) if isinstance(recipe, Recipe) else recipe
     meta = model_meta(model)
+    if getattr(model, "multi_vector", False):
+        return _multi_vector_encoder(model, meta)
 
     class RecipeEncoder(AbsEncoder):
         mteb_model_meta = meta
@@ -157,6 +161,37 @@ def recipe_encoder(recipe: Recipe | TextEncoder, trust_remote_code: bool = False
             return with_role(self.model, _role(prompt_type)).encode(texts)  # [n, D] in input order
 
     return RecipeEncoder()
+
+
+def _multi_vector_encoder(model: TextEncoder, meta):
+    """A multi-vector recipe through MTEB's late-interaction interface (2.x: `MultiVectorSearchEncoderWrapper`,
+    MaxSim scoring): each text is its kept tokens' vectors, queries read as the recipe reads queries."""
+    import torch
+    from mteb.models.abs_encoder import AbsEncoder
+    from mteb.models.sentence_transformer_wrapper import MultiVectorSearchEncoderWrapper
+
+    from bertlens.representation.late_interaction import PackedTokens, maxsim
+
+    def packed(embeddings) -> PackedTokens:
+        return PackedTokens.from_list([np.asarray(torch.as_tensor(e).float()) for e in embeddings])
+
+    class RecipeMultiVectorEncoder(MultiVectorSearchEncoderWrapper, AbsEncoder):
+        mteb_model_meta = meta
+
+        def __init__(self) -> None:
+            self.model = model
+
+        def encode(self, inputs, *, task_metadata, hf_split, hf_subset, prompt_type=None, **kwargs) -> list:
+            texts = [text for batch in inputs for text in batch["text"]]
+            tokens = with_role(self.model, _role(prompt_type)).embed_tokens(texts)  # [T, D] with offsets
+            return [torch.from_numpy(np.ascontiguousarray(tokens.of(i))) for i in range(tokens.texts)]
+
+        _encode = encode  # what the late-interaction search calls
+
+        def similarity(self, embeddings1, embeddings2) -> torch.Tensor:
+            return torch.from_numpy(maxsim(packed(embeddings1), packed(embeddings2)))  # [Q, D]
+
+    return RecipeMultiVectorEncoder()
 
 
 def local_retrieval_task(directory: str | Path, split: str = "test", name: str = "LocalRetrieval"):

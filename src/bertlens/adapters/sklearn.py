@@ -92,6 +92,9 @@ class RecipeVectorizer(TransformerMixin, BaseEstimator):
         query_prompt=None,
         document_prompt=None,
         dimension_loss=None,
+        drop_punctuation=False,
+        query_augment=0,
+        token_projection=None,
         cache=None,
     ):
         given = dict(locals())

@@ -160,6 +160,12 @@ def run_export_command(options: ExportOptions, *, progress: Progress = silent) -
     gate = Gate(checked.gate_mean, checked.gate_min, checked.gate_task_drop)
     calibration = _calibration(checked)
     recipe = recipe_of(checked)
+    if recipe.multi_vector and checked.format != "sentence-transformers":
+        raise OptionError(
+            "the ONNX export ({format} onnx) pools a recipe into one vector per text; a multi-vector recipe (pooler "
+            "'tokens') exports with {format} sentence-transformers, as a MultiVectorEncoder",
+            "format",
+        )
     texts, source = parity_texts(checked)
     if checked.format == "sentence-transformers":
         from bertlens.experiments.export_st import run_export_sentence_transformers

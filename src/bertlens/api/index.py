@@ -137,8 +137,14 @@ def run_index_command(options: IndexOptions, *, progress: Progress = silent) -> 
             raise OptionError(in_memory_words(error.template, folder), *error.options) from None
         except BertlensError as error:
             raise BertlensError(in_memory_words(str(error), folder)) from None
-    store = open_store(checked.out or checked.store)
     encoder = encoder_of(checked)
+    if checked.ann and getattr(encoder, "multi_vector", False):
+        raise OptionError(
+            "{ann} builds an approximate index of one vector per row; a multi-vector recipe's search is exact MaxSim: "
+            "leave out {ann}",
+            "ann",
+        )
+    store = open_store(checked.out or checked.store)
     summary = run_index(corpus.documents, encoder, store, restart=checked.restart, batch=checked.batch,
                         progress=progress)  # fmt: skip
     notes = [f"resumed: {summary.skipped} documents were already there"] if summary.skipped else []

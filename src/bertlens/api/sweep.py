@@ -84,7 +84,10 @@ class SweepOptions(EncoderOptions, DataOptions):
     classification: probe (what a recommendation is made by) and clustering (V-measure of k-means with k = the
     number of labels, as MTEB; opt in with --protocols probe,clustering). Both, and similarity: label_free (the
     scores --texts uses, and how far they can be trusted on this task: their correlation with the labelled score,
-    the label-free pick's regret, and how often a choice from 25-500 labels lands on the best)"""
+    the label-free pick's regret, and how often a choice from 25-500 labels lands on the best). Retrieval: cosine (what
+    a recommendation is made by), late_interaction (no pooling: MaxSim over every token's vector, per layer, then
+    ColBERT's filters and a reduction to 128 for the best; its pick is written as recipe.late_interaction.json) and
+    label_free"""
     bank_dtype: Literal["float16", "float32"] = "float16"
     """precision of the stored feature bank: float16 halves memory and disk; float32 makes every score equal to what
     the recommended recipe gives (whitening can amplify float16 rounding on ill-conditioned spaces)"""

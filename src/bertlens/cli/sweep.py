@@ -55,6 +55,11 @@ def _report(outcome, out: Path) -> None:
         f"wrote {out / 'report.md'}, {out / 'results.json'} and {out / 'recipe.json'} "
         f"(reproduce: bertlens embed FILE --recipe {out / 'recipe.json'})"
     )
+    if result.late_interaction is not None:
+        from bertlens.reports.sweep import LATE_RECIPE
+
+        STDERR.print(f"[yellow]late interaction:[/] {result.late_interaction.comparison}")
+        say(f"its multi-vector recipe: {out / LATE_RECIPE} (bertlens index CORPUS --recipe {out / LATE_RECIPE})")
 
 
 def print_trust(trust) -> None:

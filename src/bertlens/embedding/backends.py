@@ -73,4 +73,8 @@ def make_encoder(spec: BackendSpec) -> TextEncoder:
     """The encoder `spec` names, or one line naming the known backends."""
     if spec.backend not in BUILDERS:
         raise BertlensError(f"unknown backend '{spec.backend}': {did_you_mean(spec.backend, BACKENDS)}")
+    if spec.backend == "ray" and spec.recipe is not None and spec.recipe.multi_vector:
+        raise BertlensError(
+            "a multi-vector recipe (pooler 'tokens') runs on the PyTorch backend; leave out --engine ray"
+        )
     return BUILDERS[spec.backend](spec)

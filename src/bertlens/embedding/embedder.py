@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from bertlens.embedding.long_text import encode_long, encode_pieces
+from bertlens.embedding.multi_vector import multi_vector_reader, multi_vector_refusal
 from bertlens.embedding.protocol import (
     TOKEN_VECTORS,
     ChunkEmbeddings,
@@ -23,6 +24,7 @@ from bertlens.errors import BertlensError
 from bertlens.progress import Progress, silent
 from bertlens.representation.apply import Representation, check_recipe_fits
 from bertlens.representation.choices import attentions_for
+from bertlens.representation.late_interaction import PackedTokens
 from bertlens.representation.mixers import mix_layers
 from bertlens.representation.postprocess import PostProcessor
 from bertlens.representation.recipe import Recipe
@@ -57,6 +59,7 @@ class Embedder(TextEncoder):
         self.representation = Representation(self.recipe).eval()  # frozen: serving reproduces the fitted mix exactly
         self.postprocessor = PostProcessor.load(self.recipe.postprocess) if self.recipe.postprocess else None
         self.reading = self.recipe.long_text_strategy  # how a text is read (None: truncated); see for_queries
+        self.tokens = multi_vector_reader(self.recipe, self.encoder) if self.recipe.multi_vector else None
         if self.postprocessor is not None and self.postprocessor.dim != self.pooled_dim:
             raise BertlensError(
                 f"post-processor {self.recipe.postprocess} was fitted on {self.postprocessor.dim}-dimensional "
@@ -73,8 +76,22 @@ class Embedder(TextEncoder):
     def chunked(self) -> bool:
         return self.reading is not None and self.reading.per_piece
 
+    @property
+    def multi_vector(self) -> bool:
+        return self.tokens is not None
+
+    @property
+    def reads_queries(self) -> bool:
+        """A multi-vector recipe's reader of queries (for_queries): augmented, punctuation kept."""
+        return self.tokens is not None and self.tokens.query
+
     def for_queries(self) -> Embedder:
-        """Same recipe and weights; a reading of documents only (late, chunks, maxp) reads a query whole."""
+        """Same recipe and weights; a reading of documents only (late, chunks, maxp) reads a query whole, and a
+        multi-vector recipe reads queries as queries (mask-token augmentation, no punctuation filter)."""
+        if self.tokens is not None:
+            twin = copy.copy(self)
+            twin.tokens = self.tokens.for_queries()
+            return twin
         if self.reading is None or not self.reading.for_documents:
             return self
         twin = copy.copy(self)
@@ -96,7 +113,9 @@ class Embedder(TextEncoder):
 
     @property
     def dim(self) -> int:
-        """Width of the output vectors (whitening may keep fewer components)."""
+        """Width of the output vectors (whitening may keep fewer components; a token projection its width)."""
+        if self.tokens is not None:
+            return self.tokens.dim
         return self.postprocessor.output_dim if self.postprocessor is not None else self.pooled_dim
 
     def token_counter(self) -> TokenCounter:
@@ -125,6 +144,8 @@ class Embedder(TextEncoder):
         truncated = 0
         if self.chunked:
             raise chunked_refusal(self.recipe)
+        if self.tokens is not None:
+            raise multi_vector_refusal()
         if long_text is not None:
             out = encode_long(
                 self.encoder,
@@ -142,6 +163,15 @@ class Embedder(TextEncoder):
                     out[states.doc_index.numpy()] = self.representation(states).float().numpy()
         vectors = self.postprocessor.transform(out) if self.postprocessor is not None else out
         return Embeddings(vectors, truncated)
+
+    def embed_tokens(self, texts: Sequence[str], progress: Progress = silent) -> PackedTokens:
+        """A multi-vector recipe's texts: every kept token's vector [T, D] float32, packed with offsets [N+1]."""
+        if self.tokens is None:
+            raise BertlensError(
+                f"embed_tokens is for multi-vector recipes (pooler 'tokens'); this one pools with "
+                f"'{self.recipe.pooler}': use embed"
+            )
+        return self.tokens.read(texts, progress)
 
     def embed_chunks(self, texts: Sequence[str], progress: Progress = silent) -> ChunkEmbeddings:
         """A chunk recipe's documents: every chunk's vector (post-processed like any vector) with its text, number

@@ -156,19 +156,50 @@ def _write_npy(out: Path, shard_files: list[Path], rows: int, dim: int, ids_need
                 np.save(ids_tmp, ids)
 
 
+def _write_token_npy(out: Path, shard_files: list[Path], dim: int, ids_needed: bool) -> None:
+    """A multi-vector recipe's OUT.npy: every kept token's vector [T, D], with OUT.offsets.npy [N+1] (text i's rows
+    are offsets[i]:offsets[i+1]) and, when rows were skipped, OUT.ids.npy."""
+    vectors, offsets, ids = [], [np.zeros(1, dtype=np.int64)], []
+    for file in shard_files:
+        with np.load(file, allow_pickle=False) as shard:
+            vectors.append(shard["vectors"].reshape(-1, dim))
+            offsets.append(shard["offsets"][1:] + offsets[-1][-1])
+            ids.append(shard["ids"])
+    with atomic_path(out) as tmp:
+        np.save(tmp, np.concatenate(vectors).astype(np.float32))  # [T, D]
+    with atomic_path(out.with_name(out.stem + ".offsets.npy")) as tmp:
+        np.save(tmp, np.concatenate(offsets))  # [N+1]
+    if ids_needed:
+        with atomic_path(out.with_name(out.stem + ".ids.npy")) as tmp:
+            np.save(tmp, np.concatenate(ids))
+
+
+def token_column(vectors: np.ndarray, offsets: np.ndarray, dim: int, value=None):
+    """Arrow list<fixed_size_list<D>>: text i's token vectors are rows offsets[i]:offsets[i+1] of `vectors`."""
+    import pyarrow as pa
+
+    rows = pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(vectors).reshape(-1), value), dim)
+    return pa.ListArray.from_arrays(pa.array(np.asarray(offsets, dtype=np.int32)), rows)
+
+
 def _write_parquet(out: Path, shard_files: list[Path], dim: int) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     extra = CHUNK_COLUMNS if _chunked(shard_files) else ()  # a chunk recipe: one row per chunk
+    tokens = _multi_vector(shard_files)  # a multi-vector recipe: a list of token vectors per text
+    vector = pa.list_(pa.float32(), dim)
     schema = pa.schema(
-        [("id", pa.int64()), *((c, pa.int64()) for c in extra), ("embedding", pa.list_(pa.float32(), dim))]
+        [("id", pa.int64()), *((c, pa.int64()) for c in extra), ("embedding", pa.list_(vector) if tokens else vector)]
     )
     with atomic_path(out) as tmp, pq.ParquetWriter(tmp, schema) as writer:
         for file in shard_files:
             with np.load(file, allow_pickle=False) as shard:
-                vectors = shard["vectors"]  # [n, D]
-                column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), dim)
+                vectors = shard["vectors"]  # [n, D], or [T, D] token vectors
+                if tokens:
+                    column = token_column(vectors, shard["offsets"], dim, pa.float32())
+                else:
+                    column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), dim)
                 columns = {"id": pa.array(shard["ids"]), **{c: pa.array(shard[c]) for c in extra}}
                 writer.write_table(pa.table({**columns, "embedding": column}, schema=schema))
 
@@ -181,6 +212,13 @@ def _chunked(shard_files: list[Path]) -> bool:
         return False
     with np.load(shard_files[0], allow_pickle=False) as shard:
         return "chunk" in shard.files
+
+
+def _multi_vector(shard_files: list[Path]) -> bool:
+    if not shard_files:
+        return False
+    with np.load(shard_files[0], allow_pickle=False) as shard:
+        return "offsets" in shard.files
 
 
 def _shard_rows(file: Path) -> int:
@@ -245,6 +283,8 @@ def _run_locked(spec, out, embedder, scan, partial, empty, shard_size, restart, 
         "prompt": getattr(embedder, "prompt", ""),  # a role's prompt (embed --role): queries and documents differ
         "model_fingerprint": embedder.fingerprint,
     }
+    if getattr(embedder, "multi_vector", False):  # queries and documents keep different tokens
+        manifest["reads_queries"] = bool(getattr(embedder, "reads_queries", False))
     reading = embedder.recipe.long_text_strategy
     if reading is not None and reading.for_documents:  # read as documents (chunks) or as queries (whole)
         manifest["chunked"] = bool(getattr(embedder, "chunked", False))
@@ -268,7 +308,10 @@ def _run_locked(spec, out, embedder, scan, partial, empty, shard_size, restart, 
         texts = [text for _, text in shard]
         lines = np.array([line for line, _ in shard], dtype=np.int64)
         report = lambda stage, n, total, base=done: progress(stage, base + n, rows)  # noqa: E731
-        if getattr(embedder, "chunked", False):  # a chunk recipe: one row per chunk
+        if getattr(embedder, "multi_vector", False):  # every kept token's vector: rows [T, D], offsets [n+1]
+            tokens = embedder.embed_tokens(texts, report)
+            write_npz(file, vectors=tokens.vectors, offsets=tokens.offsets, ids=lines, truncated=np.array(0))
+        elif getattr(embedder, "chunked", False):  # a chunk recipe: one row per chunk
             chunks = embedder.embed_chunks(texts, report)  # vectors [C, D]
             spans = chunks.characters.astype(np.int64)  # [C, 2]
             write_npz(file, vectors=chunks.vectors, ids=lines[chunks.owner], chunk=chunks.chunk.astype(np.int64),
@@ -279,7 +322,9 @@ def _run_locked(spec, out, embedder, scan, partial, empty, shard_size, restart, 
             write_npz(file, vectors=result.vectors, ids=lines, truncated=np.array(result.truncated))
         done += len(shard)
         write_text(file.with_suffix(".sha256"), file_sha256(file) + "\n")  # written last: marks the shard finished
-    if out.suffix.lower() == ".npy":
+    if out.suffix.lower() == ".npy" and getattr(embedder, "multi_vector", False):
+        _write_token_npy(out, shard_files, embedder.dim, ids_needed=empty == "skip" and bool(scan.empty_lines))
+    elif out.suffix.lower() == ".npy":
         _write_npy(out, shard_files, rows, embedder.dim, ids_needed=empty == "skip" and bool(scan.empty_lines))
     else:
         _write_parquet(out, shard_files, embedder.dim)

@@ -24,6 +24,8 @@ class Prompted(TextEncoder):
         self.recipe, self.dim = inner.recipe, inner.dim
         self.fingerprint, self.max_length = inner.fingerprint, inner.max_length
         self.chunked = getattr(inner, "chunked", False)
+        self.multi_vector = getattr(inner, "multi_vector", False)
+        self.reads_queries = getattr(inner, "reads_queries", False)
 
     def embed(self, texts: Sequence[str], progress: Progress = silent) -> Embeddings:
         return self.inner.embed([self.prompt + text for text in texts] if self.prompt else texts, progress)
@@ -33,6 +35,9 @@ class Prompted(TextEncoder):
         out = self.inner.embed_chunks([self.prompt + text for text in texts], progress)
         shifted = np.maximum(out.characters - len(self.prompt), 0)  # [C, 2]
         return ChunkEmbeddings(out.vectors, out.owner, out.chunk, shifted)
+
+    def embed_tokens(self, texts: Sequence[str], progress: Progress = silent):
+        return self.inner.embed_tokens([self.prompt + text for text in texts] if self.prompt else texts, progress)
 
     def for_queries(self) -> Prompted:
         return Prompted(self.inner.for_queries(), self.role)

@@ -54,6 +54,7 @@ class TextEncoder(Protocol):
     max_length: int  # tokens per text the model reads
     capabilities: frozenset[str] = frozenset()  # optional parts it has (TOKEN_VECTORS); a route needing one checks
     chunked: bool = False  # texts become one vector per chunk (embed_chunks), not one each (a maxp recipe's documents)
+    multi_vector: bool = False  # texts become every kept token's vector (embed_tokens): a pooler 'tokens' recipe
     export_dir: Path | None = None  # an ONNX export's directory when the vectors come from one (an index records it)
 
     def embed(self, texts: Sequence[str], progress: Progress = silent) -> Embeddings:
@@ -84,6 +85,14 @@ class TextEncoder(Protocol):
         """The encoder queries are embedded with: itself, except that a reading of documents (late or independent
         chunks, MaxP) reads a query whole up to the limit, as the retrieval sweep scored queries."""
         return self
+
+    def embed_tokens(self, texts: Sequence[str], progress: Progress = silent):
+        """A multi-vector recipe (pooler 'tokens'): every kept token's vector, packed (PackedTokens [T, D] with
+        offsets [N+1]). Backends that pool refuse."""
+        raise BertlensError(
+            f"{type(self).__name__} pools each text into one vector; a multi-vector recipe (pooler 'tokens') runs "
+            "on the PyTorch backend"
+        )
 
     def token_vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
         """With TOKEN_VECTORS in `capabilities`: each text's token vectors [T_i, D] (the recipe's layers, before

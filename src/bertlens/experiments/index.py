@@ -42,11 +42,19 @@ def index_record(encoder: TextEncoder) -> IndexRecord:
     """The recipe, its fingerprint and, for an ONNX export, where it is: a search then loads the same graph."""
     recipe, export_dir = encoder.recipe, getattr(encoder, "export_dir", None)
     fingerprint = recipe_fingerprint(recipe, encoder.fingerprint)
-    return IndexRecord(recipe.to_json(), fingerprint, encoder.dim, export_dir=export_dir and str(export_dir))
+    multi_vector = bool(getattr(encoder, "multi_vector", False))
+    return IndexRecord(
+        recipe.to_json(), fingerprint, encoder.dim, export_dir=export_dir and str(export_dir), multi_vector=multi_vector
+    )
 
 
 def document_rows(reader: TextEncoder, ids: list[str], texts: list[str]) -> Rows:
     """One row per document, or per chunk for a chunk recipe (its characters and text the chunk's own)."""
+    if getattr(reader, "multi_vector", False):  # every kept token's vector: one row per document, many vectors
+        tokens = reader.embed_tokens(texts)  # [T, D], offsets [B+1]
+        zeros = np.zeros(len(ids), dtype=np.int32)
+        lengths = np.array([len(t) for t in texts], dtype=np.int32)
+        return Rows(tuple(ids), zeros, zeros, lengths, tuple(texts), tokens.vectors, offsets=tokens.offsets)
     if not getattr(reader, "chunked", False):  # a TextEncoder need not subclass the protocol
         vectors = reader.encode(texts)  # [B, D]
         zeros = np.zeros(len(ids), dtype=np.int32)

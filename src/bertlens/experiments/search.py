@@ -80,6 +80,9 @@ def search_store(
         raise OptionError(f"{{top_k}} must be at least 1, got {k}", "top_k")
     if not queries:
         raise OptionError("no query to search: give {query} or {queries}", "query", "queries")
+    if getattr(encoder, "multi_vector", False):  # a multi-vector index: MaxSim over each document's tokens
+        tokens = with_role(encoder, "query").embed_tokens(list(queries))  # [T, D] with offsets [Q+1]
+        return [documents_of(hits, k) for hits in store.search_tokens(tokens, k)]
     vectors = with_role(encoder, "query").encode(list(queries))  # [Q, D]
     rows = store.count()
     found = [documents_of(hits, k) for hits in store.search(vectors, min(k, rows), exact)]

@@ -11,20 +11,19 @@ tokens are encoded with the query and kept as its tokens.
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from bertlens.encoding.encoder import Encoder
+from bertlens.encoding.token_states import augmented, punctuation_ids, token_rows
 from bertlens.encoding.tokens import Tokenized
 from bertlens.io.cache import content_key, open_entry, private_staging, publish
 from bertlens.progress import Progress, silent
 from bertlens.representation.late_interaction import PackedTokens
 
 TOKEN_BANK_VERSION = 1
-WORD_MARKS = ("##", "\u0120", "\u2581")  # WordPiece continuation, byte-level BPE and SentencePiece word starts
 
 
 @dataclass(frozen=True)
@@ -54,30 +53,6 @@ class TokenBank:
             return PackedTokens(vectors, self.offsets)
         kept_before = np.concatenate([[0], np.cumsum(keep)]).astype(np.int64)  # [T+1] kept tokens before each row
         return PackedTokens(vectors[keep], kept_before[self.offsets])
-
-
-def punctuation_ids(encoder: Encoder) -> np.ndarray:
-    """[V] bool: which vocabulary entries are punctuation alone (word marks stripped; Unicode category P*)."""
-    tokens = encoder.tokenizer.convert_ids_to_tokens(list(range(len(encoder.tokenizer))))
-    flags = np.zeros(len(tokens), dtype=bool)
-    for i, token in enumerate(tokens):
-        text = token or ""
-        for mark in WORD_MARKS:
-            text = text.removeprefix(mark)
-        flags[i] = bool(text) and all(unicodedata.category(c).startswith("P") for c in text)
-    return flags
-
-
-def augmented(encoder: Encoder, tokenized: Tokenized, augment: int) -> Tokenized:
-    """Each text padded with the mask token up to `augment` tokens (longer ones kept whole); mask tokens are not
-    special: they are the query's own tokens."""
-    mask = encoder.tokenizer.mask_token_id
-    if mask is None:
-        raise ValueError(f"model '{encoder.ref.name}' has no mask token, which query augmentation pads with")
-    limit = min(augment, encoder.max_length)
-    ids = [list(row) + [mask] * max(0, limit - len(row)) for row in tokenized.input_ids]
-    special = [list(row) + [0] * max(0, limit - len(row)) for row in tokenized.special_tokens_mask]
-    return Tokenized(ids, special, tokenized.truncated)
 
 
 def token_bank_bytes(tokenized: Tokenized, layers: int, hidden: int) -> int:
@@ -116,13 +91,11 @@ def build_token_bank(
         )
         special = np.zeros(int(offsets[-1]), dtype=bool)
         ids = np.zeros(int(offsets[-1]), dtype=np.int64)
-        for states in encoder.stream(tokenized, progress, stage="encoding tokens", on_device=True):
-            picked = states.hidden[list(layers)].float().cpu().numpy()  # [K, B, T, H]
-            for b, row in enumerate(states.doc_index.numpy()):
-                start, end = offsets[row], offsets[row + 1]
-                vectors[:, start:end] = picked[:, b, : end - start]
-                special[start:end] = tokenized.special_tokens_mask[row]
-                ids[start:end] = tokenized.input_ids[row]
+        for row, states in token_rows(encoder, tokenized, layers, progress):  # states [K, t, H]
+            start, end = offsets[row], offsets[row + 1]
+            vectors[:, start:end] = states
+            special[start:end] = tokenized.special_tokens_mask[row]
+            ids[start:end] = tokenized.input_ids[row]
         vectors.flush()
         del vectors
         np.save(tmp / "offsets.npy", offsets)

@@ -15,11 +15,15 @@ import numpy as np
 
 from bertlens.errors import OptionError, literal
 from bertlens.features.bank import Bank, named_mixes
+from bertlens.representation.choices import TOKENS
+from bertlens.representation.late_interaction import TokenReading
 from bertlens.representation.mixers import mix_pooled, mixed_layers, output_blocks, resolve_layers
 from bertlens.representation.poolers import LINEAR_POOLERS
 from bertlens.representation.recipe import Recipe
+from bertlens.representation.token_projection import TOKEN_DIM
 
 POSTPROCESS_FILE = "postprocess.safetensors"  # written next to the sweep's recipe.json
+TOKEN_PROJECTION_FILE = "token_projection.safetensors"  # a multi-vector recipe's reduction, next to its recipe
 LIMITATIONS = (
     "ScalarMix over max-pooled layers is not scored: max pooling does not commute with mixing, "
     "so it would need a second encoding pass.",
@@ -59,9 +63,17 @@ class Candidate:
     post: str | None = None  # post-processing steps fitted on the training texts (e.g. 'whiten')
     prompts: PromptSet | None = None  # retrieval: what goes before queries and documents
     long_text: str | None = None  # retrieval: how long documents were read (a --long-text strategy, or a label)
+    tokens: TokenReading | None = None  # retrieval: no pooling, every token kept and scored by MaxSim (`of_tokens`)
+
+    @classmethod
+    def of_tokens(cls, reading: TokenReading) -> Candidate:
+        """A late-interaction candidate: pooler 'tokens' at the reading's one layer."""
+        return cls(TOKENS, f"L{reading.layer}", "single", (reading.layer,), tokens=reading)
 
     @property
     def name(self) -> str:
+        if self.tokens is not None:
+            return self.tokens.name
         return (
             f"{self.pooler}/{self.mix}"
             + (f"+{self.post}" if self.post else "")
@@ -70,15 +82,34 @@ class Candidate:
         )
 
     def width(self, hidden_size: int) -> int:
-        """Feature width from the bank (before pair features)."""
+        """Feature width from the bank (before pair features); a token's width for a late-interaction candidate."""
+        if self.tokens is not None and self.tokens.reduction:
+            return TOKEN_DIM
         return hidden_size * output_blocks(self.mixer, self.layers)
 
     @property
     def single_layer(self) -> int | None:
-        plain = not (self.post or self.prompts or self.long_text)
+        plain = not (self.post or self.prompts or self.long_text) and (self.tokens is None or self.tokens.plain)
         return self.layers[0] if self.mixer == "single" and plain else None
 
     def recipe(self, base: Recipe, mix_weights: tuple[float, ...] | None = None) -> Recipe:
+        if self.tokens is not None:  # a multi-vector recipe; its projection file is written beside the recipe
+            reading = self.tokens
+            return base.replace(
+                pooler=TOKENS,
+                mixer="single",
+                layers=self.layers,
+                mix_weights=None,
+                include_special=not reading.drop_special,
+                drop_punctuation=reading.drop_punctuation,
+                query_augment=reading.augment,
+                token_projection=TOKEN_PROJECTION_FILE if reading.reduction else None,
+                long_text=None,
+                postprocess=None,
+                query_prompt=None,  # the late-interaction rows read texts without prompts
+                document_prompt=None,
+                dimension_loss=None,
+            )
         if self.long_text:  # a reading the recipe can apply (the sweep recommends no other)
             base = base.replace(long_text=self.long_text)
         return base.replace(

@@ -9,13 +9,15 @@ import numpy as np
 
 from bertlens.experiments.sweep import ProtocolResult, SweepResult
 from bertlens.io.atomic import write_json
-from bertlens.probing.candidates import POSTPROCESS_FILE
+from bertlens.probing.candidates import POSTPROCESS_FILE, TOKEN_PROJECTION_FILE
 from bertlens.probing.label_trust import Trust
 from bertlens.reports.common import provenance
 from bertlens.reports.html import write_report
 from bertlens.reports.plots import annotated_grid, pyplot, save_figure
 from bertlens.representation.poolers import POOLERS
 from bertlens.version import __version__
+
+LATE_RECIPE = "recipe.late_interaction.json"  # the late_interaction protocol's pick, beside the sweep's own recipe
 
 
 def result_rows(result: SweepResult) -> list[dict]:
@@ -88,8 +90,42 @@ def to_json(result: SweepResult) -> dict:
             for name, p in result.protocols.items()
         },
         "rows": result_rows(result),
+        **({"late_interaction": late_interaction_json(result)} if result.late_interaction is not None else {}),
         **({"label_free": label_free_json(result)} if result.label_free is not None else {}),
     }
+
+
+def late_interaction_json(result: SweepResult) -> dict:
+    """The late-interaction pick, its recipe, the comparison with the pooled pick and each row's index size."""
+    late = result.late_interaction
+    return {
+        "chosen": late.candidate.name,
+        "recipe": late.recipe.to_dict(),
+        "comparison": late.comparison,
+        "bytes_per_document": {name: round(size, 1) for name, size in late.bytes_per_document.items()},
+    }
+
+
+def late_interaction_lines(result: SweepResult) -> list[str]:
+    """The report's section on keeping the tokens: the verdict, and what each reading costs in index size."""
+    late = result.late_interaction
+    protocol = result.protocols["late_interaction"]
+    lines = [
+        "## Keep the tokens? (late interaction)",
+        "",
+        f"{late.comparison[0].upper()}{late.comparison[1:]}. Its multi-vector recipe is `{LATE_RECIPE}` "
+        "(`bertlens index CORPUS --recipe` it, then `bertlens search`).",
+        "",
+        "| reading | nDCG@10 [95% CI] | index size per document (float16) |",
+        "|---|---|---|",
+    ]
+    for i, candidate in enumerate(protocol.candidates):
+        t = protocol.test
+        lines.append(
+            f"| `{candidate.name}` | {t.value[i]:.4f} [{t.low[i]:.4f}, {t.high[i]:.4f}] | "
+            f"{late.bytes_per_document[candidate.name] / 1024:.1f} KB |"
+        )
+    return [*lines, ""]
 
 
 def label_free_json(result: SweepResult) -> dict:
@@ -251,6 +287,8 @@ def markdown(result: SweepResult, images: dict[str, str]) -> str:
         ]
         lines += [f"| {r} | `{c}` | {v} | {t} |" for r, c, v, t in leaderboard(protocol, top=15)]
         lines += ["", f"![{name} heatmap]({images[name]})", ""]
+    if result.late_interaction is not None:
+        lines += late_interaction_lines(result)
     if result.trust is not None:
         lines += ["## Can the label-free pick be trusted here?", ""] + [f"- {x}" for x in trust_lines(result.trust)]
         lines += ["", SETTLING, "", f"![label-free vs labelled]({images['trust']})", ""]
@@ -302,8 +340,14 @@ def write_outputs(result: SweepResult, out: Path) -> dict[str, Path]:
     if result.postprocessor is not None:
         result.postprocessor.save(out / POSTPROCESS_FILE)  # the recipe names it relative to itself
     result.recipe.save(out / "recipe.json")
+    late = {}
+    if result.late_interaction is not None:
+        if result.late_interaction.projection is not None:
+            result.late_interaction.projection.save(out / TOKEN_PROJECTION_FILE)  # named relative to its recipe
+        late = {"late_interaction_recipe": result.late_interaction.recipe.save(out / LATE_RECIPE)}
     return {
         "results": out / "results.json",
         "recipe": out / "recipe.json",
+        **late,
         **write_report(out, markdown(result, images)),
     }

@@ -15,6 +15,7 @@ CLS_ATTENTION = "cls_attention"  # the [CLS] row of the last layer's attention (
 # else asks a pooler's name (poolers.POOLERS has one function per name).
 POOLER_READS: dict[str, tuple[str, ...]] = {"cls": (), "mean": (), "max": (), "attention": (CLS_ATTENTION,)}
 POOLER_NAMES = tuple(POOLER_READS)
+TOKENS = "tokens"  # a recipe's pooler when it keeps every token's vector (late interaction: no pooling)
 DEFAULT_POOLERS = POOLER_NAMES  # what a sweep banks unless told otherwise
 MIXERS = ("single", "mean", "sum", "concat", "first_last", "scalar_mix")
 LINEAR_MIXERS = frozenset({"single", "mean", "sum", "concat", "first_last"})
@@ -31,7 +32,7 @@ def check_pooler(name: str) -> str:
 
 def needs_cls_attention(poolers: Sequence[str]) -> bool:
     """Whether any of these poolers reads the [CLS] attention (the encoder must then return it)."""
-    return any(CLS_ATTENTION in POOLER_READS[check_pooler(p)] for p in poolers)
+    return any(p != TOKENS and CLS_ATTENTION in POOLER_READS[check_pooler(p)] for p in poolers)
 
 
 def attentions_for(poolers: Sequence[str]) -> str:

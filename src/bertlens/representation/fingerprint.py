@@ -16,19 +16,22 @@ from bertlens.errors import BertlensError
 from bertlens.io.cache import content_key
 from bertlens.representation.recipe import Recipe
 
-IGNORED = ("model", "precision", "dimension_loss", "postprocess", "schema_version")
+IGNORED = ("model", "precision", "dimension_loss", "postprocess", "token_projection", "schema_version")
 
 
 def recipe_fingerprint(recipe: Recipe, model_fingerprint: str) -> str:
     """16 hex digits over the model's fingerprint and every field that changes a vector."""
     settings = {name: value for name, value in recipe.to_dict().items() if name not in IGNORED}
-    return content_key([model_fingerprint, settings, _postprocess_digest(recipe.postprocess)])
+    digests = [_file_digest(recipe.postprocess, "post-processor")]
+    if recipe.token_projection:  # absent for every other recipe, so their fingerprints read as before
+        digests.append(_file_digest(recipe.token_projection, "token projection"))
+    return content_key([model_fingerprint, settings, *digests])
 
 
-def _postprocess_digest(path: str | None) -> str | None:
+def _file_digest(path: str | None, what: str) -> str | None:
     if path is None:
         return None
     file = Path(path)
     if not file.is_file():
-        raise BertlensError(f"the recipe's post-processor {path} does not exist; restore it or refit the recipe")
+        raise BertlensError(f"the recipe's {what} {path} does not exist; restore it or refit the recipe")
     return hashlib.sha256(file.read_bytes()).hexdigest()

@@ -14,6 +14,33 @@ import numpy as np
 import torch
 
 SCORE_BYTES = 256 * 2**20  # working memory of one block of query-token x document-token similarities
+QUERY_AUGMENT = 32  # ColBERT's query length N_q: queries padded with mask tokens to it (sec. 3.2)
+
+
+@dataclass(frozen=True)
+class TokenReading:
+    """Tokens at `layer`, without pooling: the filters, query augmentation and reduction late interaction is scored
+    with (the retrieval sweep's late-interaction candidates; a multi-vector recipe records the same choices)."""
+
+    layer: int
+    drop_special: bool = False
+    drop_punctuation: bool = False  # the documents' punctuation tokens (ColBERT's document filter)
+    augment: int = 0  # queries padded with the mask token to this many tokens (0: as they are)
+    reduction: str | None = None  # token vectors projected to 128 dimensions: 'pca' or 'random' (token_projection.py)
+
+    @property
+    def name(self) -> str:
+        parts = [f"tokens/L{self.layer}"]
+        parts += ["no-special"] if self.drop_special else []
+        parts += ["no-punct"] if self.drop_punctuation else []
+        parts += [f"q{self.augment}"] if self.augment else []
+        parts += [f"{self.reduction}128"] if self.reduction else []
+        return "+".join(parts)
+
+    @property
+    def plain(self) -> bool:
+        """Only the layer chosen: the tokens as the model gives them."""
+        return not (self.drop_special or self.drop_punctuation or self.augment or self.reduction)
 
 
 @dataclass(frozen=True)
@@ -22,6 +49,7 @@ class PackedTokens:
 
     vectors: np.ndarray  # [T, H], float16 or float32, possibly memory-mapped
     offsets: np.ndarray  # [N+1] int64, offsets[0] == 0, offsets[-1] == T
+    unit: bool = False  # vectors are float32 unit rows already (`normalized`): MaxSim reads them as they are
 
     def __post_init__(self) -> None:
         offsets = np.asarray(self.offsets)
@@ -38,6 +66,13 @@ class PackedTokens:
         """Text i's token vectors [t, H]."""
         return self.vectors[self.offsets[i] : self.offsets[i + 1]]
 
+    def normalized(self) -> PackedTokens:
+        """The same tokens as float32 unit rows, made once: a corpus searched by many queries is not normalised again
+        for each (that, not the products, was most of a query's time)."""
+        if self.unit:
+            return self
+        return PackedTokens(_unit(self.vectors).numpy(), self.offsets, unit=True)
+
     @classmethod
     def from_list(cls, matrices: list[np.ndarray]) -> PackedTokens:
         """Pack a list of [t_i, H] matrices."""
@@ -47,8 +82,10 @@ class PackedTokens:
         return cls(vectors, offsets)
 
 
-def _unit(vectors: np.ndarray) -> torch.Tensor:
-    """Rows as float32 unit vectors (a zero row stays zero)."""
+def _unit(vectors: np.ndarray, unit: bool = False) -> torch.Tensor:
+    """Rows as float32 unit vectors (a zero row stays zero); `unit`: they are already."""
+    if unit:
+        return torch.from_numpy(np.ascontiguousarray(vectors))  # [n, H]
     x = torch.from_numpy(np.asarray(vectors, dtype=np.float32))  # [n, H]
     return x / x.norm(dim=1, keepdim=True).clamp(min=1e-12)
 
@@ -75,7 +112,7 @@ def maxsim(queries: PackedTokens, documents: PackedTokens) -> np.ndarray:
     lengths = np.diff(documents.offsets)
     for first, end in _document_blocks(documents.offsets, len(q)):
         base = documents.offsets[first]
-        d = _unit(documents.vectors[base : documents.offsets[end]])  # [Tb, H]
+        d = _unit(documents.vectors[base : documents.offsets[end]], documents.unit)  # [Tb, H]
         kept = np.flatnonzero(lengths[first:end] > 0)  # documents of this block with tokens
         if len(kept) == 0:
             continue

@@ -23,10 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from safetensors.numpy import load_file, save_file
 
 from bertlens.errors import BertlensError, did_you_mean
-from bertlens.io.atomic import temporary_sibling
+from bertlens.io.arrays import read_arrays, save_arrays
 
 STEPS = ("center", "whiten", "abtt", "normalize")  # fitted from vectors
 LEARNED = ("linear",)  # trained by an objective, stored in the same file format
@@ -189,35 +188,21 @@ class PostProcessor:
         return x.astype(np.float32)
 
     def save(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         meta = {
             "version": str(POSTPROCESS_VERSION),
             "steps": json.dumps([[s.kind, s.k] for s in self.steps]),
             "dim": str(self.dim),
             "fitted_on": str(self.fitted_on),
         }
-        tmp = temporary_sibling(path, ".safetensors")
-        save_file({k: np.ascontiguousarray(v) for k, v in self.arrays.items()}, str(tmp), metadata=meta)
-        tmp.replace(path)
-        return path
+        return save_arrays(path, self.arrays, meta)
 
     @classmethod
     def load(cls, path: str | Path) -> PostProcessor:
-        path = Path(path)
-        if not path.is_file():
-            raise BertlensError(f"post-processor file {path} does not exist")
-        from safetensors import SafetensorError, safe_open
-
-        try:
-            with safe_open(str(path), framework="numpy") as handle:
-                meta = handle.metadata() or {}
-        except SafetensorError as exc:
-            raise BertlensError(f"{path}: not a readable safetensors file ({exc})") from None
+        arrays, meta = read_arrays(path, "post-processor file")
         if meta.get("version") != str(POSTPROCESS_VERSION):
             raise BertlensError(f"{path}: not a bertlens post-processor (version {meta.get('version')!r})")
         steps = tuple(Step(kind, k) for kind, k in json.loads(meta["steps"]))
         unknown = [s.kind for s in steps if s.kind not in STEPS + LEARNED]
         if unknown:
             raise BertlensError(f"{path}: unknown post-processing step '{unknown[0]}' (made by a newer bertlens?)")
-        return cls(steps, load_file(str(path)), int(meta["dim"]), int(meta["fitted_on"]))
+        return cls(steps, arrays, int(meta["dim"]), int(meta["fitted_on"]))

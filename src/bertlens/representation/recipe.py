@@ -16,10 +16,22 @@ from pathlib import Path
 from bertlens.encoding.chunking import LongText, parse_long_text
 from bertlens.errors import BertlensError, did_you_mean
 from bertlens.io.atomic import write_text
-from bertlens.representation.choices import PRECISIONS, check_mixer, check_pooler, needs_cls_attention, output_blocks
+from bertlens.representation.choices import (
+    PRECISIONS,
+    TOKENS,
+    check_mixer,
+    check_pooler,
+    needs_cls_attention,
+    output_blocks,
+)
 
 SCHEMA_VERSION = 1
-ROLES = ("query", "document")  # what a text is for, in retrieval: each may have its own prompt
+ROLES = ("query", "document")
+TOKEN_FIELDS = (
+    "drop_punctuation",
+    "query_augment",
+    "token_projection",
+)  # what only a multi-vector recipe reads  # what a text is for, in retrieval: each may have its own prompt
 
 
 @dataclass(frozen=True)
@@ -52,13 +64,20 @@ class Recipe:
     document_prompt: str | None = None  # put before a document's text (E5's "passage: ")
     dimension_loss: tuple[tuple[int, float], ...] | None = None  # (width, measured score loss when the vectors are
     # cut to their first `width` dimensions and renormalised), written by the sweep; what the server's `dimensions` needs
+    # pooler 'tokens' (a multi-vector recipe: late interaction, MaxSim) keeps every token's vector at its one layer;
+    # include_special False drops the special tokens, and these say what else it does:
+    drop_punctuation: bool = False  # documents' punctuation tokens dropped (ColBERT's document filter)
+    query_augment: int = 0  # queries padded with the mask token to this many tokens (ColBERT's query augmentation)
+    token_projection: str | None = None  # a fitted TokenProjection (.safetensors): token vectors reduced to its width
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers", tuple(int(x) for x in self.layers))
         if self.mix_weights is not None:
             object.__setattr__(self, "mix_weights", tuple(float(x) for x in self.mix_weights))
-        check_pooler(self.pooler)
+        if self.pooler != TOKENS:
+            check_pooler(self.pooler)
         check_mixer(self.mixer)
+        self._check_tokens()
         if self.precision not in PRECISIONS:
             raise BertlensError(f"unknown precision '{self.precision}': {did_you_mean(self.precision, PRECISIONS)}")
         if self.mixer != "first_last" and not self.layers:
@@ -83,6 +102,34 @@ class Recipe:
         if self.max_length is not None and not 2 <= self.max_length <= 100_000:
             raise BertlensError(f"max_length {self.max_length} must be between 2 and the model's limit")
 
+    @property
+    def multi_vector(self) -> bool:
+        """Whether the recipe keeps every token's vector (pooler 'tokens'): a text is a matrix, scored by MaxSim."""
+        return self.pooler == TOKENS
+
+    def _check_tokens(self) -> None:
+        """What a multi-vector recipe can hold, and the settings only it reads."""
+        if not self.multi_vector:
+            for name, given in (
+                ("drop_punctuation", self.drop_punctuation),
+                ("query_augment", self.query_augment),
+                ("token_projection", self.token_projection),
+            ):
+                if given:
+                    raise BertlensError(
+                        f"'{name}' applies to a multi-vector recipe (pooler 'tokens'), not '{self.pooler}'"
+                    )
+            return
+        if self.mixer != "single":
+            raise BertlensError(f"pooler 'tokens' reads one layer (mixer 'single'), not mixer '{self.mixer}'")
+        if self.postprocess or self.long_text:
+            raise BertlensError(
+                "pooler 'tokens' keeps token vectors as they are: a post-processor or a long_text reading is fitted "
+                "on pooled vectors; leave postprocess and long_text empty"
+            )
+        if not 0 <= self.query_augment <= 512:
+            raise BertlensError(f"query_augment {self.query_augment} must be between 0 (off) and 512 tokens")
+
     def prompt(self, role: str | None) -> str:
         """What goes before a text of this role ('query' or 'document'); none without a role."""
         if role is None:
@@ -93,7 +140,7 @@ class Recipe:
 
     @property
     def needs_attentions(self) -> bool:
-        return needs_cls_attention((self.pooler,))
+        return not self.multi_vector and needs_cls_attention((self.pooler,))
 
     @functools.cached_property
     def long_text_strategy(self) -> LongText | None:
@@ -117,6 +164,9 @@ class Recipe:
         data["layers"] = list(self.layers)
         data["mix_weights"] = None if self.mix_weights is None else list(self.mix_weights)
         data["dimension_loss"] = None if self.dimension_loss is None else {str(w): v for w, v in self.dimension_loss}
+        if not self.multi_vector:  # a pooled recipe reads (and fingerprints) as it did before multi-vector recipes
+            for name in TOKEN_FIELDS:
+                del data[name]
         return {"schema_version": SCHEMA_VERSION, **data}
 
     def loss_at(self, width: int) -> float | None:
@@ -172,6 +222,8 @@ class Recipe:
         recipe = cls.from_json(path.read_text(encoding="utf-8"), where=str(path))
         if recipe.postprocess and not Path(recipe.postprocess).is_absolute():
             recipe = recipe.replace(postprocess=str((path.parent / recipe.postprocess).resolve()))
+        if recipe.token_projection and not Path(recipe.token_projection).is_absolute():
+            recipe = recipe.replace(token_projection=str((path.parent / recipe.token_projection).resolve()))
         return recipe
 
 
@@ -207,6 +259,9 @@ _FIELD_TYPES = {
     "long_text": (lambda v: v is None or isinstance(v, str), 'a strategy name such as "windows:mean" or null'),
     "query_prompt": (lambda v: v is None or isinstance(v, str), 'a string such as "query: " or null'),
     "document_prompt": (lambda v: v is None or isinstance(v, str), 'a string such as "passage: " or null'),
+    "drop_punctuation": (lambda v: isinstance(v, bool), "true or false"),
+    "query_augment": (_is_int, "an integer (0: off)"),
+    "token_projection": (lambda v: v is None or isinstance(v, str), "a file name or null"),
     "dimension_loss": (
         lambda v: (
             v is None

@@ -203,13 +203,29 @@ def _tokens_route(services: dict[str, EmbeddingService], pick: Chooser, limits):
                 f"{service.limits.max_token_values:,}: send fewer or shorter inputs",
             )
         async with lock:  # one request at a time on this copy; the batcher's workers keep their own
-            vectors = await asyncio.to_thread(tokens_encoder.token_vectors, texts)
+            vectors = await asyncio.to_thread(_token_vectors, tokens_encoder, texts, payload.get("input_type"))
         service.metrics.texts.inc(len(texts))  # /metrics counts these texts too, not only the batcher's
         service.metrics.tokens.inc(tokens)
         service.metrics.truncated.inc(over)
         return json_response([np.ascontiguousarray(v, dtype=np.float32) for v in vectors])
 
     return work
+
+
+def _token_vectors(encoder: TextEncoder, texts: list[str], role: str | None) -> list[np.ndarray]:
+    """/embed_all's vectors: a multi-vector recipe's kept tokens, read as its queries or documents (a recipe that
+    reads them differently needs input_type); any other recipe's every token, before pooling."""
+    if not getattr(encoder, "multi_vector", False):
+        return encoder.token_vectors(texts)
+    recipe = encoder.recipe
+    if role is None and (recipe.query_augment or recipe.drop_punctuation):
+        raise ApiError(
+            422,
+            "this multi-vector recipe reads queries and documents differently: send input_type 'query' or 'document'",
+        )
+    reader = encoder.for_queries() if role == "query" else encoder
+    packed = reader.embed_tokens(texts)  # [T, D] with offsets [n+1]
+    return [packed.of(i) for i in range(packed.texts)]
 
 
 def _guarded(service: EmbeddingService, endpoint: str, work) -> Callable[[Request], Awaitable[Response]]:

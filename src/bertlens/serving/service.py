@@ -112,6 +112,12 @@ class EmbeddingService:
 
     async def embed(self, texts: list[str], refuse_long: str | None) -> tuple[np.ndarray, int]:
         """Vectors [n, D] float32 for one request's texts, and the tokens they cost."""
+        if getattr(self.embedder, "multi_vector", False):
+            raise ApiError(
+                422,
+                "this recipe keeps every token's vector (pooler 'tokens'), not one per input: ask /embed_all, with "
+                "input_type 'query' or 'document'",
+            )
         tokens, over = self.token_counts(texts, refuse_long)
         try:
             vectors = await self.batcher.submit(texts, tokens)

@@ -65,6 +65,11 @@ class ChromaStore:
         return IndexRecord.from_json(text, f"store {self.where}")
 
     def create(self, record: IndexRecord) -> None:
+        if record.multi_vector:
+            raise BertlensError(
+                f"store {self.where}: Chroma holds one vector per row; a multi-vector recipe (pooler 'tokens') is "
+                "indexed into a LanceDB directory (its multi-vector column)"
+            )
         if self._collection() is not None:
             self._client.delete_collection(self.name)
         self._client.create_collection(
@@ -115,6 +120,9 @@ class ChromaStore:
             ]
             for metas, texts, dists in zip(got["metadatas"], got["documents"], got["distances"], strict=True)
         ]
+
+    def search_tokens(self, queries, k: int) -> list[list[Hit]]:
+        raise BertlensError(f"store {self.where}: Chroma holds no multi-vector index")
 
     def build_ann(self) -> str:
         return f"HNSW (Chroma builds it as rows arrive); approximate searches use ef_search {APPROXIMATE_EF}"

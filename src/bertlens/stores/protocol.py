@@ -10,6 +10,7 @@ from typing import Protocol
 
 import numpy as np
 
+from bertlens.representation.late_interaction import PackedTokens
 from bertlens.stores.rows import Hit, IndexRecord, Rows
 
 
@@ -34,6 +35,9 @@ class VectorStore(Protocol):
     def search(self, queries: np.ndarray, k: int, exact: bool = True) -> list[list[Hit]]:
         """The k rows of highest cosine per query [Q, D], best first; exact unless an approximate index exists
         and `exact` is False."""
+
+    def search_tokens(self, queries: PackedTokens, k: int) -> list[list[Hit]]:
+        """A multi-vector index: the k rows of highest MaxSim per query (its token vectors, packed), best first."""
 
     def build_ann(self) -> str:
         """Build the store's approximate index; returns what was built, in words."""

@@ -28,6 +28,7 @@ class IndexRecord:
     aggregation: str = "max"  # how a document's chunk scores become its score (MaxP: its best chunk)
     version: int = RECORD_VERSION
     export_dir: str | None = None  # the ONNX export the vectors came from (its graph is in the fingerprint)
+    multi_vector: bool = False  # rows hold every kept token's vector (a pooler 'tokens' recipe), scored by MaxSim
 
     def to_json(self) -> str:
         data = {
@@ -39,6 +40,8 @@ class IndexRecord:
         }
         if self.export_dir is not None:  # absent for PyTorch-made indexes, so their records read as before
             data["export_dir"] = self.export_dir
+        if self.multi_vector:  # absent for one-vector indexes, so their records read as before
+            data["multi_vector"] = True
         return json.dumps(data, sort_keys=True)
 
     @classmethod
@@ -54,6 +57,7 @@ class IndexRecord:
                 int(data["dim"]),
                 str(data["aggregation"]),
                 export_dir=None if export_dir is None else str(export_dir),
+                multi_vector=bool(data.get("multi_vector", False)),
             )
         except (json.JSONDecodeError, KeyError, TypeError, ValueError):
             raise BertlensError(f"{where}: the index record is damaged; index the corpus again") from None
@@ -68,7 +72,8 @@ class Rows:
     starts: np.ndarray  # [R] int32, character offsets into the document's text
     ends: np.ndarray  # [R] int32
     texts: tuple[str, ...]
-    vectors: np.ndarray  # [R, D] float32
+    vectors: np.ndarray  # [R, D] float32; a multi-vector index's rows: [T, D], row i's tokens offsets[i]:offsets[i+1]
+    offsets: np.ndarray | None = None  # [R+1] for a multi-vector index, else None
 
     @property
     def ids(self) -> list[str]:
@@ -76,6 +81,15 @@ class Rows:
 
     def to_arrow(self) -> pa.Table:
         dim = self.vectors.shape[1]
+        if self.offsets is None:
+            vector = pa.FixedSizeListArray.from_arrays(
+                pa.array(np.ascontiguousarray(self.vectors, dtype=np.float32).ravel(), pa.float32()), dim
+            )
+        else:  # float16, as the sweep's token bank scored them: half the bytes of float32
+            rows = pa.FixedSizeListArray.from_arrays(
+                pa.array(np.ascontiguousarray(self.vectors, dtype=np.float16).ravel(), pa.float16()), dim
+            )
+            vector = pa.ListArray.from_arrays(pa.array(np.asarray(self.offsets, dtype=np.int32)), rows)
         return pa.table(
             {
                 "id": pa.array(self.ids, pa.string()),
@@ -84,9 +98,7 @@ class Rows:
                 "start": pa.array(self.starts, pa.int32()),
                 "end": pa.array(self.ends, pa.int32()),
                 "text": pa.array(self.texts, pa.string()),
-                "vector": pa.FixedSizeListArray.from_arrays(
-                    pa.array(np.ascontiguousarray(self.vectors, dtype=np.float32).ravel(), pa.float32()), dim
-                ),
+                "vector": vector,
             }
         )
 
@@ -95,7 +107,8 @@ def row_id(doc_id: str, chunk: int) -> str:
     return f"{doc_id}#{chunk}"
 
 
-def row_schema(dim: int) -> pa.Schema:
+def row_schema(dim: int, multi_vector: bool = False) -> pa.Schema:
+    vector = pa.list_(pa.list_(pa.float16(), dim)) if multi_vector else pa.list_(pa.float32(), dim)
     return pa.schema(
         [
             ("id", pa.string()),
@@ -104,7 +117,7 @@ def row_schema(dim: int) -> pa.Schema:
             ("start", pa.int32()),
             ("end", pa.int32()),
             ("text", pa.string()),
-            ("vector", pa.list_(pa.float32(), dim)),
+            ("vector", vector),
         ]
     )
 

@@ -63,7 +63,9 @@ PAIR_CLASSIFICATION = TaskKind(
 SIMILARITY = TaskKind(
     "similarity", True, SCORE, "spearman", ("cosine", "probe", "label_free"), "similarity", False, SYMMETRIC
 )
-RETRIEVAL = TaskKind("retrieval", True, JUDGEMENTS, "ndcg@10", ("cosine", "label_free"), None, False)
+RETRIEVAL = TaskKind(
+    "retrieval", True, JUDGEMENTS, "ndcg@10", ("cosine", "late_interaction", "label_free"), None, False
+)
 TEXTS = TaskKind("texts", False, NONE, "combined", ("label_free",), None, False)  # texts alone: label-free only
 
 KINDS: dict[str, TaskKind] = {k.name: k for k in (CLASSIFICATION, PAIR_CLASSIFICATION, SIMILARITY, RETRIEVAL, TEXTS)}

@@ -9,4 +9,8 @@ from .probe import Probe
 from .protocol import SweepProtocol
 
 PROTOCOLS: dict[str, SweepProtocol] = {p.name: p for p in (Probe(), Cosine(), Clustering(), LabelFree())}
-OPT_IN = ("clustering", "label_free")  # run only when asked (--protocols): each costs more than the probes
+OPT_IN = (
+    "clustering",
+    "label_free",
+    "late_interaction",
+)  # run only when asked (--protocols): each costs more than the probes

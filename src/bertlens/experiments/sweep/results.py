@@ -13,6 +13,7 @@ from bertlens.probing.label_trust import Trust
 from bertlens.probing.screened_probe import LOGISTIC
 from bertlens.representation.postprocess import PostProcessor
 from bertlens.representation.recipe import Recipe
+from bertlens.representation.token_projection import TokenProjection
 from bertlens.tasks.kinds import TaskKind
 
 RECIPE_PROBES = (LOGISTIC, "cosine", "maxp", "label_free")  # what a recommendation may rest on (not a ridge screen)
@@ -48,6 +49,19 @@ class ProtocolResult:
 
 
 @dataclass(frozen=True)
+class LateInteractionPick:
+    """The late_interaction protocol's pick (retrieval): its multi-vector recipe, written beside the sweep's own
+    (`recipe.late_interaction.json`), the projection its reduction fitted, how it compares with the recommended
+    pooled reading on the test queries, and each late-interaction row's index size per document."""
+
+    candidate: Candidate
+    recipe: Recipe
+    projection: TokenProjection | None
+    comparison: str
+    bytes_per_document: dict[str, float]
+
+
+@dataclass(frozen=True)
 class SweepResult:
     task: str
     kind: TaskKind
@@ -64,6 +78,7 @@ class SweepResult:
     postprocessor: PostProcessor | None = None  # fitted for the recommended candidate, when it has one
     label_free: LabelFreeScores | None = None  # every label-free component, when the label_free protocol ran
     trust: Trust | None = None  # a labelled task: how far the label-free pick can be trusted on it
+    late_interaction: LateInteractionPick | None = None  # retrieval with --protocols ...,late_interaction
 
     @property
     def main(self) -> ProtocolResult:

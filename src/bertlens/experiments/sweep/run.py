@@ -26,6 +26,7 @@ from .choice import make_result
 from .config import SweepConfig, check_config
 from .context import SweepContext, examples, sweep_folds
 from .label_free import labelled_trust, score_texts
+from .late_interaction import PROTOCOL, with_late_interaction
 from .registry import OPT_IN, PROTOCOLS
 from .results import SweepResult
 from .retrieval import retrieval_dimension_loss, retrieval_protocols
@@ -124,7 +125,10 @@ def _retrieval_sweep(task, encoder, base: Recipe, cache_dir, config: SweepConfig
             "needs more documents than dimensions); the plain candidates are scored",
         )
     recipe = result.recipe.replace(dimension_loss=loss)
-    return replace(result, label_free=free, trust=trust, recipe=recipe, notes=notes)
+    result = replace(result, label_free=free, trust=trust, recipe=recipe, notes=notes)
+    if config.protocols and PROTOCOL in config.protocols:
+        result = with_late_interaction(result, task, encoder, scores, cache_dir, config, progress)
+    return result
 
 
 # How each kind of target is swept: the kind's own field decides (tasks/kinds.py), never its name. A new kind with
