@@ -16,7 +16,7 @@ from sklearn.pipeline import make_pipeline
 from bertlens.adapters.sklearn import EncodingCache, RecipeVectorizer
 from bertlens.embedding.embedder import Embedder
 from bertlens.errors import BertlensError
-from bertlens.representation.recipe import Recipe
+from bertlens.representation.recipe import TOKEN_FIELDS, Recipe
 
 GOOD = ["a wonderful film", "great acting and a moving story", "lovely, warm and funny", "a joy to watch"]
 BAD = ["a dull mess", "boring and far too long", "terrible script, awful acting", "a waste of time"]
@@ -64,7 +64,7 @@ def test_grid_search_over_pooler_and_c_encodes_each_text_once_per_recipe(tiny_be
 
 
 def test_every_recipe_field_is_a_parameter_and_round_trips(tiny_bert_dir):
-    names = {f.name for f in dataclasses.fields(Recipe)}
+    names = {f.name for f in dataclasses.fields(Recipe)} - set(TOKEN_FIELDS)  # a multi-vector recipe's: not pooled
     vectorizer = RecipeVectorizer(model=str(tiny_bert_dir), long_text="windows:mean", attention_layer=-2)
     params = vectorizer.get_params()
     assert set(params) == names | {"cache"}  # every Recipe field (the constructor test keeps the list in step)
@@ -95,7 +95,16 @@ def test_the_constructor_lists_exactly_the_recipe_fields_with_their_defaults():
     import inspect
 
     parameters = inspect.signature(RecipeVectorizer.__init__).parameters
-    expected = {f.name: f.default for f in dataclasses.fields(Recipe)} | {"cache": None}
+    expected = {f.name: f.default for f in dataclasses.fields(Recipe) if f.name not in TOKEN_FIELDS} | {"cache": None}
     assert {n: p.default for n, p in parameters.items() if n != "self"} == expected
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for n, p in parameters.items() if n != "self")
     assert RecipeVectorizer(pooler="max").get_params()["pooler"] == "max"
+
+
+def test_a_multi_vector_pooler_is_refused_in_one_line(tiny_bert_dir):
+    """One vector per text is what a vectorizer gives: pooler 'tokens' (every token's vector) stops at transform."""
+    from bertlens.errors import BertlensError
+
+    fitted = RecipeVectorizer(model=str(tiny_bert_dir), pooler="tokens").fit(TEXTS[:2])
+    with pytest.raises(BertlensError, match="keeps every token's vector"):
+        fitted.transform(TEXTS[:2])

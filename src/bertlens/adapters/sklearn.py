@@ -25,9 +25,10 @@ from sklearn.utils.validation import check_is_fitted
 from bertlens.embedding.embedder import Embedder
 from bertlens.embedding.protocol import TextEncoder
 from bertlens.io.cache import content_key
-from bertlens.representation.recipe import Recipe
+from bertlens.representation.recipe import TOKEN_FIELDS, Recipe
 
-RECIPE_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Recipe)}
+# a vectorizer gives one vector per text, so the fields only a multi-vector recipe reads are not its parameters
+RECIPE_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Recipe) if f.name not in TOKEN_FIELDS}
 
 
 class EncodingCache:
@@ -92,9 +93,6 @@ class RecipeVectorizer(TransformerMixin, BaseEstimator):
         query_prompt=None,
         document_prompt=None,
         dimension_loss=None,
-        drop_punctuation=False,
-        query_augment=0,
-        token_projection=None,
         cache=None,
     ):
         given = dict(locals())

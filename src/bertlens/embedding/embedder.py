@@ -23,7 +23,6 @@ from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
 from bertlens.progress import Progress, silent
 from bertlens.representation.apply import Representation, check_recipe_fits
-from bertlens.representation.choices import attentions_for
 from bertlens.representation.late_interaction import PackedTokens
 from bertlens.representation.mixers import mix_layers
 from bertlens.representation.postprocess import PostProcessor
@@ -50,7 +49,7 @@ class Embedder(TextEncoder):
             self.recipe.model,
             max_length=self.recipe.max_length,
             precision=self.recipe.precision,
-            attentions=attentions_for((self.recipe.pooler,)),
+            attentions="cls" if self.recipe.needs_attentions else "none",
             trust_remote_code=trust_remote_code,
             device=device,
         )

@@ -158,17 +158,28 @@ def _write_npy(out: Path, shard_files: list[Path], rows: int, dim: int, ids_need
 
 def _write_token_npy(out: Path, shard_files: list[Path], dim: int, ids_needed: bool) -> None:
     """A multi-vector recipe's OUT.npy: every kept token's vector [T, D], with OUT.offsets.npy [N+1] (text i's rows
-    are offsets[i]:offsets[i+1]) and, when rows were skipped, OUT.ids.npy."""
-    vectors, offsets, ids = [], [np.zeros(1, dtype=np.int64)], []
+    are offsets[i]:offsets[i+1]) and, when rows were skipped, OUT.ids.npy. Shards are copied one at a time into the
+    mapped output, so memory holds one shard, not the corpus' tokens."""
+    counts = []
     for file in shard_files:
         with np.load(file, allow_pickle=False) as shard:
-            vectors.append(shard["vectors"].reshape(-1, dim))
-            offsets.append(shard["offsets"][1:] + offsets[-1][-1])
-            ids.append(shard["ids"])
+            counts.append(np.diff(shard["offsets"]))  # tokens per text
+    lengths = np.concatenate(counts) if counts else np.zeros(0, dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)  # [N+1]
+    ids = []
     with atomic_path(out) as tmp:
-        np.save(tmp, np.concatenate(vectors).astype(np.float32))  # [T, D]
+        matrix = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(int(offsets[-1]), dim))  # [T, D]
+        start = 0
+        for file in shard_files:
+            with np.load(file, allow_pickle=False) as shard:
+                vectors = shard["vectors"].reshape(-1, dim)
+                matrix[start : start + len(vectors)] = vectors
+                ids.append(shard["ids"])
+            start += len(vectors)
+        matrix.flush()
+        del matrix
     with atomic_path(out.with_name(out.stem + ".offsets.npy")) as tmp:
-        np.save(tmp, np.concatenate(offsets))  # [N+1]
+        np.save(tmp, offsets)
     if ids_needed:
         with atomic_path(out.with_name(out.stem + ".ids.npy")) as tmp:
             np.save(tmp, np.concatenate(ids))

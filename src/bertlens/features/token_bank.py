@@ -11,6 +11,7 @@ tokens are encoded with the query and kept as its tokens.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,10 +68,12 @@ def build_token_bank(
     layers: tuple[int, ...],
     augment: int = 0,
     progress: Progress = silent,
+    check_size: Callable[[int], None] | None = None,
 ) -> TokenBank:
     """Encode `texts` once and store their token vectors at `layers` (0 = the embeddings, L = the last layer);
     reuse the stored bank when its key matches and it verifies. `augment` > 0 pads each text with mask tokens to
-    that length first (queries)."""
+    that length first (queries). `check_size(bytes)` is told the vectors' size before a bank is built (it may
+    refuse)."""
     layers = tuple(sorted({int(layer) for layer in layers}))
     if not layers or min(layers) < 0 or max(layers) > encoder.num_layers:
         raise ValueError(f"layers must be within 0..{encoder.num_layers}, got {list(layers)}")
@@ -82,6 +85,8 @@ def build_token_bank(
     tokenized = encoder.tokenize(texts)
     if augment:
         tokenized = augmented(encoder, tokenized, augment)
+    if check_size is not None:
+        check_size(token_bank_bytes(tokenized, len(layers), encoder.hidden_size))
     lengths = tokenized.lengths  # [N]
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)  # [N+1]
     punctuation = punctuation_ids(encoder)

@@ -32,7 +32,7 @@ def check_pooler(name: str) -> str:
 
 def needs_cls_attention(poolers: Sequence[str]) -> bool:
     """Whether any of these poolers reads the [CLS] attention (the encoder must then return it)."""
-    return any(p != TOKENS and CLS_ATTENTION in POOLER_READS[check_pooler(p)] for p in poolers)
+    return any(CLS_ATTENTION in POOLER_READS[check_pooler(p)] for p in poolers)
 
 
 def attentions_for(poolers: Sequence[str]) -> str:

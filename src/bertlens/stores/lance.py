@@ -100,16 +100,12 @@ class LanceStore:
         on Cranfield, CISI and NPL against 0.1-0.27 s (docs/results.md); it is used when the column would take more
         than IN_PROCESS_BYTES in memory."""
         table = self._rows()
-        if native is None:  # its float16 vectors on disk, twice that as float32 in memory
-            native = (
-                2 * sum(f.stat().st_size for f in (self.path / f"{ROWS}.lance").rglob("*.lance")) > IN_PROCESS_BYTES
-            )
-        if native:
-            return [self._native_maxsim(table, np.asarray(queries.of(q), np.float32), k) for q in range(queries.texts)]
-        documents, columns = self._token_rows(table)
         for q in range(queries.texts):
             if queries.offsets[q + 1] == queries.offsets[q]:
                 raise BertlensError(f"query {q + 1} keeps no token under the index's recipe; give it some words")
+        documents, columns = (None, None) if native else self._token_rows(table)
+        if documents is None:  # asked for, or the column is too large to hold
+            return [self._native_maxsim(table, np.asarray(queries.of(q), np.float32), k) for q in range(queries.texts)]
         scores = torch.from_numpy(maxsim(queries, documents))  # [Q, N]
         rows = top_k_of(scores, k)  # [Q, k], ties: the earlier row first (as the sweep ranks)
         best = torch.gather(scores, 1, rows)  # [Q, k]
@@ -118,24 +114,27 @@ class LanceStore:
             for b, row in zip(best.tolist(), rows.tolist(), strict=True)
         ]
 
-    def _token_rows(self, table) -> tuple[PackedTokens, dict[str, list]]:
-        """Every row's tokens as unit float32 vectors, and the rows' shown columns: read once per table version."""
-        if self._cached is not None and self._cached[0] == table.version:
-            return self._cached[1], self._cached[2]
+    def _token_rows(self, table) -> tuple[PackedTokens | None, dict[str, list] | None]:
+        """Every row's tokens as unit float32 vectors and the rows' shown columns, read once per table version;
+        (None, None) when they would take more than IN_PROCESS_BYTES (decided once per version too)."""
+        if self._cached is None or self._cached[0] != table.version:
+            self._cached = (table.version, *self._read_tokens(table))
+        return self._cached[1], self._cached[2]
+
+    def _read_tokens(self, table) -> tuple[PackedTokens | None, dict[str, list] | None]:
+        on_disk = sum(f.stat().st_size for f in (self.path / f"{ROWS}.lance").rglob("*.lance"))  # float16 vectors
+        if 2 * on_disk > IN_PROCESS_BYTES:  # float32 in memory
+            return None, None
         found = table.search().select([*SHOWN, "vector"]).limit(None).to_arrow()
         column = found.column("vector").combine_chunks()  # list<fixed_size_list<D>>
         offsets = column.offsets.to_numpy().astype(np.int64)  # [N+1]
         flat = column.values.values.to_numpy(zero_copy_only=False).reshape(-1, int(self.record().dim))
         tokens = PackedTokens(flat[offsets[0] : offsets[-1]], offsets - offsets[0]).normalized()  # [T, D]
-        columns = {name: found.column(name).to_pylist() for name in SHOWN}
-        self._cached = (table.version, tokens, columns)
-        return tokens, columns
+        return tokens, {name: found.column(name).to_pylist() for name in SHOWN}
 
     @staticmethod
     def _native_maxsim(table, tokens: np.ndarray, k: int) -> list[Hit]:
-        """LanceDB's own exact multi-vector search for one query's tokens [t, D]."""
-        if len(tokens) == 0:
-            raise BertlensError("a query keeps no token under the index's recipe; give it some words")
+        """LanceDB's own exact multi-vector search for one query's tokens [t, D] (at least one: search_tokens checks)."""
         query = table.search(tokens, vector_column_name="vector").distance_type("cosine").limit(k)
         found = query.bypass_vector_index().select([*SHOWN, "_distance"]).to_arrow()
         columns = [found.column(name).to_pylist() for name in [*SHOWN, "_distance"]]

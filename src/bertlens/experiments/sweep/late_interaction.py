@@ -19,17 +19,18 @@ from __future__ import annotations
 import shutil
 import time
 from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 import torch
 
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
-from bertlens.features.token_bank import build_token_bank, token_bank_bytes
+from bertlens.features.token_bank import build_token_bank
 from bertlens.io.cache import default_cache_dir
 from bertlens.metrics.bootstrap import bootstrap, paired_difference
 from bertlens.metrics.ranking import DEPTH, RANKING_METRICS, top_k
-from bertlens.probing.candidates import Candidate, candidate_features
+from bertlens.probing.candidates import Candidate
 from bertlens.probing.late_interaction import score_token_readings
 from bertlens.progress import Progress
 from bertlens.representation.late_interaction import QUERY_AUGMENT, TokenReading
@@ -38,6 +39,7 @@ from bertlens.tasks.retrieval import query_split
 
 from .config import SweepConfig
 from .results import LateInteractionPick, ProtocolResult, SweepResult
+from .retrieval import candidate_vectors
 
 FULL_SEARCH_DOCUMENTS = 50_000  # above: MaxSim re-ranks the best pooled reading's top 100 (token banks of a whole
 # corpus of base-size vectors grow 1.5 KB a token a layer: ~20 GB for 50k passages of 100 tokens at 13 layers)
@@ -69,14 +71,7 @@ def _best(per_query: dict[str, np.ndarray], rows: list[int], n_dev: int) -> int:
 
 def first_stage_ranking(scores, pooled: Candidate, n_queries: int) -> np.ndarray:
     """[Q, 100] the pooled candidate's cosine ranking of the corpus for the sweep's queries (its own bank rows)."""
-    key = pooled.prompts.name if pooled.prompts is not None else None
-    bank, documents, queries = scores.banks[key]
-    plain = replace(pooled, post=None)
-    processor = scores.processors.get(pooled.name)
-    doc_vectors = candidate_features(bank, plain, documents)  # [N, D]
-    query_vectors = candidate_features(bank, plain, queries[:n_queries])  # [Q, D]
-    if processor is not None:
-        doc_vectors, query_vectors = processor.transform(doc_vectors), processor.transform(query_vectors)
+    doc_vectors, query_vectors = candidate_vectors(scores, pooled, np.arange(n_queries))  # [N, D], [Q, D]
 
     def unit(x: np.ndarray) -> torch.Tensor:
         return torch.nn.functional.normalize(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)), dim=1)
@@ -112,10 +107,10 @@ def late_interaction_protocol(
     documents, queries = collection_texts
     layers = _layers(config, encoder)
     documents, rows, first_stage, mode = _corpus_reading(documents, len(queries), pooled[0], scores)
-    tokenized = encoder.tokenize(list(documents))
-    needed = token_bank_bytes(tokenized, len(layers), encoder.hidden_size)
-    _check_disk(cache_dir, needed)
-    document_bank = build_token_bank(encoder, list(documents), cache_dir, layers, progress=progress)
+    document_bank = build_token_bank(
+        encoder, list(documents), cache_dir, layers, progress=progress, check_size=partial(_check_disk, cache_dir)
+    )
+    needed = document_bank.vectors.nbytes
     query_banks = {0: build_token_bank(encoder, list(queries), cache_dir, layers, progress=progress)}
     bank_seconds = time.perf_counter() - start
 

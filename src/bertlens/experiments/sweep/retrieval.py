@@ -120,18 +120,25 @@ def retrieval_dimension_loss(result: SweepResult, scores, task: TaskData, config
     """The recommended retriever's nDCG@10 lost at each shorter width, on the test queries, read from the bank of
     its prompt set (None for a long-document reading: its documents are not in a bank)."""
     chosen = result.recommended
-    key = chosen.prompts.name if chosen.prompts is not None else None
-    if chosen.long_text is not None or key not in scores.banks:
+    if chosen.long_text is not None or (chosen.prompts.name if chosen.prompts else None) not in scores.banks:
         return None
-    bank, documents, query_rows = scores.banks[key]  # query_rows: the collection's scored queries, in sweep order
     split = query_split(task.collection, config.seed)
     position = {int(q): i for i, q in enumerate(np.concatenate([split.dev, split.test]))}
-    queries = query_rows[[position[int(q)] for q in split.test]]
-    transform = result.postprocessor.transform if result.postprocessor is not None else (lambda x: x)
-    plain = replace(chosen, post=None)
-    doc_vectors = transform(candidate_features(bank, plain, documents))
-    query_vectors = transform(candidate_features(bank, plain, queries))
+    test = np.array([position[int(q)] for q in split.test])
+    doc_vectors, query_vectors = candidate_vectors(scores, chosen, test)
     return retrieval_loss(doc_vectors, query_vectors, list(split.test_judgements)) or None
+
+
+def candidate_vectors(scores, candidate, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A bank candidate's document vectors [N, D] and those of the sweep's queries at positions `queries` [q, D]
+    (in sweep order: dev, then test), post-processed as it was scored, from its prompt set's bank."""
+    key = candidate.prompts.name if candidate.prompts is not None else None
+    bank, documents, query_rows = scores.banks[key]  # query_rows: the collection's scored queries, in sweep order
+    plain = replace(candidate, post=None)
+    processor = scores.processors.get(candidate.name)
+    transform = processor.transform if processor is not None else (lambda x: x)
+    doc_vectors = transform(candidate_features(bank, plain, documents))
+    return doc_vectors, transform(candidate_features(bank, plain, query_rows[queries]))
 
 
 def retrieval_trust(free: LabelFreeScores, main: ProtocolResult, scores, n_dev: int, config: SweepConfig) -> Trust:
