@@ -95,3 +95,28 @@ def test_a_multi_vector_recipe_refuses_what_only_pooled_recipes_do():
     assert "query_augment" not in pooled and "token_projection" not in pooled  # pooled recipes read as before
     tokens = Recipe(pooler="tokens", query_augment=32, drop_punctuation=True)
     assert Recipe.from_json(tokens.to_json()) == tokens
+
+
+@pytest.mark.parametrize(
+    "tokens, first",
+    [
+        ({"include_special": False, "drop_punctuation": True}, {"pooler": "mean", "normalize": True}),
+        ({"query_augment": 10}, {"pooler": "attention"}),  # augmented queries: their own pass
+        ({"query_prompt": "q: "}, {"pooler": "cls", "query_prompt": "search: "}),  # other prompts: their own pass
+    ],
+    ids=["one-pass", "augmented-queries", "own-prompts"],
+)
+def test_a_first_stage_recipe_reads_both_ways_as_each_reading_alone(tiny_bert_dir, tokens, first):
+    """One forward pass or two, `embed_both` gives what the token reading and the first stage give on their own."""
+    pooled = Recipe(model=str(tiny_bert_dir), layers=(1,), precision="fp32", **first)
+    recipe = _recipe(tiny_bert_dir, first_stage=pooled, **tokens)
+    embedder = Embedder(recipe)
+    alone = Embedder(pooled)
+    for role in ("query", "document"):
+        got_tokens, got_pooled = embedder.embed_both(TEXTS, role)
+        expected = with_role(embedder, role).embed_tokens(TEXTS)
+        np.testing.assert_array_equal(got_tokens.offsets, expected.offsets)
+        np.testing.assert_allclose(got_tokens.vectors, expected.vectors, atol=1e-6)
+        np.testing.assert_allclose(got_pooled, with_role(alone, role).encode(TEXTS), atol=1e-6)
+    with pytest.raises(BertlensError, match="embed_both is for a multi-vector recipe with a first_stage"):
+        Embedder(_recipe(tiny_bert_dir)).embed_both(TEXTS, "query")

@@ -101,6 +101,20 @@ def test_a_multi_vector_recipe_exports_to_a_multi_vector_encoder(tiny_bert_dir, 
         np.testing.assert_allclose(np.asarray(got), mine, atol=1e-5)
 
 
+def test_a_first_stage_recipe_exports_its_token_reading_and_says_the_first_stage_is_not_in_it(
+    tiny_bert_dir, tmp_path, capsys
+):
+    from bertlens.cli.main import main
+
+    first = Recipe(model=str(tiny_bert_dir), pooler="cls")
+    recipe = Recipe(model=str(tiny_bert_dir), pooler="tokens", layers=(1,), first_stage=first).save(tmp_path / "r.json")
+    code = main(["export", "--format", "sentence-transformers", "--recipe", str(recipe), "--out", str(tmp_path / "st"),
+                 "--quiet"])  # fmt: skip
+    out = capsys.readouterr().err
+    assert code == 0 and "first stage (pooler 'cls', top 100 re-ranked) is not part of the MultiVectorEncoder" in out
+    assert "MultiVectorEncoder('" in out
+
+
 def test_an_onnx_export_of_a_multi_vector_recipe_is_one_line_naming_the_export_that_works(
     tiny_bert_dir, tmp_path, capsys
 ):

@@ -89,6 +89,37 @@ def test_above_the_full_search_size_maxsim_re_ranks_the_pooled_top_100_and_says_
     np.testing.assert_allclose(reranked.test.value, searched.test.value, atol=1e-9)
 
 
+def test_a_re_ranking_pick_is_deployed_as_it_was_scored(swept, monkeypatch, tiny_bert_dir, tmp_path):
+    """Above the full-search size the pick's recipe carries the pooled first stage: `index` keeps both vectors,
+    `search` re-ranks the first stage's top `rerank_depth` by MaxSim, and gives the sweep's nDCG@10."""
+    import bertlens.experiments.sweep.late_interaction as late
+    from bertlens.stores.lance import LanceStore
+
+    task, _, tmp = swept
+    monkeypatch.setattr(late, "FULL_SEARCH_DOCUMENTS", 10)
+    monkeypatch.setattr(late, "RERANK_DEPTH", 12)  # of 40 documents: a real re-ranking
+    config = SweepConfig(poolers=("mean", "cls"), resamples=50, protocols=("cosine", "late_interaction"))
+    result = run_sweep(task, str(tiny_bert_dir), cache_dir=tmp / "cache", config=config)
+    write_outputs(result, tmp_path / "out")
+    recipe = Recipe.load(tmp_path / "out" / LATE_RECIPE)
+    pooled = Recipe.load(tmp_path / "out" / "recipe.json")
+    assert recipe.first_stage == pooled.replace(dimension_loss=None) and recipe.rerank_depth == 12
+
+    collection = task.collection
+    store = LanceStore(tmp_path / "store")
+    embedder = Embedder(recipe)
+    run_index({str(i): text for i, text in enumerate(collection.documents)}, embedder, store)
+    assert store.record().first_stage_dim == embedder.first_stage.dim
+    split = query_split(collection, result.seed)
+    found = search_store(store, embedder, [collection.queries[q] for q in split.test], 100)
+    assert {len(hits) for hits in found} == {12}  # only the first stage's documents are ranked
+    ranked = np.array([[int(hit.doc_id) for hit in hits] for hits in found])  # [Q, 12]
+    ndcg = ranking_metrics(ranked, list(split.test_judgements))["ndcg@10"].mean()
+    rows = result.protocols["late_interaction"]
+    names = [c.name for c in rows.candidates]
+    assert abs(ndcg - rows.test.value[names.index(result.late_interaction.candidate.name)]) <= 1e-4
+
+
 def test_a_token_bank_larger_than_the_free_disk_is_refused_before_encoding(monkeypatch, tmp_path):
     from collections import namedtuple
 

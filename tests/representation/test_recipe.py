@@ -1,4 +1,5 @@
 import dataclasses
+import json
 import re
 
 import pytest
@@ -98,3 +99,44 @@ def test_a_relative_model_directory_is_saved_as_its_absolute_path(tmp_path, tiny
 
     assert Embedder(Recipe.load("recipe.json")).encode(["a text"]).shape == (1, 32)
     assert Recipe.load(Recipe(model="default").save(tmp_path / "d.json")).model == "default"  # names stay names
+
+
+def test_a_first_stage_round_trips_with_its_files_relative_to_the_recipe(tmp_path):
+    (tmp_path / "post.safetensors").write_bytes(b"x")
+    recipe = Recipe(pooler="tokens", precision="bf16", first_stage=Recipe(pooler="cls", postprocess="post.safetensors"))
+    assert recipe.first_stage.precision == "bf16"  # one encoder reads both: the tokens' precision runs
+    path = recipe.save(tmp_path / "r.json")
+    saved = json.loads(path.read_text())
+    assert saved["first_stage"]["pooler"] == "cls" and "schema_version" not in saved["first_stage"]
+    loaded = Recipe.load(path)
+    assert loaded.first_stage.postprocess == str((tmp_path / "post.safetensors").resolve())
+    assert loaded.replace(first_stage=loaded.first_stage.replace(postprocess="post.safetensors")) == recipe
+    plain = Recipe(pooler="tokens").to_dict()  # a multi-vector recipe without one reads as it did before
+    assert "first_stage" not in plain and "rerank_depth" not in plain
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"first_stage": Recipe()}, "'first_stage' applies to a multi-vector recipe"),
+        ({"rerank_depth": 50}, "'rerank_depth' applies to a multi-vector recipe"),
+        ({"pooler": "tokens", "rerank_depth": 50}, "give a first_stage"),
+        ({"pooler": "tokens", "first_stage": Recipe(pooler="tokens")}, "first_stage must be a pooled recipe"),
+        ({"pooler": "tokens", "first_stage": Recipe(model="other")}, "give both the same model and max_length"),
+        ({"pooler": "tokens", "first_stage": Recipe(max_length=64)}, "give both the same model and max_length"),
+        ({"pooler": "tokens", "first_stage": Recipe(long_text="windows:maxp")}, "keeps a vector per chunk"),
+        ({"pooler": "tokens", "first_stage": Recipe(), "rerank_depth": 0}, "rerank_depth 0 must be between"),
+    ],
+)
+def test_invalid_first_stages_are_rejected(fields, message):
+    with pytest.raises(BertlensError, match=message):
+        Recipe(**fields)
+
+
+def test_a_first_stage_is_checked_as_a_recipe_of_its_own():
+    with pytest.raises(BertlensError, match=r"r\.json: first_stage: field 'normalize' must be true or false"):
+        Recipe.from_dict(
+            {"schema_version": SCHEMA_VERSION, "pooler": "tokens", "first_stage": {"normalize": "no"}}, "r.json"
+        )
+    with pytest.raises(BertlensError, match="field 'first_stage' must be a pooled recipe"):
+        Recipe.from_dict({"schema_version": SCHEMA_VERSION, "pooler": "tokens", "first_stage": "recipe.json"}, "r")

@@ -138,10 +138,10 @@ def run_index_command(options: IndexOptions, *, progress: Progress = silent) -> 
         except BertlensError as error:
             raise BertlensError(in_memory_words(str(error), folder)) from None
     encoder = encoder_of(checked)
-    if checked.ann and getattr(encoder, "multi_vector", False):
+    if checked.ann and getattr(encoder, "multi_vector", False) and getattr(encoder, "first_stage", None) is None:
         raise OptionError(
             "{ann} builds an approximate index of one vector per row; a multi-vector recipe's search is exact MaxSim: "
-            "leave out {ann}",
+            "leave out {ann}, or give the recipe a pooled first_stage (the approximate index is built on it)",
             "ann",
         )
     store = open_store(checked.out or checked.store)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from bertlens.cli.console import progress_bar, say
 from bertlens.cli.derived import CommandLine
+from bertlens.representation.choices import TOKENS
 
 COMMAND = CommandLine(
     "export",
@@ -28,7 +29,10 @@ def run(options) -> None:
             f"sentence-transformers: {' -> '.join(record['modules'])}; max abs diff to bertlens "
             f"{record['parity']['max_abs_diff']:.1e} on {done.texts} texts"
         )
-        say(f"saved {done.out} (SentenceTransformer('{done.out}') loads it without bertlens)")
+        if "first_stage" in record:
+            say(record["first_stage"])
+        loader = "MultiVectorEncoder" if record["recipe"]["pooler"] == TOKENS else "SentenceTransformer"
+        say(f"saved {done.out} ({loader}('{done.out}') loads it without bertlens)")
         return
     outcome, p = done.outcome, done.outcome.parity
     say(f"onnx fp32 parity on {p.texts} texts: max abs diff {p.max_abs_diff:.1e}, min cosine {p.min_cosine:.7f}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -59,6 +60,8 @@ class Embedder(TextEncoder):
         self.postprocessor = PostProcessor.load(self.recipe.postprocess) if self.recipe.postprocess else None
         self.reading = self.recipe.long_text_strategy  # how a text is read (None: truncated); see for_queries
         self.tokens = multi_vector_reader(self.recipe, self.encoder) if self.recipe.multi_vector else None
+        first = self.recipe.first_stage  # a multi-vector recipe's pooled first stage: the same encoder reads it
+        self.first_stage = Embedder(first, encoder=self.encoder) if first is not None else None
         if self.postprocessor is not None and self.postprocessor.dim != self.pooled_dim:
             raise BertlensError(
                 f"post-processor {self.recipe.postprocess} was fitted on {self.postprocessor.dim}-dimensional "
@@ -69,6 +72,11 @@ class Embedder(TextEncoder):
         """A copy for a concurrent worker thread: same weights, mix and post-processing; its own tokenizer."""
         twin = copy.copy(self)
         twin.encoder = self.encoder.for_thread()
+        if self.tokens is not None:
+            twin.tokens = dataclasses.replace(self.tokens, encoder=twin.encoder)
+        if self.first_stage is not None:
+            twin.first_stage = copy.copy(self.first_stage)
+            twin.first_stage.encoder = twin.encoder
         return twin
 
     @property
@@ -90,6 +98,7 @@ class Embedder(TextEncoder):
         if self.tokens is not None:
             twin = copy.copy(self)
             twin.tokens = self.tokens.for_queries()
+            twin.first_stage = self.first_stage and self.first_stage.for_queries()
             return twin
         if self.reading is None or not self.reading.for_documents:
             return self
@@ -171,6 +180,23 @@ class Embedder(TextEncoder):
                 f"'{self.recipe.pooler}': use embed"
             )
         return self.tokens.read(texts, progress)
+
+    def embed_both(
+        self, texts: Sequence[str], role: str, progress: Progress = silent
+    ) -> tuple[PackedTokens, np.ndarray]:
+        """A first-stage recipe's texts of `role` read both ways, each with its own prompt: the kept tokens (packed)
+        and the first stage's vectors [N, D1]. One forward pass when both read the same tokens (the same prompt, no
+        query augmentation, a first stage without a long-text reading), else one each."""
+        if self.first_stage is None:
+            raise BertlensError("embed_both is for a multi-vector recipe with a first_stage; this one has none")
+        me = self.for_queries() if role == "query" else self
+        first, prompt = me.first_stage, self.recipe.prompt(role)
+        augments = me.tokens.query and me.tokens.augment
+        if prompt != first.recipe.prompt(role) or first.reading is not None or augments:
+            tokens = me.embed_tokens([prompt + text for text in texts], progress)
+            return tokens, first.encode([first.recipe.prompt(role) + text for text in texts])
+        tokens, pooled = me.tokens.read_pooled([prompt + text for text in texts], first.representation, progress)
+        return tokens, first.postprocessor.transform(pooled) if first.postprocessor is not None else pooled
 
     def embed_chunks(self, texts: Sequence[str], progress: Progress = silent) -> ChunkEmbeddings:
         """A chunk recipe's documents: every chunk's vector (post-processed like any vector) with its text, number

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from bertlens.encoding.encoder import Encoder
-from bertlens.encoding.token_states import augmented, punctuation_ids, token_rows
+from bertlens.encoding.token_states import augmented, punctuation_ids, token_batches
 from bertlens.errors import BertlensError
 from bertlens.progress import Progress, silent
 from bertlens.representation.late_interaction import PackedTokens
@@ -54,22 +54,42 @@ class MultiVectorReader:
 
     def read(self, texts: Sequence[str], progress: Progress = silent) -> PackedTokens:
         """Every kept token's vector [T, D] float32, packed in input order with offsets [N+1]."""
+        return self._read(texts, None, progress)[0]
+
+    def read_pooled(
+        self, texts: Sequence[str], pool: torch.nn.Module, progress: Progress = silent
+    ) -> tuple[PackedTokens, np.ndarray]:
+        """`read`, and `pool` (a pooled recipe's Representation) applied to the same forward pass: [N, D1] float32."""
+        return self._read(texts, pool, progress)
+
+    def _read(self, texts, pool, progress) -> tuple[PackedTokens, np.ndarray | None]:
         tokenized = self.encoder.tokenize(list(texts))
         if self.query and self.augment:
             tokenized = augmented(self.encoder, tokenized, self.augment)
         kept: list[np.ndarray | None] = [None] * len(texts)
+        batches = []  # (text rows, their pooled vectors [B, D1])
+        lengths = tokenized.lengths
         with torch.inference_mode():
-            for row, states in token_rows(self.encoder, tokenized, (self.layer,), progress):  # states [1, t, H]
-                keep = np.ones(states.shape[1], dtype=bool)
-                if self.drop_special:
-                    keep &= ~np.asarray(tokenized.special_tokens_mask[row], dtype=bool)
-                if self.drop_punctuation and not self.query:
-                    keep &= ~self.punctuation[np.asarray(tokenized.input_ids[row])]
-                kept[row] = states[0][keep]  # [t_kept, H]
+            for states, picked in token_batches(self.encoder, tokenized, (self.layer,), progress):  # [1, B, T, H]
+                rows = states.doc_index.numpy()
+                if pool is not None:
+                    batches.append((rows, pool(states).float().cpu().numpy()))
+                for b, row in enumerate(rows):
+                    keep = np.ones(lengths[row], dtype=bool)
+                    if self.drop_special:
+                        keep &= ~np.asarray(tokenized.special_tokens_mask[row], dtype=bool)
+                    if self.drop_punctuation and not self.query:
+                        keep &= ~self.punctuation[np.asarray(tokenized.input_ids[row])]
+                    kept[row] = picked[0, b, : lengths[row]][keep]  # [t_kept, H]
         tokens = PackedTokens.from_list(kept)
-        if self.projection is None:
-            return tokens
-        return PackedTokens(self.projection.apply(tokens.vectors), tokens.offsets)  # [T, d]
+        if self.projection is not None:
+            tokens = PackedTokens(self.projection.apply(tokens.vectors), tokens.offsets)  # [T, d]
+        if pool is None or not batches:
+            return tokens, None
+        pooled = np.empty((len(texts), batches[0][1].shape[1]), dtype=np.float32)  # [N, D1]
+        for rows, vectors in batches:
+            pooled[rows] = vectors
+        return tokens, pooled
 
 
 def multi_vector_reader(recipe: Recipe, encoder: Encoder) -> MultiVectorReader:

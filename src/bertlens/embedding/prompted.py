@@ -26,6 +26,7 @@ class Prompted(TextEncoder):
         self.chunked = getattr(inner, "chunked", False)
         self.multi_vector = getattr(inner, "multi_vector", False)
         self.reads_queries = getattr(inner, "reads_queries", False)
+        self.first_stage = getattr(inner, "first_stage", None)  # a multi-vector recipe's pooled first stage
 
     def embed(self, texts: Sequence[str], progress: Progress = silent) -> Embeddings:
         return self.inner.embed([self.prompt + text for text in texts] if self.prompt else texts, progress)
@@ -38,6 +39,10 @@ class Prompted(TextEncoder):
 
     def embed_tokens(self, texts: Sequence[str], progress: Progress = silent):
         return self.inner.embed_tokens([self.prompt + text for text in texts] if self.prompt else texts, progress)
+
+    def embed_both(self, texts: Sequence[str], role: str, progress: Progress = silent):
+        """A first-stage recipe's two readings: the inner encoder puts each reading's own prompt before the texts."""
+        return self.inner.embed_both(texts, role, progress)
 
     def for_queries(self) -> Prompted:
         return Prompted(self.inner.for_queries(), self.role)

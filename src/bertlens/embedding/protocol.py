@@ -55,6 +55,7 @@ class TextEncoder(Protocol):
     capabilities: frozenset[str] = frozenset()  # optional parts it has (TOKEN_VECTORS); a route needing one checks
     chunked: bool = False  # texts become one vector per chunk (embed_chunks), not one each (a maxp recipe's documents)
     multi_vector: bool = False  # texts become every kept token's vector (embed_tokens): a pooler 'tokens' recipe
+    first_stage: TextEncoder | None = None  # a multi-vector recipe's pooled first stage (its search re-ranks it)
     export_dir: Path | None = None  # an ONNX export's directory when the vectors come from one (an index records it)
 
     def embed(self, texts: Sequence[str], progress: Progress = silent) -> Embeddings:

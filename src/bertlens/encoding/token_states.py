@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from bertlens.encoding.encoder import Encoder
+from bertlens.encoding.encoder import Encoder, LayerStates
 from bertlens.encoding.tokens import Tokenized
 from bertlens.progress import Progress, silent
 
@@ -46,13 +46,21 @@ def augmented(encoder: Encoder, tokenized: Tokenized, augment: int) -> Tokenized
     return Tokenized(ids, special, tokenized.truncated)
 
 
+def token_batches(
+    encoder: Encoder, tokenized: Tokenized, layers: tuple[int, ...], progress: Progress = silent
+) -> Iterator[tuple[LayerStates, np.ndarray]]:
+    """(a batch's states, on the device, and those at `layers` [K, B, T, H] float32 on the host), in the encoder's
+    batch order: one forward pass; the layers are picked on the device, so only they come to the host."""
+    for states in encoder.stream(tokenized, progress, stage="encoding tokens", on_device=True):
+        yield states, states.hidden[list(layers)].float().cpu().numpy()  # [K, B, T, H]
+
+
 def token_rows(
     encoder: Encoder, tokenized: Tokenized, layers: tuple[int, ...], progress: Progress = silent
 ) -> Iterator[tuple[int, np.ndarray]]:
     """(text row, its states at `layers` [K, t, H] float32), t its tokens without padding, in the encoder's batch
-    order (one forward pass; the layers are picked on the device, so only they come to the host)."""
+    order."""
     lengths = tokenized.lengths
-    for states in encoder.stream(tokenized, progress, stage="encoding tokens", on_device=True):
-        picked = states.hidden[list(layers)].float().cpu().numpy()  # [K, B, T, H]
+    for states, picked in token_batches(encoder, tokenized, layers, progress):
         for b, row in enumerate(states.doc_index.numpy()):
             yield int(row), picked[:, b, : lengths[row]]

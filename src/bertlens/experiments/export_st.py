@@ -284,6 +284,12 @@ def run_export_sentence_transformers(recipe: Recipe, out: Path, texts: Sequence[
             "prompts": prompts,
             "parity": {"texts": len(texts), "texts_source": texts_source, "max_abs_diff": diff},
         }
+        if recipe.first_stage is not None:  # a search pipeline, not a model: the export holds the token reading
+            record["first_stage"] = (
+                f"the recipe's first stage (pooler '{recipe.first_stage.pooler}', top {recipe.rerank_depth} re-ranked) "
+                "is not part of the MultiVectorEncoder, which scores every document it is given; export the pooled "
+                "recipe (the sweep's recipe.json) for it"
+            )
         write_json(staging / RECORD_FILE, record)
         if out.exists():
             if not (out / RECORD_FILE).is_file():

@@ -43,18 +43,29 @@ def index_record(encoder: TextEncoder) -> IndexRecord:
     recipe, export_dir = encoder.recipe, getattr(encoder, "export_dir", None)
     fingerprint = recipe_fingerprint(recipe, encoder.fingerprint)
     multi_vector = bool(getattr(encoder, "multi_vector", False))
+    first = getattr(encoder, "first_stage", None)
     return IndexRecord(
-        recipe.to_json(), fingerprint, encoder.dim, export_dir=export_dir and str(export_dir), multi_vector=multi_vector
+        recipe.to_json(),
+        fingerprint,
+        encoder.dim,
+        export_dir=export_dir and str(export_dir),
+        multi_vector=multi_vector,
+        first_stage_dim=None if first is None else first.dim,
     )
 
 
 def document_rows(reader: TextEncoder, ids: list[str], texts: list[str]) -> Rows:
     """One row per document, or per chunk for a chunk recipe (its characters and text the chunk's own)."""
     if getattr(reader, "multi_vector", False):  # every kept token's vector: one row per document, many vectors
-        tokens = reader.embed_tokens(texts)  # [T, D], offsets [B+1]
+        if getattr(reader, "first_stage", None) is None:
+            tokens, pooled = reader.embed_tokens(texts), None  # [T, D], offsets [B+1]
+        else:  # and the pooled first stage's vectors [B, D1] beside them, from the same forward pass
+            tokens, pooled = reader.embed_both(texts, "document")
         zeros = np.zeros(len(ids), dtype=np.int32)
         lengths = np.array([len(t) for t in texts], dtype=np.int32)
-        return Rows(tuple(ids), zeros, zeros, lengths, tuple(texts), tokens.vectors, offsets=tokens.offsets)
+        return Rows(
+            tuple(ids), zeros, zeros, lengths, tuple(texts), tokens.vectors, offsets=tokens.offsets, first_stage=pooled
+        )
     if not getattr(reader, "chunked", False):  # a TextEncoder need not subclass the protocol
         vectors = reader.encode(texts)  # [B, D]
         zeros = np.zeros(len(ids), dtype=np.int32)

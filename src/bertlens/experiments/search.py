@@ -81,8 +81,12 @@ def search_store(
     if not queries:
         raise OptionError("no query to search: give {query} or {queries}", "query", "queries")
     if getattr(encoder, "multi_vector", False):  # a multi-vector index: MaxSim over each document's tokens
-        tokens = with_role(encoder, "query").embed_tokens(list(queries))  # [T, D] with offsets [Q+1]
-        return [documents_of(hits, k) for hits in store.search_tokens(tokens, k)]
+        if getattr(encoder, "first_stage", None) is None:  # every document scored
+            tokens = with_role(encoder, "query").embed_tokens(list(queries))  # [T, D] with offsets [Q+1]
+            return [documents_of(hits, k) for hits in store.search_tokens(tokens, k)]
+        tokens, pooled = encoder.embed_both(list(queries), "query")  # and the first stage's [Q, D1]
+        found = store.rerank_tokens(pooled, tokens, k, encoder.recipe.rerank_depth, exact)
+        return [documents_of(hits, k) for hits in found]
     vectors = with_role(encoder, "query").encode(list(queries))  # [Q, D]
     rows = store.count()
     found = [documents_of(hits, k) for hits in store.search(vectors, min(k, rows), exact)]

@@ -114,7 +114,13 @@ def late_interaction_lines(result: SweepResult) -> list[str]:
         "## Keep the tokens? (late interaction)",
         "",
         f"{late.comparison[0].upper()}{late.comparison[1:]}. Its multi-vector recipe is `{LATE_RECIPE}` "
-        "(`bertlens index CORPUS --recipe` it, then `bertlens search`).",
+        "(`bertlens index CORPUS --recipe` it, then `bertlens search`)"
+        + (
+            f"; it re-ranks the top {late.recipe.rerank_depth} of its first stage, the pooled "
+            f"`{late.recipe.first_stage.pooler}` reading, as these rows were scored (the index keeps both vectors)."
+            if late.recipe.first_stage is not None
+            else "."
+        ),
         "",
         "| reading | nDCG@10 [95% CI] | index size per document (float16) |",
         "|---|---|---|",

@@ -31,7 +31,11 @@ TOKEN_FIELDS = (
     "drop_punctuation",
     "query_augment",
     "token_projection",
-)  # what only a multi-vector recipe reads  # what a text is for, in retrieval: each may have its own prompt
+    "first_stage",
+    "rerank_depth",
+)  # what only a multi-vector recipe reads
+FIRST_STAGE_FIELDS = ("first_stage", "rerank_depth")  # left out of a multi-vector recipe that searches every document
+RERANK_DEPTH = 100  # documents of the first stage MaxSim re-ranks, per query (the sweep's ranking depth)
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,11 @@ class Recipe:
     drop_punctuation: bool = False  # documents' punctuation tokens dropped (ColBERT's document filter)
     query_augment: int = 0  # queries padded with the mask token to this many tokens (ColBERT's query augmentation)
     token_projection: str | None = None  # a fitted TokenProjection (.safetensors): token vectors reduced to its width
+    # a pooled recipe of the same model whose top `rerank_depth` documents MaxSim re-ranks, per query (late
+    # interaction as usually deployed: `index` keeps both vectors, `search` searches the pooled one first); None:
+    # MaxSim over every document
+    first_stage: Recipe | None = None
+    rerank_depth: int = RERANK_DEPTH
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers", tuple(int(x) for x in self.layers))
@@ -114,6 +123,8 @@ class Recipe:
                 ("drop_punctuation", self.drop_punctuation),
                 ("query_augment", self.query_augment),
                 ("token_projection", self.token_projection),
+                ("first_stage", self.first_stage),
+                ("rerank_depth", self.rerank_depth != RERANK_DEPTH),
             ):
                 if given:
                     raise BertlensError(
@@ -129,6 +140,31 @@ class Recipe:
             )
         if not 0 <= self.query_augment <= 512:
             raise BertlensError(f"query_augment {self.query_augment} must be between 0 (off) and 512 tokens")
+        if self.first_stage is not None:
+            self._check_first_stage(self.first_stage)
+        elif self.rerank_depth != RERANK_DEPTH:
+            raise BertlensError(
+                "'rerank_depth' says how many first-stage documents MaxSim re-ranks: give a first_stage"
+            )
+
+    def _check_first_stage(self, first: Recipe) -> None:
+        """A first stage is a pooled reading the same encoder gives (one model loaded, one precision)."""
+        if first.multi_vector:
+            raise BertlensError("first_stage must be a pooled recipe (one vector per text), not pooler 'tokens'")
+        if first.model != self.model or first.max_length != self.max_length:
+            raise BertlensError(
+                f"first_stage reads with model '{first.model}' (max_length {first.max_length}) and the tokens with "
+                f"'{self.model}' (max_length {self.max_length}): give both the same model and max_length"
+            )
+        if first.long_text_strategy is not None and first.long_text_strategy.per_piece:
+            raise BertlensError(
+                f"first_stage long_text '{first.long_text}' keeps a vector per chunk; a first stage ranks documents: "
+                "give it a reading of one vector per document"
+            )
+        if not 1 <= self.rerank_depth <= 10_000:
+            raise BertlensError(f"rerank_depth {self.rerank_depth} must be between 1 and 10000 documents")
+        if first.precision != self.precision:  # one encoder reads both: the tokens' precision is what runs
+            object.__setattr__(self, "first_stage", first.replace(precision=self.precision))
 
     def prompt(self, role: str | None) -> str:
         """What goes before a text of this role ('query' or 'document'); none without a role."""
@@ -140,7 +176,9 @@ class Recipe:
 
     @property
     def needs_attentions(self) -> bool:
-        return not self.multi_vector and needs_cls_attention((self.pooler,))
+        if self.multi_vector:  # the tokens need none; a first stage that pools by attention does
+            return self.first_stage is not None and self.first_stage.needs_attentions
+        return needs_cls_attention((self.pooler,))
 
     @functools.cached_property
     def long_text_strategy(self) -> LongText | None:
@@ -167,6 +205,11 @@ class Recipe:
         if not self.multi_vector:  # a pooled recipe reads (and fingerprints) as it did before multi-vector recipes
             for name in TOKEN_FIELDS:
                 del data[name]
+        elif self.first_stage is None:  # as multi-vector recipes read before first stages
+            for name in FIRST_STAGE_FIELDS:
+                del data[name]
+        else:
+            data["first_stage"] = {k: v for k, v in self.first_stage.to_dict().items() if k != "schema_version"}
         return {"schema_version": SCHEMA_VERSION, **data}
 
     def loss_at(self, width: int) -> float | None:
@@ -189,6 +232,10 @@ class Recipe:
             _check_type(name, value, where)
         if data.get("dimension_loss") is not None:
             data["dimension_loss"] = tuple((int(w), v) for w, v in data["dimension_loss"].items())
+        if data.get("first_stage") is not None:
+            data["first_stage"] = cls.from_dict(
+                {"schema_version": SCHEMA_VERSION, **data["first_stage"]}, f"{where}: first_stage"
+            )
         return cls(**data)
 
     def to_json(self) -> str:
@@ -210,7 +257,10 @@ class Recipe:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         model = Path(self.model).expanduser()
-        portable = self.replace(model=str(model.resolve())) if not model.is_absolute() and model.is_dir() else self
+        portable = self
+        if not model.is_absolute() and model.is_dir():
+            first = self.first_stage and self.first_stage.replace(model=str(model.resolve()))
+            portable = self.replace(model=str(model.resolve()), first_stage=first)
         write_text(path, portable.to_json())
         return path
 
@@ -219,12 +269,19 @@ class Recipe:
         path = Path(path)
         if not path.is_file():
             raise BertlensError(f"recipe file {path} does not exist")
-        recipe = cls.from_json(path.read_text(encoding="utf-8"), where=str(path))
-        if recipe.postprocess and not Path(recipe.postprocess).is_absolute():
-            recipe = recipe.replace(postprocess=str((path.parent / recipe.postprocess).resolve()))
-        if recipe.token_projection and not Path(recipe.token_projection).is_absolute():
-            recipe = recipe.replace(token_projection=str((path.parent / recipe.token_projection).resolve()))
-        return recipe
+        return cls.from_json(path.read_text(encoding="utf-8"), where=str(path)).files_under(path.parent)
+
+    def files_under(self, folder: Path) -> Recipe:
+        """The recipe with its fitted files (post-processor, token projection, its first stage's) named relative
+        to `folder` made absolute."""
+
+        def under(name: str | None) -> str | None:
+            return str((folder / name).resolve()) if name and not Path(name).is_absolute() else name
+
+        first = self.first_stage and self.first_stage.files_under(folder)
+        return self.replace(
+            postprocess=under(self.postprocess), token_projection=under(self.token_projection), first_stage=first
+        )
 
 
 def _is_int(value) -> bool:
@@ -262,6 +319,8 @@ _FIELD_TYPES = {
     "drop_punctuation": (lambda v: isinstance(v, bool), "true or false"),
     "query_augment": (_is_int, "an integer (0: off)"),
     "token_projection": (lambda v: v is None or isinstance(v, str), "a file name or null"),
+    "first_stage": (lambda v: v is None or isinstance(v, dict), "a pooled recipe (a JSON object) or null"),
+    "rerank_depth": (_is_int, "an integer (documents per query)"),
     "dimension_loss": (
         lambda v: (
             v is None

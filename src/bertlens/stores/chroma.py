@@ -124,6 +124,9 @@ class ChromaStore:
     def search_tokens(self, queries, k: int) -> list[list[Hit]]:
         raise BertlensError(f"store {self.where}: Chroma holds no multi-vector index")
 
+    def rerank_tokens(self, pooled, queries, k: int, depth: int, exact: bool = True) -> list[list[Hit]]:
+        return self.search_tokens(queries, k)
+
     def build_ann(self) -> str:
         return f"HNSW (Chroma builds it as rows arrive); approximate searches use ef_search {APPROXIMATE_EF}"
 

@@ -18,7 +18,7 @@ from bertlens.errors import BertlensError
 from bertlens.extras import require
 from bertlens.metrics.ranking import top_k_of
 from bertlens.representation.late_interaction import PackedTokens, maxsim
-from bertlens.stores.rows import Hit, IndexRecord, Rows, row_schema
+from bertlens.stores.rows import FIRST_STAGE, Hit, IndexRecord, Rows, row_schema
 
 ROWS, RECORD = "rows", "record"
 SHOWN = ["doc_id", "chunk", "start", "end", "text"]
@@ -57,7 +57,7 @@ class LanceStore:
 
     def create(self, record: IndexRecord) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
-        self._db.create_table(ROWS, schema=row_schema(record.dim, record.multi_vector), mode="overwrite")
+        self._db.create_table(ROWS, schema=row_schema(record), mode="overwrite")
         self._db.create_table(RECORD, data=pa.table({"record": [record.to_json()]}), mode="overwrite")
 
     def _rows(self):
@@ -100,9 +100,7 @@ class LanceStore:
         on Cranfield, CISI and NPL against 0.1-0.27 s (docs/results.md); it is used when the column would take more
         than IN_PROCESS_BYTES in memory."""
         table = self._rows()
-        for q in range(queries.texts):
-            if queries.offsets[q + 1] == queries.offsets[q]:
-                raise BertlensError(f"query {q + 1} keeps no token under the index's recipe; give it some words")
+        _check_queries(queries)
         documents, columns = (None, None) if native else self._token_rows(table)
         if documents is None:  # asked for, or the column is too large to hold
             return [self._native_maxsim(table, np.asarray(queries.of(q), np.float32), k) for q in range(queries.texts)]
@@ -113,6 +111,40 @@ class LanceStore:
             [Hit(*(columns[name][r] for name in SHOWN[:4]), float(v), columns["text"][r]) for v, r in zip(b, row)]
             for b, row in zip(best.tolist(), rows.tolist(), strict=True)
         ]
+
+    def rerank_tokens(
+        self, pooled: np.ndarray, queries: PackedTokens, k: int, depth: int, exact: bool = True
+    ) -> list[list[Hit]]:
+        """Late interaction as usually deployed: each query's `depth` rows of highest cosine on the pooled
+        first-stage column (pooled [Q, D1]; exact, or the approximate index built on that column), re-ranked by
+        MaxSim over their tokens. Ties go to the row indexed first, as the sweep's re-ranking breaks them."""
+        _check_queries(queries)
+        table = self._rows()
+        search = table.search(np.asarray(pooled, dtype=np.float32), vector_column_name=FIRST_STAGE)
+        search = search.distance_type("cosine").limit(depth).with_row_id(True)
+        search = search.bypass_vector_index() if exact else search.nprobes(NPROBES).refine_factor(REFINE)
+        found = search.select([*SHOWN, "vector"]).to_arrow()
+        owner = found.column("query_index").to_numpy() if "query_index" in found.column_names else None
+        column = found.column("vector").combine_chunks()  # list<fixed_size_list<D>>, one per row found
+        starts = column.offsets.to_numpy().astype(np.int64)  # [n+1]
+        flat = column.values.values.to_numpy(zero_copy_only=False).reshape(-1, int(self.record().dim))  # [T, D]
+        shown = {name: found.column(name).to_pylist() for name in SHOWN}
+        row_ids = found.column("_rowid").to_numpy()
+        out = []
+        for q in range(queries.texts):
+            rows = np.arange(len(found)) if owner is None else np.flatnonzero(owner == q)
+            rows = rows[np.argsort(row_ids[rows], kind="stable")]  # in indexing order: ties go to the earlier row
+            documents = PackedTokens.from_list([flat[starts[r] : starts[r + 1]] for r in rows])
+            query = PackedTokens(queries.of(q), np.array([0, len(queries.of(q))]))
+            scores = torch.from_numpy(maxsim(query, documents))  # [1, n]
+            best = top_k_of(scores, k)[0].tolist()
+            out.append(
+                [
+                    Hit(*(shown[name][rows[i]] for name in SHOWN[:4]), float(scores[0, i]), shown["text"][rows[i]])
+                    for i in best
+                ]  # fmt: skip
+            )
+        return out
 
     def _token_rows(self, table) -> tuple[PackedTokens | None, dict[str, list] | None]:
         """Every row's tokens as unit float32 vectors and the rows' shown columns, read once per table version;
@@ -145,25 +177,32 @@ class LanceStore:
         return sorted(hits, key=lambda h: -h.score)
 
     def build_ann(self) -> str:
+        """IVF-PQ on the vector column, or on a multi-vector index's pooled first-stage column (its MaxSim
+        re-ranking stays exact)."""
         table = self._rows()
         rows = table.count_rows()
-        if self.record().multi_vector:
+        record = self.record()
+        if record.multi_vector and record.first_stage_dim is None:
             raise BertlensError(
                 f"store {self.where} is a multi-vector index: its search is exact MaxSim (no approximate index is "
-                "built for it); leave out --ann"
+                "built for it); leave out --ann, or give the recipe a pooled first_stage"
             )
-        dim = int(self.record().dim)
+        column = FIRST_STAGE if record.multi_vector else "vector"
+        dim = int(record.first_stage_dim if record.multi_vector else record.dim)
         partitions = max(1, int(round(np.sqrt(rows))))
         sub_vectors = next(s for s in (dim // 8, dim // 4, dim // 2, dim) if s >= 1 and dim % s == 0)
-        table.create_index(
-            metric="cosine",
-            vector_column_name="vector",
-            index_type="IVF_PQ",
-            num_partitions=partitions,
-            num_sub_vectors=sub_vectors,
-            replace=True,
-        )
-        return f"IVF-PQ, {partitions} partitions, {sub_vectors} sub-vectors, nprobes {NPROBES}, refine x{REFINE}"
+        from lancedb.index import IvfPq
+
+        config = IvfPq(distance_type="cosine", num_partitions=partitions, num_sub_vectors=sub_vectors)
+        table.create_index(column, config=config, replace=True)
+        on = " on the first-stage column" if record.multi_vector else ""
+        return f"IVF-PQ{on}, {partitions} partitions, {sub_vectors} sub-vectors, nprobes {NPROBES}, refine x{REFINE}"
+
+
+def _check_queries(queries: PackedTokens) -> None:
+    for q in range(queries.texts):
+        if queries.offsets[q + 1] == queries.offsets[q]:
+            raise BertlensError(f"query {q + 1} keeps no token under the index's recipe; give it some words")
 
 
 IN_PROCESS_BYTES = 8 * 2**30  # a multi-vector column larger than this (float32) is searched by LanceDB itself

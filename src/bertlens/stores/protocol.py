@@ -39,5 +39,11 @@ class VectorStore(Protocol):
     def search_tokens(self, queries: PackedTokens, k: int) -> list[list[Hit]]:
         """A multi-vector index: the k rows of highest MaxSim per query (its token vectors, packed), best first."""
 
+    def rerank_tokens(
+        self, pooled: np.ndarray, queries: PackedTokens, k: int, depth: int, exact: bool = True
+    ) -> list[list[Hit]]:
+        """A multi-vector index with a pooled first stage: each query's `depth` rows of highest cosine on the
+        first-stage vectors (pooled [Q, D1]) re-ranked by MaxSim; the k best, best first."""
+
     def build_ann(self) -> str:
         """Build the store's approximate index; returns what was built, in words."""

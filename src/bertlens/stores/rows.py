@@ -16,6 +16,7 @@ import pyarrow as pa
 from bertlens.errors import BertlensError
 
 RECORD_VERSION = 1
+FIRST_STAGE = "first_stage"  # a multi-vector index's column of pooled first-stage vectors
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class IndexRecord:
     version: int = RECORD_VERSION
     export_dir: str | None = None  # the ONNX export the vectors came from (its graph is in the fingerprint)
     multi_vector: bool = False  # rows hold every kept token's vector (a pooler 'tokens' recipe), scored by MaxSim
+    first_stage_dim: int | None = None  # a multi-vector index with a pooled first stage: its vectors' width
 
     def to_json(self) -> str:
         data = {
@@ -42,6 +44,8 @@ class IndexRecord:
             data["export_dir"] = self.export_dir
         if self.multi_vector:  # absent for one-vector indexes, so their records read as before
             data["multi_vector"] = True
+        if self.first_stage_dim is not None:
+            data["first_stage_dim"] = self.first_stage_dim
         return json.dumps(data, sort_keys=True)
 
     @classmethod
@@ -50,7 +54,7 @@ class IndexRecord:
             data = json.loads(text)
             if data["version"] != RECORD_VERSION:
                 raise BertlensError(f"{where}: index record version {data['version']} (this bertlens reads 1)")
-            export_dir = data.get("export_dir")
+            export_dir, first_stage_dim = data.get("export_dir"), data.get("first_stage_dim")
             return cls(
                 json.dumps(data["recipe"]),
                 str(data["fingerprint"]),
@@ -58,6 +62,7 @@ class IndexRecord:
                 str(data["aggregation"]),
                 export_dir=None if export_dir is None else str(export_dir),
                 multi_vector=bool(data.get("multi_vector", False)),
+                first_stage_dim=None if first_stage_dim is None else int(first_stage_dim),
             )
         except (json.JSONDecodeError, KeyError, TypeError, ValueError):
             raise BertlensError(f"{where}: the index record is damaged; index the corpus again") from None
@@ -74,6 +79,7 @@ class Rows:
     texts: tuple[str, ...]
     vectors: np.ndarray  # [R, D] float32; a multi-vector index's rows: [T, D], row i's tokens offsets[i]:offsets[i+1]
     offsets: np.ndarray | None = None  # [R+1] for a multi-vector index, else None
+    first_stage: np.ndarray | None = None  # [R, D1] float32: a multi-vector index's pooled first-stage vectors
 
     @property
     def ids(self) -> list[str]:
@@ -82,44 +88,51 @@ class Rows:
     def to_arrow(self) -> pa.Table:
         dim = self.vectors.shape[1]
         if self.offsets is None:
-            vector = pa.FixedSizeListArray.from_arrays(
-                pa.array(np.ascontiguousarray(self.vectors, dtype=np.float32).ravel(), pa.float32()), dim
-            )
+            vector = _fixed_size(self.vectors)
         else:  # float16, as the sweep's token bank scored them: half the bytes of float32
             rows = pa.FixedSizeListArray.from_arrays(
                 pa.array(np.ascontiguousarray(self.vectors, dtype=np.float16).ravel(), pa.float16()), dim
             )
             vector = pa.ListArray.from_arrays(pa.array(np.asarray(self.offsets, dtype=np.int32)), rows)
-        return pa.table(
-            {
-                "id": pa.array(self.ids, pa.string()),
-                "doc_id": pa.array(self.doc_ids, pa.string()),
-                "chunk": pa.array(self.chunks, pa.int32()),
-                "start": pa.array(self.starts, pa.int32()),
-                "end": pa.array(self.ends, pa.int32()),
-                "text": pa.array(self.texts, pa.string()),
-                "vector": vector,
-            }
-        )
+        columns = {
+            "id": pa.array(self.ids, pa.string()),
+            "doc_id": pa.array(self.doc_ids, pa.string()),
+            "chunk": pa.array(self.chunks, pa.int32()),
+            "start": pa.array(self.starts, pa.int32()),
+            "end": pa.array(self.ends, pa.int32()),
+            "text": pa.array(self.texts, pa.string()),
+            "vector": vector,
+        }
+        if self.first_stage is not None:
+            columns[FIRST_STAGE] = _fixed_size(self.first_stage)
+        return pa.table(columns)
+
+
+def _fixed_size(vectors: np.ndarray) -> pa.FixedSizeListArray:
+    """[R, D] -> a float32 vector column."""
+    flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel(), pa.float32())
+    return pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1])
 
 
 def row_id(doc_id: str, chunk: int) -> str:
     return f"{doc_id}#{chunk}"
 
 
-def row_schema(dim: int, multi_vector: bool = False) -> pa.Schema:
-    vector = pa.list_(pa.list_(pa.float16(), dim)) if multi_vector else pa.list_(pa.float32(), dim)
-    return pa.schema(
-        [
-            ("id", pa.string()),
-            ("doc_id", pa.string()),
-            ("chunk", pa.int32()),
-            ("start", pa.int32()),
-            ("end", pa.int32()),
-            ("text", pa.string()),
-            ("vector", vector),
-        ]
-    )
+def row_schema(record: IndexRecord) -> pa.Schema:
+    dim = record.dim
+    vector = pa.list_(pa.list_(pa.float16(), dim)) if record.multi_vector else pa.list_(pa.float32(), dim)
+    fields = [
+        ("id", pa.string()),
+        ("doc_id", pa.string()),
+        ("chunk", pa.int32()),
+        ("start", pa.int32()),
+        ("end", pa.int32()),
+        ("text", pa.string()),
+        ("vector", vector),
+    ]
+    if record.first_stage_dim is not None:
+        fields.append((FIRST_STAGE, pa.list_(pa.float32(), record.first_stage_dim)))
+    return pa.schema(fields)
 
 
 @dataclass(frozen=True)

@@ -29,11 +29,12 @@ from bertlens.errors import BertlensError
 from bertlens.features.token_bank import build_token_bank
 from bertlens.io.cache import default_cache_dir
 from bertlens.metrics.bootstrap import bootstrap, paired_difference
-from bertlens.metrics.ranking import DEPTH, RANKING_METRICS, top_k
+from bertlens.metrics.ranking import RANKING_METRICS, top_k
 from bertlens.probing.candidates import Candidate
 from bertlens.probing.late_interaction import score_token_readings
 from bertlens.progress import Progress
 from bertlens.representation.late_interaction import QUERY_AUGMENT, TokenReading
+from bertlens.representation.recipe import RERANK_DEPTH
 from bertlens.representation.token_projection import REDUCTIONS, TOKEN_DIM, TokenProjection
 from bertlens.tasks.retrieval import query_split
 
@@ -41,8 +42,9 @@ from .config import SweepConfig
 from .results import LateInteractionPick, ProtocolResult, SweepResult
 from .retrieval import candidate_vectors
 
-FULL_SEARCH_DOCUMENTS = 50_000  # above: MaxSim re-ranks the best pooled reading's top 100 (token banks of a whole
-# corpus of base-size vectors grow 1.5 KB a token a layer: ~20 GB for 50k passages of 100 tokens at 13 layers)
+FULL_SEARCH_DOCUMENTS = 50_000  # above: MaxSim re-ranks the best pooled reading's top RERANK_DEPTH (token banks of
+# a whole corpus of base-size vectors grow 1.5 KB a token a layer: ~20 GB for 50k passages of 100 tokens at 13 layers);
+# the pick's recipe then carries that pooled reading as its first_stage, so `search` ranks as the sweep scored
 PROTOCOL = "late_interaction"
 
 
@@ -76,7 +78,7 @@ def first_stage_ranking(scores, pooled: Candidate, n_queries: int) -> np.ndarray
     def unit(x: np.ndarray) -> torch.Tensor:
         return torch.nn.functional.normalize(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)), dim=1)
 
-    return top_k(unit(query_vectors), unit(doc_vectors), DEPTH)[1].numpy()  # [Q, 100]
+    return top_k(unit(query_vectors), unit(doc_vectors), RERANK_DEPTH)[1].numpy()  # [Q, 100]
 
 
 def _check_disk(cache_dir, needed: int) -> None:
@@ -186,7 +188,7 @@ def _corpus_reading(documents: tuple[str, ...], n_queries: int, pooled: Candidat
     ranked = first_stage_ranking(scores, pooled, n_queries)  # [Q, 100] corpus rows
     rows = np.unique(ranked)  # the documents some first stage holds
     mode = (
-        f"the corpus has more than {FULL_SEARCH_DOCUMENTS:,} documents, so MaxSim re-ranks the top {DEPTH} of the "
+        f"the corpus has more than {FULL_SEARCH_DOCUMENTS:,} documents, so MaxSim re-ranks the top {RERANK_DEPTH} of the "
         f"recommended pooled reading {pooled.name} ({len(rows):,} documents hold token vectors)"
     )
     return tuple(documents[int(r)] for r in rows), rows, np.searchsorted(rows, ranked), mode
@@ -222,16 +224,18 @@ def with_late_interaction(result: SweepResult, task, encoder: Encoder, scores, c
     order = np.concatenate([split.dev, split.test])
     cosine = result.protocols["cosine"]
     names = [c.name for c in cosine.candidates]
-    pooled = result.recommended
-    if pooled.long_text is not None:  # not in a bank, so no first stage from it: the best reading that is
+    pooled, first_stage = result.recommended, result.recipe
+    if pooled.long_text is not None:  # not in a bank, so no first stage from it: the best reading that is, and
+        # that a recipe carries alone (its post-processor's file is the recommended one's, so none)
         pooled = max(
             (
                 c
                 for c in cosine.candidates
-                if c.long_text is None and np.isfinite(cosine.validation[names.index(c.name)])
+                if c.long_text is None and not c.post and np.isfinite(cosine.validation[names.index(c.name)])
             ),
             key=lambda c: cosine.validation[names.index(c.name)],
         )
+        first_stage = pooled.recipe(result.recipe.replace(long_text=None), cosine.mix_weights.get(pooled.name))
     row = names.index(pooled.name)
     per_query = np.concatenate([cosine.validation_outputs[row], cosine.outputs[row]])  # [Q] dev, then test
     late = late_interaction_protocol(
@@ -246,9 +250,10 @@ def with_late_interaction(result: SweepResult, task, encoder: Encoder, scores, c
         progress,
     )
     candidate = late.result.candidates[late.pick]
-    pick = LateInteractionPick(
-        candidate, candidate.recipe(result.recipe), late.projection, late.comparison, late.bytes_per_document
-    )
+    recipe = candidate.recipe(result.recipe)
+    if len(task.collection.documents) > FULL_SEARCH_DOCUMENTS:  # deployed as it was scored: re-ranking the first stage
+        recipe = recipe.replace(first_stage=first_stage.replace(dimension_loss=None), rerank_depth=RERANK_DEPTH)
+    pick = LateInteractionPick(candidate, recipe, late.projection, late.comparison, late.bytes_per_document)
     return replace(
         result,
         protocols={**result.protocols, PROTOCOL: late.result},
