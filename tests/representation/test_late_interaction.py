@@ -61,3 +61,20 @@ def test_blocks_of_documents_give_the_scores_of_one_block(monkeypatch):
 def test_offsets_that_do_not_cover_the_rows_are_refused():
     with pytest.raises(ValueError, match="offsets must run from 0 to 4"):
         PackedTokens(np.zeros((4, 2)), np.array([0, 2, 3]))
+
+
+def test_packed_tokens_round_trip_through_an_arrow_list_column_sliced_or_chunked():
+    import pyarrow as pa
+
+    rng = np.random.default_rng(0)
+    tokens = PackedTokens.from_list([rng.standard_normal((n, 4)).astype(np.float32) for n in (3, 0, 5, 2)])
+    column = tokens.to_arrow(pa.float32())
+    assert column.type == pa.list_(pa.list_(pa.float32(), 4)) and len(column) == 4
+    back = PackedTokens.from_arrow(column)
+    np.testing.assert_array_equal(back.offsets, tokens.offsets)
+    np.testing.assert_array_equal(back.vectors, tokens.vectors)
+    tail = PackedTokens.from_arrow(pa.chunked_array([column.slice(2), column.slice(0, 1)]))  # texts 2, 3, then 0
+    for got, want in zip(range(3), (2, 3, 0), strict=True):
+        np.testing.assert_array_equal(tail.of(got), tokens.of(want))
+    half = PackedTokens.from_arrow(tokens.to_arrow(pa.float16()))
+    np.testing.assert_allclose(half.vectors, tokens.vectors, atol=2e-3)  # float16, as a multi-vector index keeps them

@@ -198,7 +198,7 @@ def check_role(recipe: Recipe, role: str | None) -> None:
     """A recipe with prompts embeds each text as a query or a document: without a role the prompts would be
     silently left out, and the vectors would not be the ones the sweep scored."""
     prompts = {name: p for name, p in (("query", recipe.query_prompt), ("document", recipe.document_prompt)) if p}
-    if role is None and recipe.multi_vector and (recipe.query_augment or recipe.drop_punctuation):
+    if role is None and recipe.tokens_differ_by_role:
         raise OptionError(
             "the multi-vector recipe reads queries and documents differently (query_augment, drop_punctuation): say "
             "which these texts are with {role} query or {role} document",

@@ -26,6 +26,7 @@ from bertlens.io.atomic import atomic_path, check_out_dir, write_json, write_npz
 from bertlens.io.cache import file_sha256
 from bertlens.io.tables import EMPTY_POLICIES, TableSpec, check_file, first_lines, is_blank, iter_records
 from bertlens.progress import Progress, silent
+from bertlens.representation.late_interaction import PackedTokens
 
 OUTPUT_FORMATS = (".npy", ".parquet")
 JOB_VERSION = 1
@@ -185,14 +186,6 @@ def _write_token_npy(out: Path, shard_files: list[Path], dim: int, ids_needed: b
             np.save(tmp, np.concatenate(ids))
 
 
-def token_column(vectors: np.ndarray, offsets: np.ndarray, dim: int, value=None):
-    """Arrow list<fixed_size_list<D>>: text i's token vectors are rows offsets[i]:offsets[i+1] of `vectors`."""
-    import pyarrow as pa
-
-    rows = pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(vectors).reshape(-1), value), dim)
-    return pa.ListArray.from_arrays(pa.array(np.asarray(offsets, dtype=np.int32)), rows)
-
-
 def _write_parquet(out: Path, shard_files: list[Path], dim: int) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -208,7 +201,7 @@ def _write_parquet(out: Path, shard_files: list[Path], dim: int) -> None:
             with np.load(file, allow_pickle=False) as shard:
                 vectors = shard["vectors"]  # [n, D], or [T, D] token vectors
                 if tokens:
-                    column = token_column(vectors, shard["offsets"], dim, pa.float32())
+                    column = PackedTokens(vectors.reshape(-1, dim), shard["offsets"]).to_arrow(pa.float32())
                 else:
                     column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), dim)
                 columns = {"id": pa.array(shard["ids"]), **{c: pa.array(shard[c]) for c in extra}}

@@ -83,7 +83,7 @@ class MultiVectorReader:
                     kept[row] = picked[0, b, : lengths[row]][keep]  # [t_kept, H]
         tokens = PackedTokens.from_list(kept)
         if self.projection is not None:
-            tokens = PackedTokens(self.projection.apply(tokens.vectors), tokens.offsets)  # [T, d]
+            tokens = self.projection.packed(tokens)  # [T, d]
         if pool is None or not batches:
             return tokens, None
         pooled = np.empty((len(texts), batches[0][1].shape[1]), dtype=np.float32)  # [N, D1]

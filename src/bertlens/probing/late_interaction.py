@@ -26,12 +26,6 @@ def _document_tokens(bank: TokenBank, reading: TokenReading) -> PackedTokens:
     return bank.tokens(reading.layer, reading.drop_special, reading.drop_punctuation)
 
 
-def _projected(tokens: PackedTokens, projection: TokenProjection | None) -> PackedTokens:
-    if projection is None:
-        return tokens
-    return PackedTokens(projection.apply(tokens.vectors), tokens.offsets)  # [T, d]
-
-
 def _subset(tokens: PackedTokens, rows: np.ndarray) -> PackedTokens:
     """The token vectors of texts `rows`, packed in that order."""
     return PackedTokens.from_list([np.asarray(tokens.of(int(r))) for r in rows])
@@ -71,12 +65,11 @@ def score_token_readings(
         progress(counting("late interaction: MaxSim", "readings"), i, len(readings))
         query_tokens = queries[reading.augment].tokens(reading.layer, drop_special=reading.drop_special)
         document_tokens = _document_tokens(documents, reading)
-        if reading.reduction:
-            projections[reading.name] = make_projection(reading.reduction, document_tokens.vectors, seed=seed)
-        projection = projections.get(reading.name)
-        ranked = ranked_by_maxsim(
-            _projected(query_tokens, projection), _projected(document_tokens, projection), first_stage
-        )  # [Q, k] token-bank rows
+        if reading.reduction:  # fitted on the corpus' tokens, applied to both sides
+            projection = make_projection(reading.reduction, document_tokens.vectors, seed=seed)
+            projections[reading.name] = projection
+            query_tokens, document_tokens = projection.packed(query_tokens), projection.packed(document_tokens)
+        ranked = ranked_by_maxsim(query_tokens, document_tokens, first_stage)  # [Q, k] token-bank rows
         ranked = ranked if document_rows is None else document_rows[ranked]
         for name, values in ranking_metrics(ranked, judgements).items():
             per_query[name][i] = values

@@ -73,6 +73,24 @@ class PackedTokens:
             return self
         return PackedTokens(_unit(self.vectors).numpy(), self.offsets, unit=True)
 
+    def to_arrow(self, value_type):
+        """An Arrow list<fixed_size_list<value_type, H>> column: one row a text, its token vectors in it."""
+        import pyarrow as pa
+
+        dtype = value_type.to_pandas_dtype()
+        flat = pa.array(np.ascontiguousarray(self.vectors, dtype=dtype).reshape(-1), value_type)
+        rows = pa.FixedSizeListArray.from_arrays(flat, self.vectors.shape[1])
+        return pa.ListArray.from_arrays(pa.array(np.asarray(self.offsets, dtype=np.int32)), rows)
+
+    @classmethod
+    def from_arrow(cls, column) -> PackedTokens:
+        """The texts of an Arrow list<fixed_size_list<H>> column (`to_arrow`'s; chunked or sliced alike)."""
+        column = column.combine_chunks() if hasattr(column, "combine_chunks") else column
+        offsets = column.offsets.to_numpy().astype(np.int64)  # [N+1], from the slice's start
+        width = column.type.value_type.list_size
+        flat = column.flatten().flatten().to_numpy(zero_copy_only=False).reshape(-1, width)  # [T, H]
+        return cls(flat, offsets - offsets[0])
+
     @classmethod
     def from_list(cls, matrices: list[np.ndarray]) -> PackedTokens:
         """Pack a list of [t_i, H] matrices."""

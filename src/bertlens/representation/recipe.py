@@ -116,6 +116,12 @@ class Recipe:
         """Whether the recipe keeps every token's vector (pooler 'tokens'): a text is a matrix, scored by MaxSim."""
         return self.pooler == TOKENS
 
+    @property
+    def tokens_differ_by_role(self) -> bool:
+        """A multi-vector recipe that keeps other tokens of a query than of a document (query augmentation, the
+        documents' punctuation filter): a text's role must be known to read it."""
+        return self.multi_vector and bool(self.query_augment or self.drop_punctuation)
+
     def _check_tokens(self) -> None:
         """What a multi-vector recipe can hold, and the settings only it reads."""
         if not self.multi_vector:

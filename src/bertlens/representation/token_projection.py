@@ -17,6 +17,7 @@ import numpy as np
 
 from bertlens.errors import BertlensError
 from bertlens.io.arrays import read_arrays, save_arrays
+from bertlens.representation.late_interaction import PackedTokens
 
 TOKEN_DIM = 128  # ColBERT's width
 REDUCTIONS = ("pca", "random")
@@ -48,6 +49,10 @@ class TokenProjection:
                 "for this model"
             )
         return (np.asarray(vectors, dtype=np.float32) - self.mean) @ self.components  # [n, d]
+
+    def packed(self, tokens: PackedTokens) -> PackedTokens:
+        """Every text's token vectors projected: [T, H] -> [T, d], the same offsets."""
+        return PackedTokens(self.apply(tokens.vectors), tokens.offsets)
 
     def save(self, path: str | Path) -> Path:
         arrays = {"mean": self.mean, "components": self.components}

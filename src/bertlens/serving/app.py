@@ -217,13 +217,12 @@ def _token_vectors(encoder: TextEncoder, texts: list[str], role: str | None) -> 
     reads them differently needs input_type); any other recipe's every token, before pooling."""
     if not getattr(encoder, "multi_vector", False):
         return encoder.token_vectors(texts)
-    recipe = encoder.recipe
-    if role is None and (recipe.query_augment or recipe.drop_punctuation):
+    if role is None and encoder.recipe.tokens_differ_by_role:
         raise ApiError(
             422,
             "this multi-vector recipe reads queries and documents differently: send input_type 'query' or 'document'",
         )
-    reader = encoder.for_queries() if role == "query" else encoder
+    reader = encoder.for_queries() if role == "query" else encoder  # the texts carry the role's prompt already
     packed = reader.embed_tokens(texts)  # [T, D] with offsets [n+1]
     return [packed.of(i) for i in range(packed.texts)]
 

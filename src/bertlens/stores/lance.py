@@ -125,16 +125,14 @@ class LanceStore:
         search = search.bypass_vector_index() if exact else search.nprobes(NPROBES).refine_factor(REFINE)
         found = search.select([*SHOWN, "vector"]).to_arrow()
         owner = found.column("query_index").to_numpy() if "query_index" in found.column_names else None
-        column = found.column("vector").combine_chunks()  # list<fixed_size_list<D>>, one per row found
-        starts = column.offsets.to_numpy().astype(np.int64)  # [n+1]
-        flat = column.values.values.to_numpy(zero_copy_only=False).reshape(-1, int(self.record().dim))  # [T, D]
+        candidates = PackedTokens.from_arrow(found.column("vector"))  # every row found, its tokens [t, D]
         shown = {name: found.column(name).to_pylist() for name in SHOWN}
         row_ids = found.column("_rowid").to_numpy()
         out = []
         for q in range(queries.texts):
             rows = np.arange(len(found)) if owner is None else np.flatnonzero(owner == q)
             rows = rows[np.argsort(row_ids[rows], kind="stable")]  # in indexing order: ties go to the earlier row
-            documents = PackedTokens.from_list([flat[starts[r] : starts[r + 1]] for r in rows])
+            documents = PackedTokens.from_list([candidates.of(int(r)) for r in rows])
             query = PackedTokens(queries.of(q), np.array([0, len(queries.of(q))]))
             scores = torch.from_numpy(maxsim(query, documents))  # [1, n]
             best = top_k_of(scores, k)[0].tolist()
@@ -158,10 +156,7 @@ class LanceStore:
         if 2 * on_disk > IN_PROCESS_BYTES:  # float32 in memory
             return None, None
         found = table.search().select([*SHOWN, "vector"]).limit(None).to_arrow()
-        column = found.column("vector").combine_chunks()  # list<fixed_size_list<D>>
-        offsets = column.offsets.to_numpy().astype(np.int64)  # [N+1]
-        flat = column.values.values.to_numpy(zero_copy_only=False).reshape(-1, int(self.record().dim))
-        tokens = PackedTokens(flat[offsets[0] : offsets[-1]], offsets - offsets[0]).normalized()  # [T, D]
+        tokens = PackedTokens.from_arrow(found.column("vector")).normalized()  # [T, D] unit float32
         return tokens, {name: found.column(name).to_pylist() for name in SHOWN}
 
     @staticmethod

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from bertlens.errors import BertlensError
+from bertlens.representation.late_interaction import PackedTokens
 
 RECORD_VERSION = 1
 FIRST_STAGE = "first_stage"  # a multi-vector index's column of pooled first-stage vectors
@@ -86,14 +87,10 @@ class Rows:
         return [row_id(d, int(c)) for d, c in zip(self.doc_ids, self.chunks, strict=True)]
 
     def to_arrow(self) -> pa.Table:
-        dim = self.vectors.shape[1]
         if self.offsets is None:
             vector = _fixed_size(self.vectors)
         else:  # float16, as the sweep's token bank scored them: half the bytes of float32
-            rows = pa.FixedSizeListArray.from_arrays(
-                pa.array(np.ascontiguousarray(self.vectors, dtype=np.float16).ravel(), pa.float16()), dim
-            )
-            vector = pa.ListArray.from_arrays(pa.array(np.asarray(self.offsets, dtype=np.int32)), rows)
+            vector = PackedTokens(self.vectors, self.offsets).to_arrow(pa.float16())
         columns = {
             "id": pa.array(self.ids, pa.string()),
             "doc_id": pa.array(self.doc_ids, pa.string()),
