@@ -54,6 +54,36 @@ def stand_ins(root) -> None:
     (beir / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
     qrels = [f"q{i}\td{i + 5 * j}\t1" for i in range(5) for j in range(5)]
     (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(qrels) + "\n")
+    kinds_stand_ins(root)
+
+
+def kinds_stand_ins(root) -> None:
+    """EmoBank's first rows of each split (a number per text); GoEmotions comments with anger, joy or sadness, as a
+    separated label column and as one 0/1 column per label."""
+    lines = (DATA / "emobank" / "emobank.csv").read_text(encoding="utf-8").splitlines()
+    take = {"train": 150, "dev": 50, "test": 50}
+    kept = [lines[0]]
+    for line in lines[1:]:
+        split = line.split(",")[1]
+        if take.get(split, 0) > 0:
+            kept.append(line)
+            take[split] -= 1
+    (root / "emobank.csv").write_text("\n".join(kept) + "\n", encoding="utf-8")
+    names = {"2": "anger", "17": "joy", "25": "sadness"}
+    picked, count = [], dict.fromkeys(names, 0)
+    for line in (DATA / "goemotions" / "train.tsv").read_text(encoding="utf-8").splitlines():
+        text, ids, _ = line.split("\t")
+        mine = [i for i in ids.split(",") if i in names]
+        if mine and count[mine[0]] < 60:
+            count[mine[0]] += 1
+            picked.append((text, ids.split(","), mine))
+    (root / "comments.tsv").write_text(
+        "text\tlabels\n" + "".join(f"{t}\t{','.join(ids)}\n" for t, ids, _ in picked), encoding="utf-8"
+    )
+    with open(root / "comments.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["text", *names.values()])
+        writer.writerows([t, *(int(i in mine) for i in names)] for t, _, mine in picked)
 
 
 def test_the_readme_has_commands_to_run():

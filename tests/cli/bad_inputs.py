@@ -38,6 +38,11 @@ def make_files(tmp: Path, model: Path) -> None:
     (tmp / "few.csv").write_text("text,label\n" + "".join(f"t{i},{i % 2}\n" for i in range(8)))
     (tmp / "few-pairs.csv").write_text("a,b,score\n" + "".join(f"l{i},r{i},{i % 5}\n" for i in range(9)))
     (tmp / "one-class.csv").write_text("text,label\n" + "".join(f"t{i},pos\n" for i in range(30)))
+    (tmp / "one-label-set.tsv").write_text("text\tlabels\n" + "".join(f"t{i}\tjoy\n" for i in range(30)))
+    (tmp / "constant-score.csv").write_text("text,score\n" + "".join(f"t{i},2.5\n" for i in range(30)))
+    (tmp / "bad-indicator.csv").write_text(
+        "text,joy,love\n" + "".join(f"t{i},1,{'x' if i == 3 else 0}\n" for i in range(30))
+    )
     (tmp / "blank-corpus.txt").write_text("   \n\t\n \n")
     (tmp / "short-corpus.txt").write_text("one short line of text\n")
     notok = tmp / "no-tokenizer"
@@ -826,6 +831,41 @@ CASES += [  # issue #28: what a newcomer found (numbers accepted silently or fai
         "give --api-key, or pass --allow-no-key",
     ),
 ]
+
+
+CASES += [  # issue #60: a kind the data cannot be
+    (
+        "a text column as a regression target",
+        [*SWEEP, "--data", "{tmp}/ok.csv", "--text-col", "text", "--label-col", "label", "--task-type", "regression"],
+        "the label column 'label' holds text ('neg', 'pos'), not numbers",
+    ),
+    (
+        "a regression target of one value",
+        [*SWEEP, "--data", "{tmp}/constant-score.csv", "--text-col", "text", "--label-col", "score"],
+        "every row holds the same number",
+    ),
+    (
+        "one label in the whole multi-label file",
+        [*SWEEP, "--data", "{tmp}/one-label-set.tsv", "--text-col", "text", "--label-col", "labels", "--label-sep", "|"],
+        "a multi-label probe needs two or more",
+    ),
+    (
+        "--label-sep with another task type",
+        [*SWEEP, "--data", "{tmp}/ok.csv", "--text-col", "text", "--label-col", "label", "--label-sep", ",",
+         "--task-type", "classification"],
+        "--label-sep reads a set of labels per text; it goes with --task-type multi_label",
+    ),
+    (
+        "--label-cols beside --label-col",
+        [*SWEEP, "--data", "{tmp}/ok.csv", "--text-col", "text", "--label-col", "label", "--label-cols", "a,b"],
+        "--label-cols names one 0/1 column per label; leave out --label-col",
+    ),
+    (
+        "a label column that is not 0/1",
+        [*SWEEP, "--data", "{tmp}/bad-indicator.csv", "--text-col", "text", "--label-cols", "joy,love"],
+        "line 5: 'x' in a label column; --label-cols reads one 0/1 column per label",
+    ),
+]  # fmt: skip
 
 
 def expand(argv: list[str], tmp: Path, model: Path, data: Path) -> list[str]:

@@ -99,3 +99,18 @@ def test_an_unknown_metric_and_too_few_resamples_are_refused():
         bootstrap(np.zeros((2, 10)), np.zeros(10), "f1")
     with pytest.raises(BertlensError, match="at least 20"):
         bootstrap(np.zeros((2, 10)), np.zeros(10), "accuracy", resamples=5)
+
+
+def test_micro_f1_resamples_equal_sklearn_on_the_materialised_resample():
+    from sklearn.metrics import f1_score
+
+    from bertlens.metrics.bootstrap import _draws, _value_and_samples
+
+    rng = np.random.default_rng(3)
+    gold = rng.random((60, 5)) < 0.3
+    predicted = rng.random((2, 60, 5)) < 0.35
+    value, samples = _value_and_samples(predicted, gold, "micro_f1", 50, 7)
+    assert np.allclose(value, [f1_score(gold, p, average="micro") for p in predicted])
+    counts = _draws(60, 50, 7)  # the same draws
+    rows = np.repeat(np.arange(60), counts[4].astype(int))
+    assert np.isclose(samples[1, 4], f1_score(gold[rows], predicted[1][rows], average="micro"))

@@ -56,3 +56,15 @@ def test_a_catalog_task_takes_the_folds_asked_for():
 
     assert load_catalog_task(get_task("mr"), DATA).folds == 10  # the catalog's default
     assert load_catalog_task(get_task("mr"), DATA, folds=5).folds == 5  # `--folds 5` is no longer ignored
+
+
+def test_label_sets_fold_by_iterative_stratification():
+    rng = np.random.default_rng(0)
+    targets = np.column_stack([rng.random(300) < p for p in (0.5, 0.2, 0.05)])  # the rare label: ~15 rows
+    folds = make_folds({"all": np.arange(300)}, targets, stratify=True, cv_folds=5, seed=0)
+    tests = np.concatenate([f.test for f in folds])
+    assert sorted(tests) == list(range(300))  # a partition
+    rare = [targets[f.test, 2].sum() for f in folds]
+    assert max(rare) - min(rare) <= 1  # every fold holds its share of the rare label
+    for f in folds:
+        assert not set(f.dev) & set(f.train) and targets[f.dev].any(axis=0).all()

@@ -43,16 +43,25 @@ class DataOptions:
     """for --texts CSV/TSV/Parquet/JSONL: the text column (header name or 0-based index) or field"""
     data_dir: str | None = None
     """where the shared data lives: catalog tasks, UD EWT (default $BERTLENS_DATA or ../shared/data)"""
-    task_type: Literal["classification", "pair_classification", "similarity", "retrieval"] | None = None
-    """for --data: classification (default with one text column), pair_classification, similarity (default with two
-    text columns), or retrieval (a BEIR directory, or --text-col QUERY --text-col2 RELEVANT_DOCUMENT; the default for
-    a directory)"""
+    task_type: (
+        Literal["classification", "pair_classification", "similarity", "regression", "multi_label", "retrieval"] | None
+    ) = None
+    """for --data: classification, regression (a number per text) or multi_label (a set of labels per text), read
+    from the label column with one text column (said in the report); pair_classification or similarity (default)
+    with two; or retrieval (a BEIR directory, or --text-col QUERY --text-col2 RELEVANT_DOCUMENT; the default for a
+    directory)"""
     text_col: str | None = None
     """for --data: text column (header name or 0-based index)"""
     text_col2: str | None = None
     """for --data: second text column (pair tasks)"""
     label_col: str | None = None
     """for --data: label or score column"""
+    label_sep: str | None = None
+    """for --data, multi-label: the label column holds each text's labels separated by this (e.g. ',' or '|');
+    JSONL, Parquet and in-memory list columns need no separator"""
+    label_cols: str | None = None
+    """for --data, multi-label: one 0/1 column per label instead of a label column, comma-separated names (e.g.
+    anger,joy,sadness) or 0-based indices"""
     no_header: bool = False
     """for --data: the CSV/TSV has no header row"""
     folds: int | None = None
@@ -174,14 +183,19 @@ def load_task(args: Any) -> "TaskData":
         )
     if args.task_type == RETRIEVAL.name or args.data.is_dir():
         return _user_retrieval(args)
-    if args.text_col is None or args.label_col is None:
-        raise BertlensError("--data needs --text-col and --label-col (and --text-col2 for pairs), or --label-first")
+    label_cols = _label_columns(args)
+    if args.text_col is None or (args.label_col is None and not label_cols):
+        raise BertlensError(
+            "--data needs --text-col and --label-col (or --label-cols; and --text-col2 for pairs), or --label-first"
+        )
     texts = tuple(parse_column(c) for c in (args.text_col, args.text_col2) if c is not None)
     kind = args.task_type or _default_kind(texts)
     table = UserTable(
         kind,
         texts,
-        parse_column(args.label_col),
+        None if args.label_col is None else parse_column(args.label_col),
+        label_sep=args.label_sep,
+        label_cols=label_cols,
         header=not args.no_header,
         multiline=args.multiline,
         encoding=args.encoding,
@@ -219,7 +233,17 @@ def file_texts(path: Path, column: str | None) -> list[str]:
     return [t for t in iter_texts(path, parse_column(column) if column else None) if not is_blank(t)]
 
 
-LABELLED_FLAGS = ("label_col", "text_col2", "split_col", "test", "dev", "task_type", "label_first")
+LABELLED_FLAGS = (
+    "label_col",
+    "label_sep",
+    "label_cols",
+    "text_col2",
+    "split_col",
+    "test",
+    "dev",
+    "task_type",
+    "label_first",
+)
 MIN_UNLABELLED = 8  # label-free scores need a spread of texts
 
 
@@ -278,9 +302,25 @@ def load_texts(args: Any, seed: int = 0) -> tuple[list[str], str, "TaskData | No
     return texts, source, task
 
 
-def _default_kind(texts: tuple) -> str:
-    """Without --task-type: one text column is classification, two are similarity."""
-    return (CLASSIFICATION if len(texts) == 1 else SIMILARITY).name
+def _default_kind(texts: tuple) -> str | None:
+    """Without --task-type: two text columns are similarity; one is read from its labels (None: classes, numbers or
+    sets of labels, tasks/targets.py)."""
+    return None if len(texts) == 1 else SIMILARITY.name
+
+
+def _label_columns(args: Any) -> tuple:
+    """--label-cols a,b,c as columns (names or 0-based indices); refused beside --label-col or --label-sep."""
+    if args.label_cols is None:
+        return ()
+    given = [name for name in ("label_col", "label_sep") if getattr(args, name) is not None]
+    if given:
+        raise OptionError(
+            f"{{label_cols}} names one 0/1 column per label; leave out {{{given[0]}}}", "label_cols", given[0]
+        )
+    columns = tuple(parse_column(c.strip()) for c in args.label_cols.split(",") if c.strip())
+    if len(columns) < 2:
+        raise OptionError("{label_cols} needs two or more label columns, comma-separated", "label_cols")
+    return columns
 
 
 FOLDS = 10  # --folds when not given
@@ -290,7 +330,17 @@ def folds_of(args: Any) -> int:
     return args.folds if getattr(args, "folds", None) is not None else FOLDS
 
 
-RETRIEVAL_UNUSED = ("folds", "split_col", "test", "dev", "max_examples", "label_col", "label_first")
+RETRIEVAL_UNUSED = (
+    "folds",
+    "split_col",
+    "test",
+    "dev",
+    "max_examples",
+    "label_col",
+    "label_sep",
+    "label_cols",
+    "label_first",
+)
 
 
 def _refuse_on_retrieval(args: Any) -> None:

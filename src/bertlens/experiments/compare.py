@@ -28,13 +28,14 @@ from bertlens.metrics.cka import linear_cka
 from bertlens.metrics.geometry import row_cosine
 from bertlens.metrics.intervals import METRIC_RANGES, t_interval
 from bertlens.models import weights_read_once
+from bertlens.probing.frozen_probe import frozen_probe_score
 from bertlens.probing.logistic import fit_logistic
-from bertlens.probing.selection import C_GRID, logistic_on_dev
 from bertlens.progress import Progress, silent
 from bertlens.representation.apply import Representation
 from bertlens.representation.pairs import pair_features
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.catalog import CATALOG, get_task
+from bertlens.tasks.kinds import SCORE
 from bertlens.tasks.loaders import Split, TaskData, load_catalog_task
 from bertlens.tasks.splits import resolve_sizes, task_splits, training_subset
 from bertlens.training.config import TrainConfig
@@ -123,18 +124,9 @@ def _frozen_vectors(embedder: Embedder, split: Split) -> tuple[np.ndarray, np.nd
     return u, v
 
 
-def linear_probe_score(
-    train_x: np.ndarray,
-    train_y: np.ndarray,
-    dev_x: np.ndarray,
-    dev_y: np.ndarray,
-    test_x: np.ndarray,
-    test_y: np.ndarray,
-) -> tuple[float, float]:
-    """(dev, test) accuracy of an L2 logistic probe with C chosen on dev (the sweep's grid and rule)."""
-    features = torch.from_numpy(np.concatenate([train_x, dev_x, test_x])[None].astype(np.float32))  # [1, n_all, D]
-    selected = logistic_on_dev(features, len(train_x), len(dev_x), train_y, dev_y, C_GRID)
-    return float(selected.dev_accuracy[0]), float((selected.predictions[0] == test_y).mean())
+def _cosine_baseline(task: TaskData) -> bool:
+    """A score of a pair: frozen vectors are compared by their cosine, with nothing trained."""
+    return task.kind.target == SCORE and task.kind.pair
 
 
 def _drift_score(encoder: Encoder, recipe: Recipe, probe: DriftProbe) -> float:
@@ -186,11 +178,12 @@ def _frozen_runs(
             rows = position[np.sort(orders[seed][:size])]
             training_subset(splits.train, size, seed, task.kind)  # same checks as fine-tuning
             t0 = time.perf_counter()
-            if not task.kind.classes:  # a score target: the frozen baseline is the cosine of frozen vectors
+            if _cosine_baseline(task):  # a pair's score: the frozen baseline is the cosine of frozen vectors
                 dev = score(row_cosine(dev_u, dev_v), splits.dev.targets, task.kind)
                 test = score(row_cosine(test_u, test_v), splits.test.targets, task.kind)
             else:
-                dev, test = linear_probe_score(
+                dev, test = frozen_probe_score(
+                    task.kind,
                     pair_features(pool_u[rows], None if pool_v is None else pool_v[rows], task.kind),
                     splits.train.targets[needed[rows]],
                     pair_features(dev_u, dev_v, task.kind),
@@ -200,7 +193,7 @@ def _frozen_runs(
                 )
             runs.append(RunResult("frozen", size, seed, test, dev, time.perf_counter() - t0))
             done += 1
-    if not task.kind.classes:
+    if _cosine_baseline(task):
         notes.append("frozen similarity is the cosine of frozen vectors: it needs no training, so it is flat in size")
     return runs, notes
 

@@ -195,7 +195,14 @@ def _parquet_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]:
         for row in zip(*values, strict=True):
             number += 1
             # a null text reads as empty, so the empty-text policy (--empty) decides, naming the row
-            yield number, tuple(v if isinstance(v, str) else "" if v is None else str(v) for v in row)
+            yield number, tuple(_parquet_field(v) for v in row)
+
+
+def _parquet_field(value) -> str:
+    """A Parquet cell as text: a list (a multi-label column) as JSON, as a JSONL list reads."""
+    if isinstance(value, str):
+        return value
+    return "" if value is None else json.dumps(value) if isinstance(value, list) else str(value)
 
 
 def _check_spanning_record(spec: TableSpec, row: list[str], start: int, end: int, width: int, delimiter: str) -> None:

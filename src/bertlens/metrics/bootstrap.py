@@ -5,7 +5,9 @@ All candidates share the same resamples, so differences between them are paired
 times it draws each example (`counts` [B, n]); metrics become count-weighted sums, so no
 resampled copy of the data is ever built. Spearman on a resample is the count-weighted
 Pearson correlation of the ranks each item has within that resample (ties share the
-average rank), which equals scipy's spearmanr on the materialised resample.
+average rank), which equals scipy's spearmanr on the materialised resample. Micro-F1 over label sets
+(outputs [C, n, L] bool) resamples texts: a resample's F1 is 2 TP / (2 TP + FP + FN) from count-weighted sums of
+each text's true positives, false positives and false negatives.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from bertlens.errors import BertlensError
 from bertlens.metrics.ranking import RANKING_METRICS
 
 PER_EXAMPLE = RANKING_METRICS  # metrics that are a mean of per-example scores given as the outputs
-METRICS = ("accuracy", "spearman", *PER_EXAMPLE)  # what these intervals compute; any other name is refused
+METRICS = ("accuracy", "spearman", "micro_f1", *PER_EXAMPLE)  # what these intervals compute; any other name is refused
 MIN_RESAMPLES = 20  # fewer draws leave a 95% interval's 2.5% tails without a draw of their own
 
 
@@ -38,6 +40,26 @@ class Intervals:
 def accuracy(predictions: np.ndarray, gold: np.ndarray) -> np.ndarray:
     """predictions [C, n] -> [C]."""
     return (predictions == gold[None]).mean(axis=-1)
+
+
+def set_counts(predicted: np.ndarray, gold: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """predicted [..., n, L] and gold [n, L] bool -> each text's true positives, false positives and false
+    negatives [..., n]."""
+    predicted, gold = predicted.astype(bool), gold.astype(bool)
+    tp = (predicted & gold).sum(-1)
+    return tp, predicted.sum(-1) - tp, gold.sum(-1) - tp
+
+
+def f1_from_counts(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> np.ndarray:
+    """2 TP / (2 TP + FP + FN), 0 where nothing was predicted nor expected (scikit-learn's zero_division=0)."""
+    denominator = 2 * tp + fp + fn
+    return np.where(denominator > 0, 2 * tp / np.where(denominator > 0, denominator, 1), 0.0)
+
+
+def micro_f1(predicted: np.ndarray, gold: np.ndarray) -> np.ndarray:
+    """predicted [C, n, L], gold [n, L] -> micro-averaged F1 [C] (scikit-learn's f1_score(average='micro'))."""
+    tp, fp, fn = set_counts(predicted, gold)
+    return f1_from_counts(tp.sum(-1), fp.sum(-1), fn.sum(-1)).astype(np.float64)
 
 
 def spearman(scores: np.ndarray, gold: np.ndarray) -> np.ndarray:
@@ -136,6 +158,8 @@ def point_estimates(outputs: np.ndarray, gold: np.ndarray, metric: str) -> np.nd
     _check_metric(metric)
     if metric in PER_EXAMPLE:
         return outputs.mean(axis=-1)
+    if metric == "micro_f1":
+        return micro_f1(outputs, gold)
     return accuracy(outputs, gold) if metric == "accuracy" else spearman(outputs, gold)
 
 
@@ -143,7 +167,7 @@ def _value_and_samples(
     outputs: np.ndarray, gold: np.ndarray, metric: str, resamples: int, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Point estimates [C] and resampled scores [C, B]; each row uses the same resamples, independently."""
-    n = outputs.shape[-1]
+    n = outputs.shape[1] if metric == "micro_f1" else outputs.shape[-1]  # label sets: [C, n, L]
     counts = _draws(n, resamples, seed)  # [B, n]
     value = point_estimates(outputs, gold, metric)
     if metric == "accuracy":
@@ -151,6 +175,10 @@ def _value_and_samples(
         return value, (counts @ correct).T.astype(np.float64) / n  # [C, B]
     if metric in PER_EXAMPLE:  # outputs are already each example's score (e.g. a query's nDCG@10)
         return value, (counts.astype(np.float64) @ outputs.T).T / n  # [C, B]
+    if metric == "micro_f1":  # outputs [C, n, L]: per-text counts, summed with each resample's weights
+        weighted = counts.astype(np.float64)  # [B, n]
+        tp, fp, fn = (weighted @ c.T.astype(np.float64) for c in set_counts(outputs, gold))  # each [B, C]
+        return value, f1_from_counts(tp, fp, fn).T  # [C, B]
     gold_ranks = _resample_ranks(gold, counts)  # [B, n]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # numpy releases the GIL: one core a row
         rows = pool.map(lambda row: _pearson(_resample_ranks(row, counts), gold_ranks, counts), outputs)

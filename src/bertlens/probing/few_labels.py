@@ -3,7 +3,8 @@
 Classification: 5-fold cross-validated accuracy of a ridge classifier (one-hot targets, standardised
 features, strength FEW_LABEL_ALPHA) on the drawn rows, solved in its dual form (an m x m system:
 with m <= 500 labels that is far cheaper than the D x D primal of a 1536-wide candidate; the same
-fit, Hastie et al., Elements of Statistical Learning, eq. 3.44 and ex. 18.6). Similarity: the
+fit, Hastie et al., Elements of Statistical Learning, eq. 3.44 and ex. 18.6). Regression: the same ridge onto the
+number, scored by the Spearman of its out-of-fold predictions. Similarity: the
 Spearman correlation of the pair cosine with the gold scores on the drawn pairs (no training).
 Ties go to the narrower candidate, then the earlier one.
 """
@@ -31,30 +32,43 @@ def _narrowest_best(scores: np.ndarray, widths: list[int]) -> int:
 def dual_ridge_accuracy(x: torch.Tensor, y: np.ndarray, classes: int, seed: int) -> np.ndarray:
     """Cross-validated accuracy [C] of a ridge classifier on x [C, m, D] float32 with labels y [m]."""
     m = x.shape[1]
-    folds = min(FEW_LABEL_FOLDS, m)
     onehot = torch.zeros(m, classes)  # [m, K]
     onehot[torch.arange(m), torch.as_tensor(y, dtype=torch.long)] = 1.0
-    correct = torch.zeros(x.shape[0])
+    predicted = _dual_ridge_out_of_fold(x, onehot, seed).argmax(dim=-1)  # [C, m]
+    return (predicted == torch.as_tensor(y)[None]).double().mean(dim=1).numpy()
+
+
+def dual_ridge_spearman(x: torch.Tensor, y: np.ndarray, seed: int) -> np.ndarray:
+    """Cross-validated Spearman [C] of ridge regression on x [C, m, D] float32 onto numbers y [m]."""
+    target = torch.as_tensor(np.asarray(y, dtype=np.float32))[:, None]  # [m, 1]
+    return spearman(_dual_ridge_out_of_fold(x, target, seed)[..., 0].numpy(), np.asarray(y)[None])
+
+
+def _dual_ridge_out_of_fold(x: torch.Tensor, targets: torch.Tensor, seed: int) -> torch.Tensor:
+    """Out-of-fold ridge outputs [C, m, K] (centred targets [m, K]) of standardised x [C, m, D], dual form."""
+    m = x.shape[1]
+    folds = min(FEW_LABEL_FOLDS, m)
+    out = torch.zeros(x.shape[0], m, targets.shape[1], dtype=torch.float64)
     for train, test in KFold(folds, shuffle=True, random_state=seed).split(np.arange(m)):
         tr, te = torch.as_tensor(train), torch.as_tensor(test)
         mean = x[:, tr].mean(dim=1, keepdim=True)  # [C, 1, D]
         scale = x[:, tr].std(dim=1, keepdim=True).clamp(min=1e-6)  # [C, 1, D]
         a = (x[:, tr] - mean) / scale  # [C, t, D]
         b = (x[:, te] - mean) / scale  # [C, s, D]
-        target = onehot[tr] - onehot[tr].mean(dim=0)  # [t, K]
+        target = targets[tr] - targets[tr].mean(dim=0)  # [t, K]
         gram = torch.bmm(a, a.transpose(1, 2)).double()  # [C, t, t]
         eye = FEW_LABEL_ALPHA * torch.eye(len(train), dtype=torch.float64)
         factor = torch.linalg.cholesky(gram + eye)  # [C, t, t]: positive definite (alpha > 0)
         dual = torch.cholesky_solve(target.double().expand(x.shape[0], -1, -1).contiguous(), factor)  # [C, t, K]
-        predicted = torch.bmm(torch.bmm(b, a.transpose(1, 2)).double(), dual).argmax(dim=-1)  # [C, s]
-        correct += (predicted == torch.as_tensor(y[test])[None]).sum(dim=1)
-    return (correct / m).numpy()
+        out[:, te] = torch.bmm(torch.bmm(b, a.transpose(1, 2)).double(), dual)  # [C, s, K]
+    return out
 
 
 def classification_chooser(
     bank: Bank, candidates: list[Candidate], text_rows: np.ndarray, targets: np.ndarray, classes: int, seed: int = 0
 ):
-    """rows (into text_rows/targets) -> index of the candidate a ridge classifier cross-validated on them prefers."""
+    """rows (into text_rows/targets) -> index of the candidate a ridge classifier cross-validated on them prefers;
+    classes 0: numbers, the candidate whose cross-validated ridge predictions rank them best (Spearman)."""
     widths = [c.width(bank.width) for c in candidates]
 
     def choose(rows: np.ndarray) -> int:
@@ -62,7 +76,10 @@ def classification_chooser(
         for width in sorted(set(widths)):
             ids = [i for i, w in enumerate(widths) if w == width]
             x = torch.from_numpy(np.stack([candidate_features(bank, candidates[i], text_rows[rows]) for i in ids]))
-            scores[ids] = dual_ridge_accuracy(x, targets[rows], classes, seed)  # [m, D] per candidate -> [C]
+            if classes:
+                scores[ids] = dual_ridge_accuracy(x, targets[rows], classes, seed)  # [m, D] per candidate -> [C]
+            else:
+                scores[ids] = dual_ridge_spearman(x, targets[rows], seed)
         return _narrowest_best(scores, widths)
 
     return choose

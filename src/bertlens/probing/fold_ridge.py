@@ -25,6 +25,7 @@ import torch
 from bertlens.tasks.splits import Fold
 
 ALPHA_GRID = (1.0, 10.0, 100.0, 1000.0)  # L2 strengths on standardised features: the pair-similarity probe's grid
+REGRESSION_ALPHAS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)  # strengths x training rows for a number per text (relative)
 SCALE_FLOOR = 1e-6  # smallest standard deviation a feature is divided by (as the other probes)
 
 
@@ -61,7 +62,9 @@ class _Sums:
 
 
 def _targets_matrix(targets: np.ndarray, classes: int | None) -> torch.Tensor:
-    """[N, K] float32: one-hot for class ids (classes given), one column for real values."""
+    """[N, K] float32: one-hot for class ids (classes given), one column for real values, a label set's columns."""
+    if np.ndim(targets) == 2:  # label sets [N, L]: one 0/1 column per label, solved together
+        return torch.as_tensor(np.asarray(targets, dtype=np.float32))
     if classes is None:
         return torch.as_tensor(np.asarray(targets, dtype=np.float32))[:, None]
     onehot = torch.zeros(len(targets), classes)

@@ -2,7 +2,8 @@
 
 Objective per candidate c and strength C (scikit-learn's, divided by n):
     (1/n) sum_i CE(x_i W + b, y_i) + ||W||^2 / (2 C n)
-Binary tasks use one logit (sigmoid), like scikit-learn; multi-class tasks use softmax.
+Binary tasks use one logit (sigmoid), like scikit-learn; multi-class tasks use softmax; label sets (labels [n, L]
+of 0/1) use one sigmoid per label, the sum of L binary problems: scikit-learn's one-vs-rest, fitted at once.
 The candidates' problems are independent, so minimising their sum with L-BFGS minimises each one.
 With many classes (PATH_MIN_CLASSES and more) the strengths of the grid are fitted one after
 another along the regularisation path, each started from the previous one's solution (as
@@ -69,6 +70,10 @@ def _loss_and_gradient(logits: torch.Tensor, y: torch.Tensor, outputs: int) -> t
     d(mean CE)/d(logits) = (p - onehot(y)) / n, p the softmax (sigmoid for one output) of the logits.
     """
     c, n, rk = logits.shape
+    if y.ndim == 2:  # label sets [n, L]: one sigmoid per label and strength
+        target = y.repeat(1, rk // outputs)[None].expand(c, n, rk)  # [C, n, R*L]
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, target, reduction="sum") / n
+        return loss, (torch.sigmoid(logits) - target) / n  # [C, n, R*L]
     if outputs == 1:
         target = y[None, :, None].expand(c, n, rk)  # [C, n, R]
         loss = logit_loss(logits[..., None], target, reduction="sum") / n
@@ -190,14 +195,16 @@ def fit_logistic(
     candidate_strengths: np.ndarray | None = None,
     warm_path: bool | None = None,
 ) -> LogisticFit:
-    """Fit every (candidate, strength) pair. features [C, n, D] float32; labels [n] ints 0..K-1.
+    """Fit every (candidate, strength) pair. features [C, n, D] float32; labels [n] ints 0..K-1, or [n, L] 0/1 label
+    sets (one sigmoid per label).
 
     candidate_strengths [C]: instead of the grid, one C per candidate (R = 1), e.g. to refit
     each layer at the strength chosen for it elsewhere. warm_path: fit the grid along the warm-started
     path (True) or jointly from zero (False); None chooses by the number of classes (PATH_MIN_CLASSES).
     """
-    y = torch.as_tensor(labels, dtype=torch.long)  # [n]
-    outputs = logit_width(int(y.max()) + 1)
+    label_sets = np.ndim(labels) == 2
+    y = torch.as_tensor(labels, dtype=torch.float32 if label_sets else torch.long)  # [n] or [n, L]
+    outputs = y.shape[1] if label_sets else logit_width(int(y.max()) + 1)
     count, n, dim = features.shape
     params = (
         torch.float64 if compute_dtype == torch.float64 else torch.float32
@@ -217,7 +224,7 @@ def fit_logistic(
             count, -1
         )  # [C, R]
     if warm_path is None:
-        warm_path = int(y.max()) + 1 >= PATH_MIN_CLASSES
+        warm_path = outputs >= PATH_MIN_CLASSES
     x_t = x.transpose(1, 2).contiguous()  # [C, D, n]: the gradient's product reads rows contiguously (measured 1.3x)
     minimise = _Whitened(x, x_t, y, values, outputs, tol).minimise  # (coef, bias, per_strength, max_iter=)
     if candidate_strengths is None and warm_path:  # the grid: one strength after another along the path

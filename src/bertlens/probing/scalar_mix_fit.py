@@ -1,6 +1,8 @@
 """Learn ScalarMix weights from per-layer pooled vectors (exact for linear poolers).
 
 Classification: softmax-mixed layers -> standardised -> logistic probe, trained jointly.
+Regression and label sets: the same, with a linear probe's squared error to the standardised targets, or one
+sigmoid per label (binary cross-entropy).
 Similarity: weights that make cos(mix(u), mix(v)) track the gold score (MSE to score / max).
 """
 
@@ -34,9 +36,25 @@ def fit_classification_mix(
     probe as every other candidate (same C grid, same selection). The sweep passes a seeded
     sample of the training rows, which keeps this step cheap.
     """
-    x = torch.from_numpy(np.ascontiguousarray(train))  # [n, K, H]
     y = torch.as_tensor(labels, dtype=torch.long)
-    outputs = logit_width(int(y.max()) + 1)
+    return _fit_mix(train, logit_width(int(y.max()) + 1), lambda logits: logit_loss(logits, y), strength, max_iter)
+
+
+def fit_target_mix(train: np.ndarray, targets: np.ndarray, *, strength: float = 1.0, max_iter: int = 40) -> np.ndarray:
+    """ScalarMix weights [K] for a regression target [n] (squared error to the standardised target) or label sets
+    [n, L] (binary cross-entropy per label), learned as fit_classification_mix learns them for classes."""
+    if np.ndim(targets) == 2:
+        y = torch.as_tensor(targets, dtype=torch.float32)  # [n, L]
+        loss = lambda logits: torch.nn.functional.binary_cross_entropy_with_logits(logits, y)  # noqa: E731
+        return _fit_mix(train, y.shape[1], loss, strength, max_iter)
+    values = np.asarray(targets, dtype=np.float64)
+    z = torch.as_tensor((values - values.mean()) / max(float(values.std()), 1e-12), dtype=torch.float32)[:, None]
+    return _fit_mix(train, 1, lambda predicted: (predicted - z).pow(2).mean() / 2, strength, max_iter)
+
+
+def _fit_mix(train: np.ndarray, outputs: int, loss_of, strength: float, max_iter: int) -> np.ndarray:
+    """Mix weights and a linear probe on the standardised mix, trained jointly with L-BFGS; the weights [K]."""
+    x = torch.from_numpy(np.ascontiguousarray(train))  # [n, K, H]
     n, layers, width = x.shape
     centred = (x - x.mean(dim=0)).permute(1, 0, 2).reshape(layers, n * width)  # [K, n*H]: the mix is one product
     layer_cov = layer_covariance(x)  # [H, K, K]
@@ -58,8 +76,8 @@ def fit_classification_mix(
         p = mix_probabilities(mix)  # [K]
         scale = mixed_std(layer_cov, p).clamp(min=1e-6)  # [H]
         z = (p @ centred).view(n, width) / scale  # [n, H] standardised, as the probe sees it
-        logits = z @ weight + bias  # [n, K]
-        loss = logit_loss(logits, y) + weight.pow(2).sum() / (2 * strength * n)
+        logits = z @ weight + bias  # [n, outputs]
+        loss = loss_of(logits) + weight.pow(2).sum() / (2 * strength * n)
         loss.backward()
         return loss
 

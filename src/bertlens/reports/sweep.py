@@ -43,9 +43,34 @@ def result_rows(result: SweepResult) -> list[dict]:
                     "validation": _num(protocol.validation[i]),
                     "seed": result.seed,
                     "n": protocol.n_test,
+                    **{name: _num(values[i]) for name, values in protocol.reported.items()},
                 }
             )
     return rows
+
+
+def reported_lines(result: SweepResult, protocol: ProtocolResult, top: int = 10) -> list[str]:
+    """The figures reported beside the metric (regression: Pearson, Kendall's tau, R2, RMSE; label sets: macro-F1,
+    LRAP, subset accuracy) for the best candidates, the recommended one and the model's own reading."""
+    if not protocol.reported:
+        return []
+    names = list(protocol.reported)
+    order = [i for i in np.argsort(-np.nan_to_num(protocol.test.value, nan=-np.inf), kind="stable")[:top]]
+    for extra in (result.recommended.name,):
+        i = next((k for k, c in enumerate(protocol.candidates) if c.name == extra), None)
+        if i is not None and i not in order:
+            order.append(i)
+    lines = [
+        f"Beside {protocol.metric}, on the same {protocol.split} rows (point estimates; every candidate's are in "
+        "results.json):",
+        "",
+        "| candidate | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for i in order:
+        cells = " | ".join(f"{protocol.reported[n][i]:.4f}" for n in names)
+        lines.append(f"| `{protocol.candidates[i].name}` | {cells} |")
+    return lines + [""]
 
 
 def _num(x) -> float | None:
@@ -292,7 +317,7 @@ def markdown(result: SweepResult, images: dict[str, str]) -> str:
             "|---|---|---|---|",
         ]
         lines += [f"| {r} | `{c}` | {v} | {t} |" for r, c, v, t in leaderboard(protocol, top=15)]
-        lines += ["", f"![{name} heatmap]({images[name]})", ""]
+        lines += ["", *reported_lines(result, protocol), f"![{name} heatmap]({images[name]})", ""]
     if result.late_interaction is not None:
         lines += late_interaction_lines(result)
     if result.trust is not None:

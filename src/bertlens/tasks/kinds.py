@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from bertlens.errors import BertlensError, did_you_mean
 
-CLASS, SCORE, JUDGEMENTS, NONE = "class", "score", "judgements", "none"  # what a kind's target is
+CLASS, SCORE, LABEL_SET, JUDGEMENTS, NONE = "class", "score", "label_set", "judgements", "none"  # a kind's target
 SYMMETRIC = "symmetric"  # (|u - v|, u * v): order-free, for similarity (SentEval's STS features)
 ORDERED = "ordered"  # (u, v, |u - v|, u * v): InferSent's features, for pair classification (NLI)
 
@@ -20,7 +20,7 @@ ORDERED = "ordered"  # (u, v, |u - v|, u * v): InferSent's features, for pair cl
 class TaskKind:
     name: str
     pair: bool  # two texts per example (similarity, pair classification), one otherwise
-    target: str  # CLASS (label ids), SCORE (a real-valued gold score), JUDGEMENTS (qrels), NONE (texts alone)
+    target: str  # CLASS (label ids), SCORE (a real number), LABEL_SET (bool [N, L]), JUDGEMENTS (qrels), NONE
     metric: str  # the metric its figures are in (metrics/bootstrap.py computes each)
     protocols: tuple[str, ...]  # the sweep's protocols that apply; the first is the one a recommendation rests on
     head: str | None  # the fine-tuning head (training/heads.py) or None: fine-tuned another way, or not at all
@@ -53,6 +53,16 @@ class TaskKind:
         """Targets are class labels (accuracy, stratified folds, a class index)."""
         return self.target == CLASS
 
+    @property
+    def label_sets(self) -> bool:
+        """Targets are sets of labels, an indicator matrix [N, L] (micro-F1, iteratively stratified folds)."""
+        return self.target == LABEL_SET
+
+    @property
+    def named_labels(self) -> bool:
+        """Targets index named labels (class names, or the label set's columns), kept in the task's class_names."""
+        return self.target in (CLASS, LABEL_SET)
+
 
 CLASSIFICATION = TaskKind(
     "classification", False, CLASS, "accuracy", ("probe", "clustering", "label_free"), "classification", True
@@ -66,9 +76,13 @@ SIMILARITY = TaskKind(
 RETRIEVAL = TaskKind(
     "retrieval", True, JUDGEMENTS, "ndcg@10", ("cosine", "late_interaction", "label_free"), None, False
 )
+REGRESSION = TaskKind("regression", False, SCORE, "spearman", ("probe", "label_free"), "regression", False)
+MULTI_LABEL = TaskKind("multi_label", False, LABEL_SET, "micro_f1", ("probe",), "multi_label", True)
 TEXTS = TaskKind("texts", False, NONE, "combined", ("label_free",), None, False)  # texts alone: label-free only
 
-KINDS: dict[str, TaskKind] = {k.name: k for k in (CLASSIFICATION, PAIR_CLASSIFICATION, SIMILARITY, RETRIEVAL, TEXTS)}
+KINDS: dict[str, TaskKind] = {
+    k.name: k for k in (CLASSIFICATION, PAIR_CLASSIFICATION, SIMILARITY, REGRESSION, MULTI_LABEL, RETRIEVAL, TEXTS)
+}
 
 
 def user_kinds() -> tuple[str, ...]:

@@ -16,15 +16,22 @@ from bertlens.errors import BertlensError, OptionError, check_whole, did_you_mea
 from bertlens.extras import require
 from bertlens.io.tables import TableSpec, check_file, first_lines, iter_records
 from bertlens.tasks.catalog import TaskSpec
-from bertlens.tasks.kinds import JUDGEMENTS, RETRIEVAL, TEXTS, TaskKind, task_kind, user_kinds
+from bertlens.tasks.kinds import JUDGEMENTS, RETRIEVAL, SCORE, TEXTS, TaskKind, task_kind, user_kinds
 from bertlens.tasks.retrieval import Collection, load_beir, load_pairs
+from bertlens.tasks.targets import (
+    check_regression_column,
+    classes_note,
+    indicator_field,
+    parse_label_set,
+    read_target_kind,
+)
 
 
 @dataclass(frozen=True)
 class Split:
     texts_a: tuple[str, ...]
     texts_b: tuple[str, ...] | None
-    targets: np.ndarray  # [n] int64 class ids, or float64 scores
+    targets: np.ndarray  # [n] int64 class ids, [n] float64 scores, or [n, L] bool label sets
 
     def __len__(self) -> int:
         return len(self.texts_a)
@@ -104,14 +111,18 @@ READERS = {"label_prefixed": _label_prefixed, "sts_csv": _sts_csv, "jsonl": _tex
 MISSING = frozenset({"nan", "na", "n/a", "<na>", "null", "none", "nat", "-nan", "#n/a"})
 
 
-def _target_problem(target: str, kind: TaskKind) -> str | None:
-    """Why a label or score cannot be used (None when it can)."""
-    field = "label" if kind.classes else "score"
+def _target_problem(target: str, kind: TaskKind, label_sep: str | None = None) -> str | None:
+    """Why a label, score or label set cannot be used (None when it can)."""
+    field = "score" if kind.target == SCORE else "label"
     if not target:
         return f"blank {field}"
     if target.lower() in MISSING:
         return f"missing value {target!r} as {field}"
-    if not kind.classes:
+    if kind.label_sets:
+        if parse_label_set(target, label_sep) is None:
+            return f"label set {target[:40]!r} is neither a list nor separated by {label_sep!r}"
+        return None
+    if kind.target == SCORE:
         try:
             value = float(target)
         except ValueError:
@@ -121,7 +132,7 @@ def _target_problem(target: str, kind: TaskKind) -> str | None:
     return None
 
 
-def _validate(rows, kind: TaskKind, where: str, drop_invalid: bool):
+def _validate(rows, kind: TaskKind, where: str, drop_invalid: bool, label_sep: str | None = None):
     """Check text and target fields; returns clean rows and how many were dropped.
 
     A blank text, a blank or missing-value label ('nan', 'NA', 'null', ...) and a score that is not a
@@ -131,7 +142,7 @@ def _validate(rows, kind: TaskKind, where: str, drop_invalid: bool):
     clean = []
     for line, values in rows:
         texts, target = values[:-1], values[-1].strip()
-        problem = "blank text" if any(not t.strip() for t in texts) else _target_problem(target, kind)
+        problem = "blank text" if any(not t.strip() for t in texts) else _target_problem(target, kind, label_sep)
         if problem:
             bad.setdefault(problem, []).append(line)
         else:
@@ -147,24 +158,63 @@ def _validate(rows, kind: TaskKind, where: str, drop_invalid: bool):
     return clean, sum(len(v) for v in bad.values())
 
 
-def _to_split(rows, kind: TaskKind, class_index: dict[str, int] | None) -> Split:
+def _to_split(rows, kind: TaskKind, class_index: dict[str, int] | None, label_sep: str | None = None) -> Split:
     texts_a = tuple(v[0] for _, v in rows)
     texts_b = tuple(v[1] for _, v in rows) if kind.pair else None
     raw = [v[-1].strip() for _, v in rows]
-    targets = np.array([class_index[t] for t in raw]) if kind.classes else np.array([float(t) for t in raw])
+    if kind.label_sets:
+        targets = np.zeros((len(raw), len(class_index)), dtype=bool)  # [n, L]
+        for i, field in enumerate(raw):
+            targets[i, [class_index[label] for label in parse_label_set(field, label_sep)]] = True
+    elif kind.classes:
+        targets = np.array([class_index[t] for t in raw])
+    else:
+        targets = np.array([float(t) for t in raw])
     return Split(texts_a, texts_b, targets)
 
 
-def _class_index(all_rows) -> dict[str, int]:
-    labels = sorted({v[-1].strip() for rows in all_rows for _, v in rows})
+def _labels_of(rows, kind: TaskKind, label_sep: str | None) -> set[str]:
+    if kind.label_sets:
+        return {label for _, v in rows for label in parse_label_set(v[-1].strip(), label_sep)}
+    return {v[-1].strip() for _, v in rows}
+
+
+def _class_index(all_rows, kind: TaskKind, label_sep: str | None = None) -> dict[str, int]:
+    labels = sorted(set().union(*(_labels_of(rows, kind, label_sep) for rows in all_rows)))
     if all(label.lstrip("-").isdigit() for label in labels):
         labels.sort(key=int)
     return {label: i for i, label in enumerate(labels)}
 
 
-def _check_classes(data: TaskData, where: str) -> None:
+def _check_label_sets(data: TaskData, where: str) -> TaskData:
+    """Labels too rare for what follows (the folds under cross-validation, two training rows otherwise) are set
+    aside from every split, named in the notes; fewer than two labels left is one line."""
+    fitted = data.splits.get("train") or data.splits["all"]
+    floor = _class_floor(data, "all" if data.uses_cv else "train")
+    counts = fitted.targets.sum(axis=0)  # [L]
+    rare = np.flatnonzero(counts < floor)
+    kept = np.flatnonzero(counts >= floor)
+    if len(kept) < 2:
+        raise BertlensError(
+            f"{where}: {len(kept)} label(s) with at least {floor} rows ({len(data.class_names)} labels in all); a "
+            "multi-label probe needs two or more"
+        )
+    if not len(rare):
+        return data
+    names = ", ".join(f"{data.class_names[i]!r} ({int(counts[i])})" for i in rare[:10])
+    more = f" and {len(rare) - 10} more" if len(rare) > 10 else ""
+    need = "rows the folds need" if data.uses_cv else "training rows a fit and a choice need"
+    note = f"{len(rare)} labels set aside, in fewer than the {floor} {need}: {names}{more}"
+    splits = {name: Split(s.texts_a, s.texts_b, s.targets[:, kept]) for name, s in data.splits.items()}
+    names_kept = tuple(data.class_names[i] for i in kept)
+    return replace(data, splits=splits, class_names=names_kept, notes=(*data.notes, note))
+
+
+def _check_classes(data: TaskData, where: str) -> TaskData:
+    if data.kind.label_sets:
+        return _check_label_sets(data, where)
     if not data.kind.classes:
-        return
+        return data
     for name, split in data.splits.items():
         if name in ("train", "all"):
             counts = Counter(split.targets.tolist())
@@ -178,11 +228,20 @@ def _check_classes(data: TaskData, where: str) -> None:
                     f"{where}: class {data.class_names[rare]!r} has {counts[rare]} examples, fewer than the {data.folds} folds; "
                     "add examples, merge classes or lower --folds"
                 )
+    return data
+
+
+@dataclass(frozen=True)
+class LabelColumn:
+    """How a label field is read: its name in what is said of it, and the separator of a multi-label field."""
+
+    name: str = "label column"
+    sep: str | None = None
 
 
 def build_task(
     name: str,
-    kind: str | TaskKind,
+    kind: str | TaskKind | None,
     raw_splits: dict[str, list],
     where: str,
     *,
@@ -190,22 +249,45 @@ def build_task(
     folds: int,
     source: str,
     wheres: dict[str, str] | None = None,
+    label: LabelColumn = LabelColumn(),
 ) -> TaskData:
-    """Rows checked (`wheres`: the file of each split, when they differ) and turned into splits."""
-    kind = task_kind(kind, user_kinds())
+    """Rows checked (`wheres`: the file of each split, when they differ) and turned into splits; `label` says how
+    to read the label field and what to call it. `kind` None: read from the labels (tasks/targets.py), and said in
+    the notes."""
+    label_sep, label_column = label.sep, label.name
+    kind, notes = _read_kind(kind, raw_splits, label_column, ())
     check_whole("folds", folds, 2, "cross-validation needs two folds or more")
+    if kind.target == SCORE and not kind.pair:
+        check_regression_column(_plain_targets(raw_splits), label_column)
     cleaned, dropped = {}, 0
     for split, rows in raw_splits.items():
         at = (wheres or {}).get(split, where)
-        rows, n = _validate(rows, kind, f"{at}" if len(raw_splits) == 1 else f"{at} ({split})", drop_invalid)
+        rows, n = _validate(rows, kind, f"{at}" if len(raw_splits) == 1 else f"{at} ({split})", drop_invalid, label_sep)
         if not rows:
             raise BertlensError(f"{where} ({split}): no valid rows")
         cleaned[split], dropped = rows, dropped + n
-    index = _class_index(cleaned.values()) if kind.classes else None
-    splits = {split: _to_split(rows, kind, index) for split, rows in cleaned.items()}
-    data = TaskData(name, kind, splits, tuple(index) if index else (), folds, dropped, source)
-    _check_classes(data, where)
-    return data
+    index = _class_index(cleaned.values(), kind, label_sep) if kind.named_labels else None
+    splits = {split: _to_split(rows, kind, index, label_sep) for split, rows in cleaned.items()}
+    data = TaskData(name, kind, splits, tuple(index) if index else (), folds, dropped, source, notes)
+    return _check_classes(data, where)
+
+
+def _read_kind(kind, raw_splits: dict[str, list], column: str, notes: tuple[str, ...]) -> tuple[TaskKind, tuple]:
+    """The kind given (with a note when classes were forced on numbers of a scale), or the one the labels read as."""
+    if kind is None:
+        reading = read_target_kind(_plain_targets(raw_splits), column)
+        return task_kind(reading.kind), (*notes, reading.note) if reading.note else notes
+    kind = task_kind(kind, user_kinds())
+    if kind.single_text_classes:
+        note = classes_note(_plain_targets(raw_splits), column)
+        notes = (*notes, note) if note else notes
+    return kind, notes
+
+
+def _plain_targets(raw_splits: dict[str, list]) -> list[str]:
+    """Every split's label fields, stripped, without blanks and missing values (their rows are reported apart)."""
+    values = (v[-1].strip() for rows in raw_splits.values() for _, v in rows)
+    return [v for v in values if v and v.lower() not in MISSING]
 
 
 def load_catalog_task(
@@ -236,9 +318,10 @@ def load_catalog_task(
 
 @dataclass(frozen=True)
 class UserTable:
-    """What a user's file holds: its kind of task and where the texts, labels and splits are."""
+    """What a user's file holds: its kind of task (None: read from the labels) and where the texts, labels and
+    splits are."""
 
-    kind: str | TaskKind
+    kind: str | TaskKind | None
     text_cols: tuple[str | int, ...] = ()  # one (single texts) or two (pairs); header names or 0-based indices
     label_col: str | int | None = None  # the label or score column
     header: bool = True
@@ -247,6 +330,8 @@ class UserTable:
     encoding: str = "utf-8"
     split_col: str | int | None = None  # a column of train/dev/test values: the user's own split
     split_files: dict[str, Path] | None = None  # {'test': FILE, 'dev': FILE} with the same columns
+    label_sep: str | None = None  # multi-label: the labels of a row in the label column, separated by this
+    label_cols: tuple[str | int, ...] = ()  # multi-label: one 0/1 column per label instead of a label column
 
 
 def load_user_task(
@@ -267,8 +352,9 @@ def load_user_task(
     kind, text_cols, label_col, header = table.kind, table.text_cols, table.label_col, table.header
     multiline, label_first, encoding = table.multiline, table.label_first, table.encoding
     split_col, split_files = table.split_col, table.split_files
-    kind = task_kind(kind, user_kinds())
+    kind = _table_kind(table)
     if label_first:
+        kind = kind or task_kind("classification")
         if not kind.single_text_classes:
             raise BertlensError("--label-first files hold one 'LABEL TEXT' per line, so they are classification tasks")
         data = build_task(
@@ -281,16 +367,22 @@ def load_user_task(
             source=str(path),
         )
         return _check_fold_size(limit_examples(data, max_examples, seed), str(path))
-    if kind.target == JUDGEMENTS:
+    if kind is not None and kind.target == JUDGEMENTS:
         return _user_retrieval(path, text_cols, header, drop_invalid, encoding)
-    needed = 2 if kind.pair else 1
+    needed = 2 if kind is not None and kind.pair else 1
     if len(text_cols) != needed:
         raise BertlensError(
             f"task type '{kind.name}' needs {needed} text column(s) (--text-col{' and --text-col2' if needed == 2 else ''})"
         )
-    columns = (*text_cols, label_col, *(() if split_col is None else (split_col,)))
+    labels = table.label_cols or (label_col,)
+    columns = (*text_cols, *labels, *(() if split_col is None else (split_col,)))
     spec = TableSpec(path, columns, header, encoding, texts=len(text_cols), multiline=multiline)
-    rows = list(iter_records(spec))
+
+    def read(spec: TableSpec) -> list:
+        rows = list(iter_records(spec))
+        return _indicator_rows(rows, table, str(spec.path)) if table.label_cols else rows
+
+    rows = read(spec)
     raw, wheres = {"all": rows}, {"all": str(path)}
     if split_col is not None:
         raw = _by_split_column(rows, str(path))
@@ -298,14 +390,56 @@ def load_user_task(
     elif split_files:
         raw, wheres = {"train": rows}, {"train": str(path)}
         for split, file in split_files.items():
-            raw[split] = list(iter_records(replace(spec, path=Path(file))))
+            raw[split] = read(replace(spec, path=Path(file)))
             wheres[split] = str(file)
     data = build_task(
-        path.stem, kind, raw, str(path), drop_invalid=drop_invalid, folds=folds, source=str(path), wheres=wheres
+        path.stem,
+        kind,
+        raw,
+        str(path),
+        drop_invalid=drop_invalid,
+        folds=folds,
+        source=str(path),
+        wheres=wheres,
+        label=LabelColumn(f"label column {label_col!r}" if not table.label_cols else "label columns", table.label_sep),
     )
     if split_col is not None or split_files:
         data = separated_splits(data)
     return _check_fold_size(limit_examples(data, max_examples, seed), str(path))
+
+
+def _table_kind(table: UserTable) -> TaskKind | None:
+    """The kind the table names; multi-label when only its label options say so; None: read from the labels."""
+    multi = table.label_sep is not None or bool(table.label_cols)
+    if table.kind is None:
+        return task_kind("multi_label") if multi else None
+    kind = task_kind(table.kind, user_kinds())
+    if multi and not kind.label_sets:
+        given = "label_sep" if table.label_sep is not None else "label_cols"
+        raise OptionError(
+            f"{{{given}}} reads a set of labels per text; it goes with {{task_type}} multi_label, not {kind.name}",
+            given,
+            "task_type",
+        )
+    return kind
+
+
+def _indicator_rows(rows: list, table: UserTable, where: str) -> list:
+    """Rows of (texts..., one 0/1 field per label[, split]) as (texts..., the JSON list of its labels[, split])."""
+    texts, count = len(table.text_cols), len(table.label_cols)
+    names = [str(c) for c in table.label_cols]
+    out = []
+    for line, values in rows:
+        field = indicator_field(values[texts : texts + count], names)
+        if field is None:
+            bad = next(v for v in values[texts : texts + count] if indicator_field([v], ["x"]) is None)
+            raise OptionError(
+                f"{literal(where)} line {line}: {literal(repr(bad))} in a label column; {{label_cols}} reads one 0/1 "
+                "column per label (1, 0, true, false or blank)",
+                "label_cols",
+            )
+        out.append((line, (*values[:texts], field, *values[texts + count :])))
+    return out
 
 
 def separated_splits(data: TaskData) -> TaskData:
@@ -514,8 +648,7 @@ def limit_examples(data: TaskData, max_examples: int | None, seed: int) -> TaskD
     limited = TaskData(
         data.name, data.kind, splits, class_names, data.folds, data.dropped, data.source, (*data.notes, *notes)
     )
-    _check_classes(limited, data.source)
-    return limited
+    return _check_classes(limited, data.source)
 
 
 HF_SPLITS = {"train": "train", "validation": "dev", "dev": "dev", "test": "test"}
@@ -524,7 +657,7 @@ HF_SPLITS = {"train": "train", "validation": "dev", "dev": "dev", "test": "test"
 def load_hf_task(
     name: str,
     *,
-    kind: str | TaskKind,
+    kind: str | TaskKind | None,
     text_cols: tuple[str, ...],
     label_col: str,
     config: str | None = None,
@@ -559,7 +692,7 @@ def load_hf_task(
                 f"dataset '{name}' split '{split}' has no column '{missing[0]}': {did_you_mean(missing[0], rows.column_names)}"
             )
         labels = [str(v) for v in rows[label_col]]
-        if task_kind(kind).classes and all(v.lstrip("-").isdigit() and int(v) < 0 for v in labels):
+        if kind is not None and task_kind(kind).classes and all(v.lstrip("-").isdigit() and int(v) < 0 for v in labels):
             continue  # hidden test labels
         columns = [rows[c] for c in text_cols]
         raw[ours] = [(i + 1, (*(str(col[i]) for col in columns), labels[i])) for i in range(len(labels))]

@@ -55,6 +55,12 @@ def carve_dev(
         )
     labels = targets[rows] if stratify and targets is not None else None
     size = held if limit is not None else fraction  # a fraction: scikit-learn's rounding, as every figure used
+    if labels is not None and labels.ndim == 2:  # label sets: iterative stratification (Sechidis et al. 2011)
+        from iterstrat.ml_stratifiers import MultilabelStratifiedShuffleSplit
+
+        splitter = MultilabelStratifiedShuffleSplit(n_splits=1, test_size=size, random_state=seed)
+        kept, out = next(splitter.split(rows, labels))
+        return np.sort(rows[kept]), np.sort(rows[out])
     kept, out = train_test_split(rows, test_size=size, random_state=seed, stratify=labels)
     return np.sort(kept), np.sort(out)
 
@@ -79,12 +85,22 @@ def make_folds(
             train, dev = carve_dev(train, targets, seed, stratify, dev_fraction)
         return [Fold(train, dev, where["test"])]
     rows = where["all"]
-    splitter = (StratifiedKFold if stratify else KFold)(n_splits=cv_folds, shuffle=True, random_state=seed)
+    splitter = _fold_splitter(stratify, targets.ndim == 2)(n_splits=cv_folds, shuffle=True, random_state=seed)
     folds = []
     for train, test in splitter.split(rows, targets[rows] if stratify else None):
         inner_train, inner_dev = carve_dev(rows[train], targets, seed, stratify, dev_fraction)
         folds.append(Fold(inner_train, inner_dev, rows[test]))
     return folds
+
+
+def _fold_splitter(stratify: bool, label_sets: bool):
+    """k-fold splitter: by class, by label set (iterative stratification: every label spread over the folds as
+    evenly as the rows allow, Sechidis et al. 2011), or plain."""
+    if stratify and label_sets:
+        from iterstrat.ml_stratifiers import MultilabelStratifiedKFold
+
+        return MultilabelStratifiedKFold
+    return StratifiedKFold if stratify else KFold
 
 
 def task_splits(task: TaskData, max_dev: int | None = None, seed: int = 0) -> tuple[Split, Split, Split]:

@@ -3,6 +3,9 @@
 classification:       logits = W dropout(u) + b
 pair_classification:  logits = W dropout([u, v, |u-v|, u*v]) + b   (InferSent / SBERT features)
 similarity:           score = cos(u, v), trained with MSE to gold / max score (SBERT's cosine loss)
+regression:           score = W dropout(u) + b, trained with MSE to gold / max |gold|
+multi_label:          logits = W dropout(u) + b, one sigmoid per label (binary cross-entropy); a label is predicted
+                      when its probability reaches 0.5
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from bertlens.errors import BertlensError, did_you_mean
 from bertlens.io.atomic import atomic_path, write_json
 from bertlens.representation.logits import logit_loss, logit_width, predict_classes
 from bertlens.representation.pairs import pair_features, pair_width
-from bertlens.tasks.kinds import KINDS, TaskKind
+from bertlens.tasks.kinds import KINDS, SCORE, TaskKind
 
 KIND_OF_HEAD = {k.head: k for k in KINDS.values() if k.head}  # head name -> the task kind it is trained for
 HEAD_KINDS = tuple(KIND_OF_HEAD)
@@ -30,8 +33,8 @@ HEAD_KINDS = tuple(KIND_OF_HEAD)
 class HeadSpec:
     kind: str  # the head's name (a task kind's `head`): saved in head.json
     dim: int
-    classes: int = 0  # classification kinds
-    score_max: float = 1.0  # similarity: gold scores are divided by this
+    classes: int = 0  # classification kinds; labels of a label set (multi_label)
+    score_max: float = 1.0  # similarity and regression: gold scores are divided by this
     dropout: float = 0.1
 
     def __post_init__(self) -> None:
@@ -45,7 +48,12 @@ class HeadSpec:
     @property
     def cosine(self) -> bool:
         """A score target: the head is the cosine of the two vectors, regressed onto the scaled gold score."""
-        return not self.task_kind.classes
+        return self.task_kind.target == SCORE and self.task_kind.pair
+
+    @property
+    def regression(self) -> bool:
+        """A number per text: one linear output, regressed onto the scaled gold score."""
+        return self.task_kind.target == SCORE and not self.task_kind.pair
 
     @classmethod
     def for_task(cls, kind: TaskKind, dim: int, train_targets: np.ndarray, *other_targets: np.ndarray) -> HeadSpec:
@@ -54,8 +62,10 @@ class HeadSpec:
             raise BertlensError(
                 f"a {kind.name} task has no fine-tuning head; fine-tune on classification or similarity"
             )
-        if not kind.classes:
-            return cls(kind.head, dim, 0, float(max(np.max(train_targets), 1e-9)))
+        if kind.target == SCORE:
+            return cls(kind.head, dim, 0, float(max(np.max(np.abs(train_targets)), 1e-9)))
+        if kind.label_sets:
+            return cls(kind.head, dim, int(train_targets.shape[1]))
         classes = int(max(np.max(t) for t in (train_targets, *other_targets))) + 1
         return cls(kind.head, dim, classes)
 
@@ -69,7 +79,8 @@ class Head(nn.Module):
         kind = spec.task_kind
         if not spec.cosine:
             width = pair_width(spec.dim, kind) if kind.pair else spec.dim
-            self.linear = nn.Linear(width, logit_width(spec.classes))
+            outputs = 1 if spec.regression else spec.classes if kind.label_sets else logit_width(spec.classes)
+            self.linear = nn.Linear(width, outputs)
 
     def forward(self, u: torch.Tensor, v: torch.Tensor | None = None) -> torch.Tensor:
         """u, v [B, D] -> logits [B, K] (K = 1 for two classes) or cosine scores [B]."""
@@ -82,12 +93,20 @@ class Head(nn.Module):
     def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         if self.spec.cosine:
             return nn.functional.mse_loss(outputs, targets.float() / self.spec.score_max)
+        if self.spec.regression:
+            return nn.functional.mse_loss(outputs[:, 0], targets.float() / self.spec.score_max)
+        if self.spec.task_kind.label_sets:
+            return nn.functional.binary_cross_entropy_with_logits(outputs, targets.float())
         return logit_loss(outputs, targets)
 
     def predict(self, outputs: torch.Tensor) -> torch.Tensor:
-        """Class ids [B] or similarity scores [B]."""
+        """Class ids [B], similarity or regression scores [B], or label sets [B, L] (bool)."""
         if self.spec.cosine:
             return outputs
+        if self.spec.regression:
+            return outputs[:, 0] * self.spec.score_max
+        if self.spec.task_kind.label_sets:
+            return outputs > 0  # sigmoid >= 0.5
         return predict_classes(outputs)
 
     def save(self, directory: Path) -> None:

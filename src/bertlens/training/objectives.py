@@ -24,7 +24,7 @@ from bertlens.encoding.token_stream import StreamRows
 from bertlens.encoding.tokens import map_batches
 from bertlens.errors import BertlensError
 from bertlens.io.cache import content_key
-from bertlens.metrics.bootstrap import spearman
+from bertlens.metrics.bootstrap import micro_f1, spearman
 from bertlens.representation.apply import Representation
 from bertlens.tasks.kinds import TaskKind, task_kind
 from bertlens.tasks.loaders import Split
@@ -57,9 +57,11 @@ def sentence_vectors(
 
 
 def score(predictions: np.ndarray, targets: np.ndarray, kind: TaskKind) -> float:
-    """Accuracy for class labels, Spearman for scores (the kind's metric)."""
+    """Accuracy for class labels, Spearman for scores, micro-F1 for label sets (the kind's metric)."""
     if kind.classes:
         return float((predictions == targets).mean())
+    if kind.label_sets:
+        return float(micro_f1(np.asarray(predictions)[None] > 0.5, targets)[0])
     return float(spearman(predictions, targets))
 
 

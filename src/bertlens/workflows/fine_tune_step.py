@@ -18,6 +18,7 @@ from bertlens.embedding.speed import texts_per_second
 from bertlens.encoding.precision import choose_precision
 from bertlens.experiments.compare import CompareConfig, curve, run_compare
 from bertlens.representation.recipe import Recipe
+from bertlens.tasks.kinds import SCORE
 from bertlens.tasks.loaders import TaskData
 from bertlens.tasks.splits import task_splits, with_test_split
 from bertlens.training.config import TrainConfig
@@ -162,7 +163,8 @@ def step_fine_tune(
     if ("full", small) in points and small != n:
         at_small = f"; at n={small}: frozen {points[('frozen', small)].mean:.4f}, fine-tuned {points[('full', small)].mean:.4f}"
     # a similarity task's frozen score is the cosine of frozen vectors: nothing is trained, so seeds agree
-    frozen_name = "frozen probe" if task.kind.classes else "frozen encoder (cosine, untrained)"
+    cosine = task.kind.target == SCORE and task.kind.pair
+    frozen_name = "frozen encoder (cosine, untrained)" if cosine else "frozen probe"
     sampled = (
         f" (a seeded sample of the {len(train_split):,} training examples left after the dev split: what the budget "
         "affords)"

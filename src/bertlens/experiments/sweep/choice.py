@@ -101,8 +101,8 @@ def nested_selection(
     """Cross-validation of the choice itself: in each fold, the candidate chosen on that fold's inner dev
     split (by the same rule as the recommendation: `own` = (default name, validation outputs [C, sum of dev rows],
     their gold, metric, seed) keeps the model's own reading when tied), scored on that fold's held-out rows.
-    Returns its out-of-fold outputs [n] and the names chosen."""
-    chosen, selected, offset, dev_offset = [], np.zeros(outputs.shape[1]), 0, 0
+    Returns its out-of-fold outputs [n] ([n, L] for label sets) and the names chosen."""
+    chosen, selected, offset, dev_offset = [], np.zeros(outputs.shape[1:], dtype=outputs.dtype), 0, 0
     names = [c.name for c in candidates]
     for k, fold in enumerate(folds):
         order = rank(per_fold[k], test_value, candidates, bank.width, scored_by)
@@ -144,7 +144,7 @@ def disagreement(protocols: dict[str, ProtocolResult]) -> str | None:
 def notes(task: TaskData, base: Recipe, config: SweepConfig) -> tuple[str, ...]:
     """What the reader of this sweep's figures should know about how they were made."""
     found = LIMITATIONS
-    if config.protocols is None and task.uses_cv and task.kind.target == SCORE:
+    if config.protocols is None and task.uses_cv and task.kind.target == SCORE and task.kind.pair:
         found += (
             f"the ridge probe was not run: under {task.folds}-fold cross-validation it costs several times the rest "
             "of the sweep (about 4x on 5,000 pairs, docs/results.md); add it with --protocols cosine,probe",

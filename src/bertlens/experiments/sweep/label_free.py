@@ -84,8 +84,9 @@ def labelled_trust(scores: LabelFreeScores, main: ProtocolResult, ctx: SweepCont
     eligible = [i for i, c in enumerate(main.candidates) if c.mixer != "scalar_mix" and not c.post]
     chosen = [main.candidates[i] for i in eligible]
     pool = all_rows(ctx.folds) if ctx.task.uses_cv else ctx.folds[0].train
-    if not ctx.task.kind.classes:
+    if ex.b is not None and not ctx.task.kind.classes:  # a pair's score: the pair cosine, untrained
         choose = similarity_chooser(bank, chosen, ex.a, ex.b, ex.targets)
-    else:
-        choose = classification_chooser(bank, chosen, ex.a, ex.targets, int(ex.targets.max()) + 1, config.seed)
+    else:  # one text: a ridge cross-validated on the drawn rows (classes, or a number with classes 0)
+        classes = int(ex.targets.max()) + 1 if ctx.task.kind.classes else 0
+        choose = classification_chooser(bank, chosen, ex.a, ex.targets, classes, config.seed)
     return replace(trust, settling=settle(lambda rows: eligible[choose(rows)], pool, main.test, config.seed))

@@ -1,8 +1,11 @@
 """The probe protocol: a linear model on each candidate's frozen vectors (or its pair features).
 
 Class labels: L2 logistic regression, every candidate screened first by a ridge classifier, the logistic probe
-fitted for the contenders and always for the last-layer default (probing/screened_probe.py). Scores: ridge
-regression on the pair features, alpha chosen on dev Spearman (SentEval-style).
+fitted for the contenders and always for the last-layer default (probing/screened_probe.py). Scores of pairs:
+ridge regression on the pair features, alpha chosen on dev Spearman (SentEval-style). A number per text: ridge
+regression on the standardised vector, strength (relative to the training rows) chosen on dev Spearman. Label sets:
+one-vs-rest logistic probes with per-label thresholds, screened by ridge (probing/label_set_probe.py). Which one runs
+is the kind's target (PROBES); a ScalarMix is learned per fold for every single-text kind.
 """
 
 from __future__ import annotations
@@ -11,13 +14,16 @@ import numpy as np
 import torch
 
 from bertlens.metrics.bootstrap import spearman
+from bertlens.metrics.reported import label_set_figures, regression_figures
 from bertlens.probing.candidates import Candidate
 from bertlens.probing.cores import map_on_cores
-from bertlens.probing.fold_ridge import ridge_over_folds
+from bertlens.probing.fold_ridge import REGRESSION_ALPHAS, ridge_over_folds
+from bertlens.probing.label_set_probe import label_set_probe
 from bertlens.probing.label_trust import last_layer_default
-from bertlens.probing.scalar_mix_fit import fit_classification_mix
-from bertlens.probing.screened_probe import MAX_CONTENDERS, screened_probe
+from bertlens.probing.scalar_mix_fit import fit_classification_mix, fit_target_mix
+from bertlens.probing.screened_probe import MAX_CONTENDERS, ProbeScores, screened_probe
 from bertlens.representation.pairs import pair_width
+from bertlens.tasks.kinds import CLASS, LABEL_SET, SCORE
 
 from .context import SweepContext, width_groups
 from .protocol import Outcome, Plan, Scored, scored_result
@@ -42,27 +48,76 @@ class Probe:
 
     def plan(self, ctx: SweepContext) -> Plan:
         kind = ctx.task.kind
-        if not kind.classes:
-            return Plan(
-                self.name,
-                tuple(ctx.candidates(scalar_mix=False)),
-                "ridge regression on (|u-v|, u*v), alpha chosen on dev Spearman (SentEval-style pair features)",
-            )
         pool = ctx.candidates(scalar_mix=not kind.pair)  # a ScalarMix is learned for single texts only
         basis = "an inner 10% dev split per fold" if ctx.task.uses_cv else "dev"
-        return Plan(
-            self.name,
-            tuple(pool),
-            "L2 logistic regression on standardised features, C chosen on " + basis + "; every candidate "
-            f"screened first by a ridge classifier (strength chosen on the same dev rows), the logistic probe fitted "
-            f"for the contenders that can still tie with the best (up to {MAX_CONTENDERS}), the rest keep the "
-            "screen's figures (each row names its probe)",
-        )
+        return Plan(self.name, tuple(pool), DESCRIPTIONS[kind.target](kind.pair).replace("{basis}", basis))
 
     def run(self, ctx: SweepContext, plan: Plan) -> Outcome:
-        candidates = list(plan.candidates)
-        scored = classification_probe(ctx, candidates) if ctx.task.kind.classes else similarity_probe(ctx, candidates)
+        scored = PROBES[ctx.task.kind.target](ctx, list(plan.candidates))
         return Outcome(scored_result(ctx, plan, scored))
+
+
+def _class_description(pair: bool) -> str:
+    return (
+        "L2 logistic regression on standardised features, C chosen on {basis}; every candidate screened first by a "
+        "ridge classifier (strength chosen on the same dev rows), the logistic probe fitted for the contenders that "
+        f"can still tie with the best (up to {MAX_CONTENDERS}), the rest keep the screen's figures (each row names "
+        "its probe)"
+    )
+
+
+def _score_description(pair: bool) -> str:
+    if pair:
+        return "ridge regression on (|u-v|, u*v), alpha chosen on dev Spearman (SentEval-style pair features)"
+    return (
+        "ridge regression on standardised features, strength (relative to the training rows) chosen on {basis} "
+        "Spearman; Pearson, Kendall's tau, R2 and RMSE reported beside it"
+    )
+
+
+def _label_set_description(pair: bool) -> str:
+    return (
+        "one-vs-rest L2 logistic regression on standardised features, C and a threshold per label chosen on {basis} "
+        f"(micro-F1, per-label F1); every candidate screened first by ridge onto the label matrix, the logistic probe "
+        f"fitted for the best {MAX_CONTENDERS} and the model's own reading, the rest keep the screen's figures (each "
+        "row names its probe); macro-F1, LRAP and subset accuracy reported beside it"
+    )
+
+
+DESCRIPTIONS = {CLASS: _class_description, SCORE: _score_description, LABEL_SET: _label_set_description}
+
+
+def _learned_mixes(ctx: SweepContext, candidates: list[Candidate], fit) -> tuple[list[dict], dict]:
+    """ScalarMix weights learned per fold on a seeded sample of its training rows (`fit(vectors [n, K, H], targets)`):
+    (each fold's {name: weights}, their mean per name for the recipe)."""
+    bank, ex, folds = ctx.bank, ctx.ex, ctx.folds
+    rng = np.random.default_rng(ctx.config.seed)
+    samples = [np.sort(rng.choice(len(f.train), min(len(f.train), MIX_EXAMPLES), replace=False)) for f in folds]
+    mixed = [c for c in candidates if c.mixer == "scalar_mix"]
+
+    def learn(job: tuple[int, Candidate]) -> np.ndarray:
+        k, c = job
+        rows = folds[k].train[samples[k]]
+        return fit(bank.pooled(c.pooler, c.layers, ex.a[rows]), ex.targets[rows])
+
+    jobs = [(k, c) for k in range(len(folds)) for c in mixed]
+    learned_weights = iter(map_on_cores(learn, jobs))
+    per_fold = [{c.name: next(learned_weights) for c in mixed} for _ in folds]
+    learned: dict[str, list] = {}
+    for mixes in per_fold:
+        for name, weights in mixes.items():
+            learned.setdefault(name, []).append(weights)
+    return per_fold, {name: tuple(float(x) for x in np.mean(ws, axis=0)) for name, ws in learned.items()}
+
+
+def _fold_source(ctx: SweepContext, candidates: list[Candidate], per_fold_mixes: list[dict]):
+    """(ids, rows or None for all, fold) -> features [C, n, D], each fold's ScalarMix applied."""
+    every_row = np.arange(len(ctx.ex.targets))
+
+    def source(ids: list[int], rows: np.ndarray | None, k: int) -> torch.Tensor:
+        return ctx.stack(candidates, ids, every_row if rows is None else rows, per_fold_mixes[k])
+
+    return source
 
 
 def classification_probe(ctx: SweepContext, candidates: list[Candidate]) -> Scored:
@@ -73,27 +128,11 @@ def classification_probe(ctx: SweepContext, candidates: list[Candidate]) -> Scor
     vectors then join every other candidate.
     """
     bank, ex, folds, config = ctx.bank, ctx.ex, ctx.folds, ctx.config
-    rng = np.random.default_rng(config.seed)
-    samples = [np.sort(rng.choice(len(f.train), min(len(f.train), MIX_EXAMPLES), replace=False)) for f in folds]
-    mixed = [c for c in candidates if c.mixer == "scalar_mix"]
-
-    def fit(job: tuple[int, Candidate]) -> np.ndarray:
-        k, c = job
-        rows = folds[k].train[samples[k]]
-        return fit_classification_mix(bank.pooled(c.pooler, c.layers, ex.a[rows]), ex.targets[rows])
-
-    jobs = [(k, c) for k in range(len(folds)) for c in mixed]
-    learned_weights = iter(map_on_cores(fit, jobs))
-    per_fold_mixes = [{c.name: next(learned_weights) for c in mixed} for _ in folds]
-    every_row = np.arange(len(ex.targets))
-
-    def source(ids: list[int], rows: np.ndarray | None, k: int) -> torch.Tensor:
-        return ctx.stack(candidates, ids, every_row if rows is None else rows, per_fold_mixes[k])
-
+    per_fold_mixes, mix_weights = _learned_mixes(ctx, candidates, fit_classification_mix)
     default = last_layer_default([c.name for c in candidates], bank.num_layers)
     width = bank.width
     scores = screened_probe(
-        source,
+        _fold_source(ctx, candidates, per_fold_mixes),
         [c.width(width) if ex.b is None else pair_width(c.width(width), ctx.task.kind) for c in candidates],
         {i for i, c in enumerate(candidates) if c.mixer == "scalar_mix"},
         folds,
@@ -102,43 +141,88 @@ def classification_probe(ctx: SweepContext, candidates: list[Candidate]) -> Scor
         ctx.progress,
         always=tuple(i for i, c in enumerate(candidates) if c.name == default),
     )
-    learned: dict[str, list] = {}
-    for mixes in per_fold_mixes:
-        for name, weights in mixes.items():
-            learned.setdefault(name, []).append(weights)
-    mix_weights = {name: tuple(float(x) for x in np.mean(ws, axis=0)) for name, ws in learned.items()}
     dev_gold = ex.targets[np.concatenate([f.dev for f in folds])]
     return Scored(scores.predictions, scores.per_fold, mix_weights, scores, scores.dev_predictions, dev_gold)
 
 
-def similarity_probe(ctx: SweepContext, candidates: list[Candidate]) -> Scored:
-    """Ridge on (|u-v|, u*v) -> predicted score per test pair [C, n_test]; dev Spearman per fold [F, C].
+def label_set_probe_scored(ctx: SweepContext, candidates: list[Candidate]) -> Scored:
+    """Label sets [n, L]: predicted sets [C, n_test, L] of one-vs-rest probes, dev micro-F1 per fold [F, C]."""
+    bank, ex, folds, config = ctx.bank, ctx.ex, ctx.folds, ctx.config
+    per_fold_mixes, mix_weights = _learned_mixes(ctx, candidates, fit_target_mix)
+    default = last_layer_default([c.name for c in candidates], bank.num_layers)
+    scores = label_set_probe(
+        _fold_source(ctx, candidates, per_fold_mixes),
+        [c.width(bank.width) for c in candidates],
+        {i for i, c in enumerate(candidates) if c.mixer == "scalar_mix"},
+        folds,
+        ex.targets,
+        config.strengths,
+        ctx.progress,
+        always=tuple(i for i, c in enumerate(candidates) if c.name == default),
+    )
+    screened = ProbeScores(
+        scores.predictions, scores.per_fold, scores.scored_by, 0, scores.seconds, scores.dev_predictions
+    )
+    dev_gold = ex.targets[np.concatenate([f.dev for f in folds])]
+    reported = label_set_figures(scores.predictions, scores.scores, ctx.test_gold)
+    return Scored(
+        scores.predictions, scores.per_fold, mix_weights, screened, scores.dev_predictions, dev_gold, reported
+    )
 
-    Every fold's fit comes from one pass over the pairs (probing/fold_ridge.py: the training rows'
-    sufficient statistics are the whole table's minus the held-out rows'), alpha chosen on dev Spearman.
+
+def _ridge_jobs(ctx: SweepContext, candidates: list[Candidate], per_fold_mixes: list[dict]) -> list[tuple]:
+    """(candidate ids, fold ids, mixes) of each ridge fit: shared candidates by width within the memory budget over
+    every fold; a ScalarMix (learned per fold) fold by fold."""
+    kind, rows, folds = ctx.task.kind, len(ctx.ex.targets), list(range(len(ctx.folds)))
+    jobs = []
+    for width, ids in width_groups(candidates, ctx.bank.width).items():
+        shared = [i for i in ids if candidates[i].mixer != "scalar_mix"]
+        size = ridge_batch(rows, pair_width(width, kind) if kind.pair else width)
+        jobs += [(shared[s : s + size], folds, {}) for s in range(0, len(shared), size)]
+        jobs += [([i], [k], per_fold_mixes[k]) for i in ids if i not in shared for k in folds]
+    return jobs
+
+
+def score_probe(ctx: SweepContext, candidates: list[Candidate]) -> Scored:
+    """Ridge -> predicted score per test example [C, n_test]; dev Spearman per fold [F, C].
+
+    Pairs (similarity): on (|u-v|, u*v), the strength from the kind's alpha grid. One text (regression): on its
+    vector (and a per-fold ScalarMix), strengths relative to the training rows, with the dev predictions kept (the
+    choice's own evidence) and Pearson, Kendall's tau, R2, RMSE reported. Every fold's fit comes from one pass over
+    the rows (probing/fold_ridge.py: the training rows' sufficient statistics are the whole table's minus the
+    held-out rows'), alpha chosen on dev Spearman.
     """
-    ex, folds = ctx.ex, ctx.folds
-    outputs = np.zeros((len(candidates), sum(len(f.test) for f in folds)))
+    ex, folds, regression = ctx.ex, ctx.folds, not ctx.task.kind.pair
+    per_fold_mixes, mix_weights = _learned_mixes(ctx, candidates, fit_target_mix) if regression else ([{}], {})
+    alphas, relative = (REGRESSION_ALPHAS, True) if regression else (ctx.config.alphas, False)
+    test_at = np.cumsum([0] + [len(f.test) for f in folds])
+    dev_at = np.cumsum([0] + [len(f.dev) for f in folds])
+    outputs = np.zeros((len(candidates), test_at[-1]))
+    dev_outputs = np.zeros((len(candidates), dev_at[-1]))
     per_fold = np.zeros((len(folds), len(candidates)))
     every_row = np.arange(len(ex.targets))
-    chunks = []
-    for width, ids in width_groups(candidates, ctx.bank.width).items():
-        size = ridge_batch(len(every_row), pair_width(width, ctx.task.kind))
-        chunks += [ids[s : s + size] for s in range(0, len(ids), size)]
-    dev_rho = {}  # the last fold's dev Spearman [C, A], kept by choose()
+    picked = {}  # the fold's chosen strength: dev Spearman [C] and dev predictions [C, n_dev], kept by choose()
 
     def choose(dev: torch.Tensor, rows: np.ndarray) -> np.ndarray:
-        dev_rho["last"] = spearman(dev[..., 0].numpy(), ex.targets[rows][None, None])  # [C, A]
-        return np.nanargmax(np.nan_to_num(dev_rho["last"], nan=-2), axis=1)
+        rho = spearman(dev[..., 0].numpy(), ex.targets[rows][None, None])  # [C, A]
+        chosen = np.nanargmax(np.nan_to_num(rho, nan=-2), axis=1)
+        picks = np.arange(len(chosen))
+        picked.update(rho=rho[picks, chosen], dev=dev[picks, chosen, :, 0].numpy())
+        return chosen
 
-    for ids in chunks:
-        features = ctx.stack(candidates, ids, every_row)  # [C, N, 2H]
-        offset = 0
-        for k, (fold, out) in enumerate(
-            zip(folds, ridge_over_folds(features, ex.targets, folds, ctx.config.alphas, choose))
-        ):
-            picks = dev_rho["last"][np.arange(len(ids)), out.chosen]  # [C]
-            outputs[ids, offset : offset + len(fold.test)] = out.test[..., 0].numpy()
-            per_fold[k, ids] = picks
-            offset += len(fold.test)
-    return Scored(outputs, per_fold)
+    for ids, fold_ids, mixes in _ridge_jobs(ctx, candidates, per_fold_mixes if regression else [{}] * len(folds)):
+        features = ctx.stack(candidates, ids, every_row, mixes)  # [C, N, D]
+        fits = ridge_over_folds(features, ex.targets, [folds[k] for k in fold_ids], alphas, choose, relative=relative)
+        for k, out in zip(fold_ids, fits, strict=True):
+            outputs[ids, test_at[k] : test_at[k + 1]] = out.test[..., 0].numpy()
+            per_fold[k, ids] = picked["rho"]
+            dev_outputs[ids, dev_at[k] : dev_at[k + 1]] = picked["dev"]
+    if not regression:
+        return Scored(outputs, per_fold)
+    dev_gold = ex.targets[np.concatenate([f.dev for f in folds])]
+    reported = regression_figures(outputs, ctx.test_gold)
+    return Scored(outputs, per_fold, mix_weights, None, dev_outputs, dev_gold, reported)
+
+
+# The probe of each kind of target (tasks/kinds.py): a new kind of an existing target needs nothing here
+PROBES = {CLASS: classification_probe, SCORE: score_probe, LABEL_SET: label_set_probe_scored}

@@ -42,6 +42,7 @@ class Scored:
     screened: ProbeScores | None = None  # a screened probe: which probe scored each candidate, and its timings
     validation_outputs: np.ndarray | None = None  # [C, n_dev] each candidate's outputs on the choosing rows
     validation_gold: np.ndarray | None = None  # [n_dev] their targets
+    reported: dict[str, np.ndarray] = field(default_factory=dict)  # figures beside the metric: name -> [C]
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,7 @@ def scored_result(ctx: SweepContext, plan: Plan, scored: Scored) -> ProtocolResu
     )
     return replace(
         result,
+        reported=scored.reported,
         outputs=scored.outputs,
         gold=gold,
         validation_outputs=scored.validation_outputs,

@@ -41,6 +41,8 @@ class ProtocolResult:
     # between two candidates rests on (choice.choose keeps the model's own reading when it is tied on them)
     validation_outputs: np.ndarray | None = field(default=None, repr=False)
     validation_gold: np.ndarray | None = field(default=None, repr=False)
+    # figures reported beside the metric on the same rows (point estimates, metrics/reported.py): name -> [C]
+    reported: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
     def split(self) -> str:

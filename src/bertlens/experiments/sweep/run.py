@@ -19,7 +19,7 @@ from bertlens.probing.truncation import similarity_loss
 from bertlens.progress import Progress, counting, silent
 from bertlens.representation.choices import attentions_for
 from bertlens.representation.recipe import Recipe
-from bertlens.tasks.kinds import CLASS, JUDGEMENTS, NONE, SCORE
+from bertlens.tasks.kinds import CLASS, JUDGEMENTS, LABEL_SET, NONE, SCORE
 from bertlens.tasks.loaders import TaskData, texts_task
 
 from .choice import make_result
@@ -93,7 +93,7 @@ def _bank_sweep(task: TaskData, encoder, base: Recipe, cache_dir, config: SweepC
     if label_free is not None:
         trust = labelled_trust(label_free, protocols[task.kind.main_protocol], ctx)
     result = make_result(task, encoder, base, config, bank.width, protocols, timings, ctx.fitted, f"{len(folds)} folds")
-    if task.kind.target == SCORE:
+    if task.kind.target == SCORE and task.kind.pair:  # cosine of the two texts: what a shorter width loses
         result = replace(result, recipe=result.recipe.replace(dimension_loss=_dimension_loss(result, ctx)))
     return replace(result, label_free=label_free, trust=trust)
 
@@ -103,7 +103,7 @@ def _wanted(task: TaskData, config: SweepConfig) -> tuple[str, ...]:
     similarity under cross-validation, cosine alone: the k-fold ridge probe costs several times the rest)."""
     if config.protocols is not None:
         return tuple(p for p in task.kind.protocols if p in config.protocols)
-    if task.uses_cv and task.kind.target == SCORE:
+    if task.uses_cv and task.kind.target == SCORE and task.kind.pair:
         return (task.kind.main_protocol,)
     return tuple(p for p in task.kind.protocols if p not in OPT_IN)
 
@@ -133,7 +133,13 @@ def _retrieval_sweep(task, encoder, base: Recipe, cache_dir, config: SweepConfig
 
 # How each kind of target is swept: the kind's own field decides (tasks/kinds.py), never its name. A new kind with
 # one of these targets needs no change here; a new kind of target is one entry.
-SWEEPS = {NONE: _texts_sweep, CLASS: _bank_sweep, SCORE: _bank_sweep, JUDGEMENTS: _retrieval_sweep}
+SWEEPS = {
+    NONE: _texts_sweep,
+    CLASS: _bank_sweep,
+    SCORE: _bank_sweep,
+    LABEL_SET: _bank_sweep,
+    JUDGEMENTS: _retrieval_sweep,
+}
 
 
 def _sweep_encoder(encoder: Encoder | str, base: Recipe, config: SweepConfig) -> Encoder:
