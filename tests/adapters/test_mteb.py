@@ -104,3 +104,39 @@ def test_a_multi_vector_recipe_runs_through_mtebs_late_interaction_search(tiny_b
     ours = float(np.mean(ranking_metrics(ranked, [collection.qrels["test"][q] for q in rows])["ndcg@10"]))
     assert evaluate_retrieval(recipe, directory) == pytest.approx(ours, abs=1e-4)
     assert recipe_encoder(recipe).mteb_model_meta.similarity_fn_name == "MaxSim"
+
+
+def _columns(task, split: str, kind: str) -> dict[str, list]:
+    """A loaded task's split as MTEB's columns: texts and numbers, or texts and lists of label names."""
+    rows = task.splits[split]
+    if kind == "regression":
+        return {"text": list(rows.texts_a), "label": rows.targets.tolist()}
+    return {"text": list(rows.texts_a), "label": [[task.class_names[j] for j in r.nonzero()[0]] for r in rows.targets]}
+
+
+@pytest.mark.parametrize("kind", ["regression", "multi_label"])
+def test_mtebs_own_regression_and_multilabel_evaluators_score_a_recipe(kind, tiny_bert_dir):
+    """MTEB's AbsTaskRegression (a linear regression on the embeddings) and AbsTaskMultilabelClassification (kNN)
+    run on a bertlens recipe through the adapter, offline, on EmoBank and GoEmotions rows."""
+    import math
+
+    from bertlens.adapters.mteb import evaluate_labelled
+    from bertlens.tasks.loaders import UserTable, load_user_task
+
+    if kind == "regression":
+        table, path = UserTable(None, ("text",), "V", split_col="split"), DATA / "emobank" / "emobank.csv"
+    else:
+        root = DATA / "goemotions"
+        splits = {"test": root / "test.tsv"}
+        table = UserTable(None, (0,), 1, header=False, label_sep=",", split_files=splits)
+        path = root / "train.tsv"
+    task = load_user_task(path, table, max_examples=300, seed=0)
+    assert task.kind.name == kind
+    scores = evaluate_labelled(
+        Recipe(model=str(tiny_bert_dir), layers=(2,), pooler="mean"),
+        kind,
+        _columns(task, "train", kind),
+        _columns(task, "test", kind),
+    )
+    main = "kendalltau" if kind == "regression" else "accuracy"
+    assert math.isfinite(scores[main]) and math.isfinite(scores["main_score"])

@@ -22,7 +22,7 @@ import numpy as np
 from bertlens.embedding.embedder import Embedder
 from bertlens.embedding.prompted import with_role
 from bertlens.embedding.protocol import TextEncoder
-from bertlens.errors import BertlensError
+from bertlens.errors import BertlensError, did_you_mean
 from bertlens.extras import require
 from bertlens.representation.fingerprint import recipe_fingerprint
 from bertlens.representation.recipe import ROLES, Recipe
@@ -99,6 +99,61 @@ def local_sts_task(path: str | Path, name: str = "LocalSTSBenchmark"):
             self.data_loaded = True
 
     return LocalSTS()
+
+
+# MTEB's abstract task of each kind it evaluates with a model fitted on the embeddings (mteb.abstasks): its type name,
+# main score and label column
+LABELLED_TASKS = {
+    "regression": ("regression", "AbsTaskRegression", "Regression", "kendalltau"),
+    "multi_label": ("multilabel_classification", "AbsTaskMultilabelClassification", "MultilabelClassification",
+                    "accuracy"),
+}  # fmt: skip
+
+
+def local_labelled_task(kind: str, train: dict[str, list], test: dict[str, list], name: str = "LocalLabelled"):
+    """An MTEB regression or multi-label task over in-memory splits ({'text': [...], 'label': [...]}: a number per text,
+    or a list of labels), offline: MTEB's own evaluator (a linear regression; kNN on the embeddings) scores a recipe
+    on it, as on its published tasks."""
+    _mteb()
+    import importlib
+
+    from datasets import Dataset, DatasetDict
+    from mteb.abstasks.task_metadata import TaskMetadata
+
+    if kind not in LABELLED_TASKS:
+        raise BertlensError(f"no MTEB task for kind '{kind}': {did_you_mean(kind, tuple(LABELLED_TASKS))}")
+    module, base_name, task_type, main_score = LABELLED_TASKS[kind]
+    base = getattr(importlib.import_module(f"mteb.abstasks.{module}"), base_name)
+
+    class LocalLabelled(base):
+        metadata = TaskMetadata(
+            type=task_type,
+            name=name,
+            main_score=main_score,
+            description=f"{kind} rows given in memory (offline)",
+            reference="https://github.com/embeddings-benchmark/mteb",
+            dataset={"path": name, "revision": "local"},
+            eval_splits=["test"],
+            date=("2020-01-01", "2020-12-31"),
+            license="not specified",
+            **{**LOCAL_TASK, "category": "t2c"},
+        )
+        label_column_name = "label"
+
+        def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
+            self.dataset = DatasetDict({"train": Dataset.from_dict(train), "test": Dataset.from_dict(test)})
+            self.data_loaded = True
+
+    return LocalLabelled()
+
+
+def evaluate_labelled(recipe: Recipe | TextEncoder, kind: str, train: dict[str, list], test: dict[str, list]) -> dict:
+    """MTEB's scores of the recipe on a local regression or multi-label task (no results cache, no network): for
+    regression kendalltau, r2, rmse, ...; for multi-label accuracy, f1, lrap, ... (averaged over its experiments)."""
+    mteb = _mteb()
+    task = local_labelled_task(kind, train, test)
+    result = mteb.evaluate(recipe_encoder(recipe), task, cache=None, show_progress_bar=False)
+    return dict(result.task_results[0].scores["test"][0])
 
 
 def model_meta(encoder: TextEncoder):

@@ -64,11 +64,8 @@ def _dual_ridge_out_of_fold(x: torch.Tensor, targets: torch.Tensor, seed: int) -
     return out
 
 
-def classification_chooser(
-    bank: Bank, candidates: list[Candidate], text_rows: np.ndarray, targets: np.ndarray, classes: int, seed: int = 0
-):
-    """rows (into text_rows/targets) -> index of the candidate a ridge classifier cross-validated on them prefers;
-    classes 0: numbers, the candidate whose cross-validated ridge predictions rank them best (Spearman)."""
+def _ridge_chooser(bank: Bank, candidates: list[Candidate], text_rows: np.ndarray, targets: np.ndarray, score):
+    """rows -> index of the candidate with the best `score(x [C, m, D], targets of the rows) -> [C]`."""
     widths = [c.width(bank.width) for c in candidates]
 
     def choose(rows: np.ndarray) -> int:
@@ -76,13 +73,22 @@ def classification_chooser(
         for width in sorted(set(widths)):
             ids = [i for i, w in enumerate(widths) if w == width]
             x = torch.from_numpy(np.stack([candidate_features(bank, candidates[i], text_rows[rows]) for i in ids]))
-            if classes:
-                scores[ids] = dual_ridge_accuracy(x, targets[rows], classes, seed)  # [m, D] per candidate -> [C]
-            else:
-                scores[ids] = dual_ridge_spearman(x, targets[rows], seed)
+            scores[ids] = score(x, targets[rows])  # [m, D] per candidate -> [C]
         return _narrowest_best(scores, widths)
 
     return choose
+
+
+def classification_chooser(
+    bank: Bank, candidates: list[Candidate], text_rows: np.ndarray, targets: np.ndarray, classes: int, seed: int = 0
+):
+    """rows (into text_rows/targets) -> index of the candidate a ridge classifier cross-validated on them prefers."""
+    return _ridge_chooser(bank, candidates, text_rows, targets, lambda x, y: dual_ridge_accuracy(x, y, classes, seed))
+
+
+def regression_chooser(bank: Bank, candidates: list[Candidate], text_rows: np.ndarray, targets, seed: int = 0):
+    """rows -> index of the candidate whose cross-validated ridge predictions rank the numbers best (Spearman)."""
+    return _ridge_chooser(bank, candidates, text_rows, targets, lambda x, y: dual_ridge_spearman(x, y, seed))
 
 
 def similarity_chooser(

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from bertlens.metrics.bootstrap import spearman
 from bertlens.tasks.splits import Fold
 
 ALPHA_GRID = (1.0, 10.0, 100.0, 1000.0)  # L2 strengths on standardised features: the pair-similarity probe's grid
@@ -161,6 +162,14 @@ def _outputs(x: torch.Tensor, rows: np.ndarray, mean, scale, weights, offset) ->
 
 
 Chooser = Callable[[torch.Tensor, np.ndarray], np.ndarray]  # (dev outputs [C, A, n, K], dev rows) -> index [C]
+
+
+def spearman_choice(dev: torch.Tensor, gold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """dev outputs [C, A, n, 1] of a real-valued target, gold [n] -> (each candidate's strength of best dev Spearman
+    [C], that Spearman [C]); an undefined Spearman (constant outputs) never wins."""
+    rho = spearman(dev[..., 0].numpy(), gold[None, None])  # [C, A]
+    chosen = np.nanargmax(np.nan_to_num(rho, nan=-2), axis=1)
+    return chosen, rho[np.arange(len(chosen)), chosen]
 
 
 def ridge_over_folds(

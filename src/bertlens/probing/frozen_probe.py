@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from bertlens.metrics.bootstrap import micro_f1, spearman
-from bertlens.probing.fold_ridge import REGRESSION_ALPHAS, ridge_over_folds
+from bertlens.probing.fold_ridge import REGRESSION_ALPHAS, ridge_over_folds, spearman_choice
 from bertlens.probing.label_set_probe import label_set_probe
 from bertlens.probing.selection import C_GRID, logistic_on_dev
 from bertlens.tasks.kinds import TaskKind
@@ -29,15 +29,14 @@ def frozen_probe_score(kind: TaskKind, train_x, train_y, dev_x, dev_y, test_x, t
     starts = np.cumsum([0, len(train_x), len(dev_x), len(test_x)])
     fold = Fold(*(np.arange(starts[i], starts[i + 1]) for i in range(3)))
     if kind.label_sets:
-        scores = label_set_probe(lambda ids, rows, k: features[:, rows] if rows is not None else features.clone(),
-                                 [features.shape[-1]], set(), [fold], targets, always=(0,))  # fmt: skip
+        source = lambda ids, rows, k: features.clone() if rows is None else features[:, rows]  # noqa: E731
+        scores, _ = label_set_probe(source, [features.shape[-1]], set(), [fold], targets, always=(0,))
         return float(scores.per_fold[0, 0]), float(micro_f1(scores.predictions, test_y)[0])
     dev_rho = {}
 
     def choose(dev: torch.Tensor, rows: np.ndarray) -> np.ndarray:
-        rho = spearman(dev[..., 0].numpy(), targets[rows][None, None])  # [1, A]
-        dev_rho["chosen"] = float(np.nanmax(np.nan_to_num(rho, nan=-2)))
-        return np.nanargmax(np.nan_to_num(rho, nan=-2), axis=1)
+        chosen, dev_rho["chosen"] = spearman_choice(dev, targets[rows])
+        return chosen
 
     (out,) = ridge_over_folds(features.clone(), targets, [fold], REGRESSION_ALPHAS, choose, relative=True)
-    return dev_rho["chosen"], float(spearman(out.test[0, :, 0].numpy(), test_y))
+    return float(dev_rho["chosen"][0]), float(spearman(out.test[0, :, 0].numpy(), test_y))

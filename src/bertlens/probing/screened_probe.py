@@ -84,7 +84,7 @@ def screen_job(features, folds: list[Fold], targets: np.ndarray, classes: int) -
 
 
 @dataclass(frozen=True)
-class _ScreenJob:
+class ScreenJob:
     """One screen job: candidates `ids` over the folds `fold_ids`, with the features of fold `features_of`."""
 
     ids: list[int]
@@ -92,15 +92,15 @@ class _ScreenJob:
     features_of: int
 
 
-def _screen_jobs(groups: list[list[int]], fold_specific: set[int], folds: int) -> list[_ScreenJob]:
+def screen_jobs(groups: list[list[int]], fold_specific: set[int], folds: int) -> list[ScreenJob]:
     """A group's shared candidates over all folds in one job; a fold-specific candidate (a ScalarMix learned per
     fold: its features differ) fold by fold."""
     jobs = []
     for ids in groups:
         shared = [i for i in ids if i not in fold_specific]
         if shared:
-            jobs.append(_ScreenJob(shared, tuple(range(folds)), 0))
-        jobs += [_ScreenJob([i], (k,), k) for i in ids if i in fold_specific for k in range(folds)]
+            jobs.append(ScreenJob(shared, tuple(range(folds)), 0))
+        jobs += [ScreenJob([i], (k,), k) for i in ids if i in fold_specific for k in range(folds)]
     return jobs
 
 
@@ -113,7 +113,7 @@ def _screen(
     per_fold = np.zeros((len(folds), count))
     dev_correct = np.zeros((count, dev_offsets[-1]), dtype=bool)
     dev_predictions = np.zeros((count, dev_offsets[-1]), dtype=np.int64)
-    jobs = _screen_jobs(groups, fold_specific, len(folds))
+    jobs = screen_jobs(groups, fold_specific, len(folds))
     runner = runner_for(max(len(f.train) + len(f.dev) + len(f.test) for f in folds))
     calls = (
         (_shipped(source(job.ids, None, job.features_of), runner), [folds[k] for k in job.fold_ids], targets, classes)
@@ -182,7 +182,7 @@ def screen_bytes(width: int, rows: int, dev_rows: int, folds: int, classes: int)
     return 4 * (2 * rows * width + (folds + 8) * width**2 + strengths * (width + dev_rows) * max(classes, 1))
 
 
-def _batches(ids: list[int], widths: list[int], cost: Callable[[int], int], limit: int) -> list[list[int]]:
+def width_batches(ids: list[int], widths: list[int], cost: Callable[[int], int], limit: int) -> list[list[int]]:
     """Candidates grouped by width (each group stacks into one tensor), cut so that a batch's summed
     cost(width) per candidate (bytes) stays within `limit`."""
     by_width: dict[int, list[int]] = {}
@@ -270,7 +270,7 @@ def screened_probe(
     classes = int(targets.max()) + 1
     rows = max(len(f.train) + len(f.dev) + len(f.test) for f in folds)
     dev_rows = max(len(f.dev) for f in folds)
-    groups = _batches(
+    groups = width_batches(
         list(range(len(widths))), widths, lambda w: screen_bytes(w, rows, dev_rows, len(folds), classes), SCREEN_BYTES
     )
     start = time.perf_counter()
@@ -291,7 +291,7 @@ def screened_probe(
     # per candidate: float32 + two bf16 copies of the features (8 bytes x width), logits, softmax and gradients
     # (about 20 bytes x outputs)
     per_unit, extra = rows * 8, outputs * 20 // 8
-    for batch in _batches(fitted, widths, lambda w: per_unit * (w + extra), LOGISTIC_BYTES):
+    for batch in width_batches(fitted, widths, lambda w: per_unit * (w + extra), LOGISTIC_BYTES):
         side = 2 * per_unit * sum(widths[i] + extra for i in batch) <= LOGISTIC_BYTES
         shared = not fold_specific.intersection(batch)
         _logistic(source, batch, folds, targets, strengths, scores, progress, side, shared)

@@ -12,7 +12,7 @@ from bertlens.features.bank import Bank
 from bertlens.features.views import BankOptions, build_views, view_rows
 from bertlens.io.cache import default_cache_dir
 from bertlens.probing.candidates import enumerate_candidates
-from bertlens.probing.few_labels import classification_chooser, similarity_chooser
+from bertlens.probing.few_labels import classification_chooser, regression_chooser, similarity_chooser
 from bertlens.probing.label_free import SUBSAMPLE_SIZE as LF_SUBSAMPLE_SIZE
 from bertlens.probing.label_free import SUBSAMPLES as LF_SUBSAMPLES
 from bertlens.probing.label_free import LabelFreeScores, score_label_free, view_count
@@ -84,9 +84,10 @@ def labelled_trust(scores: LabelFreeScores, main: ProtocolResult, ctx: SweepCont
     eligible = [i for i, c in enumerate(main.candidates) if c.mixer != "scalar_mix" and not c.post]
     chosen = [main.candidates[i] for i in eligible]
     pool = all_rows(ctx.folds) if ctx.task.uses_cv else ctx.folds[0].train
-    if ex.b is not None and not ctx.task.kind.classes:  # a pair's score: the pair cosine, untrained
+    if ctx.task.kind.classes:
+        choose = classification_chooser(bank, chosen, ex.a, ex.targets, int(ex.targets.max()) + 1, config.seed)
+    elif ex.b is not None:  # a pair's score: the pair cosine, untrained
         choose = similarity_chooser(bank, chosen, ex.a, ex.b, ex.targets)
-    else:  # one text: a ridge cross-validated on the drawn rows (classes, or a number with classes 0)
-        classes = int(ex.targets.max()) + 1 if ctx.task.kind.classes else 0
-        choose = classification_chooser(bank, chosen, ex.a, ex.targets, classes, config.seed)
+    else:  # a number per text: a ridge cross-validated on the drawn rows
+        choose = regression_chooser(bank, chosen, ex.a, ex.targets, config.seed)
     return replace(trust, settling=settle(lambda rows: eligible[choose(rows)], pool, main.test, config.seed))

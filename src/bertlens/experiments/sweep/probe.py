@@ -10,18 +10,20 @@ is the kind's target (PROBES); a ScalarMix is learned per fold for every single-
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
-from bertlens.metrics.bootstrap import spearman
 from bertlens.metrics.reported import label_set_figures, regression_figures
 from bertlens.probing.candidates import Candidate
 from bertlens.probing.cores import map_on_cores
-from bertlens.probing.fold_ridge import REGRESSION_ALPHAS, ridge_over_folds
+from bertlens.probing.fold_ridge import REGRESSION_ALPHAS, ridge_over_folds, spearman_choice
 from bertlens.probing.label_set_probe import label_set_probe
 from bertlens.probing.label_trust import last_layer_default
 from bertlens.probing.scalar_mix_fit import fit_classification_mix, fit_target_mix
-from bertlens.probing.screened_probe import MAX_CONTENDERS, ProbeScores, screened_probe
+from bertlens.probing.screened_probe import MAX_CONTENDERS, screened_probe
 from bertlens.representation.pairs import pair_width
 from bertlens.tasks.kinds import CLASS, LABEL_SET, SCORE
 
@@ -50,34 +52,34 @@ class Probe:
         kind = ctx.task.kind
         pool = ctx.candidates(scalar_mix=not kind.pair)  # a ScalarMix is learned for single texts only
         basis = "an inner 10% dev split per fold" if ctx.task.uses_cv else "dev"
-        return Plan(self.name, tuple(pool), DESCRIPTIONS[kind.target](kind.pair).replace("{basis}", basis))
+        return Plan(self.name, tuple(pool), DESCRIPTIONS[kind.target](kind.pair, basis))
 
     def run(self, ctx: SweepContext, plan: Plan) -> Outcome:
         scored = PROBES[ctx.task.kind.target](ctx, list(plan.candidates))
         return Outcome(scored_result(ctx, plan, scored))
 
 
-def _class_description(pair: bool) -> str:
+def _class_description(pair: bool, basis: str) -> str:
     return (
-        "L2 logistic regression on standardised features, C chosen on {basis}; every candidate screened first by a "
+        f"L2 logistic regression on standardised features, C chosen on {basis}; every candidate screened first by a "
         "ridge classifier (strength chosen on the same dev rows), the logistic probe fitted for the contenders that "
         f"can still tie with the best (up to {MAX_CONTENDERS}), the rest keep the screen's figures (each row names "
         "its probe)"
     )
 
 
-def _score_description(pair: bool) -> str:
+def _score_description(pair: bool, basis: str) -> str:
     if pair:
         return "ridge regression on (|u-v|, u*v), alpha chosen on dev Spearman (SentEval-style pair features)"
     return (
-        "ridge regression on standardised features, strength (relative to the training rows) chosen on {basis} "
+        f"ridge regression on standardised features, strength (relative to the training rows) chosen on {basis} "
         "Spearman; Pearson, Kendall's tau, R2 and RMSE reported beside it"
     )
 
 
-def _label_set_description(pair: bool) -> str:
+def _label_set_description(pair: bool, basis: str) -> str:
     return (
-        "one-vs-rest L2 logistic regression on standardised features, C and a threshold per label chosen on {basis} "
+        f"one-vs-rest L2 logistic regression on standardised features, C and a threshold per label chosen on {basis} "
         f"(micro-F1, per-label F1); every candidate screened first by ridge onto the label matrix, the logistic probe "
         f"fitted for the best {MAX_CONTENDERS} and the model's own reading, the rest keep the screen's figures (each "
         "row names its probe); macro-F1, LRAP and subset accuracy reported beside it"
@@ -110,14 +112,38 @@ def _learned_mixes(ctx: SweepContext, candidates: list[Candidate], fit) -> tuple
     return per_fold, {name: tuple(float(x) for x in np.mean(ws, axis=0)) for name, ws in learned.items()}
 
 
-def _fold_source(ctx: SweepContext, candidates: list[Candidate], per_fold_mixes: list[dict]):
-    """(ids, rows or None for all, fold) -> features [C, n, D], each fold's ScalarMix applied."""
-    every_row = np.arange(len(ctx.ex.targets))
+@dataclass(frozen=True)
+class _ScreenedInputs:
+    """What a screened probe of single texts (or pairs) is handed: features per fold, each candidate's width, the
+    candidates whose features differ per fold, the one always fitted (the model's own reading), the mix weights."""
+
+    source: Callable[[list[int], np.ndarray | None, int], torch.Tensor]
+    widths: list[int]
+    fold_specific: set[int]
+    always: tuple[int, ...]
+    mix_weights: dict[str, tuple[float, ...]]
+
+
+def _screened_inputs(ctx: SweepContext, candidates: list[Candidate], fit) -> _ScreenedInputs:
+    """ScalarMix learned per fold by `fit`, then (ids, rows or None for all, fold) -> features [C, n, D] with each
+    fold's mix applied, and what else the screened probes read."""
+    bank, ex = ctx.bank, ctx.ex
+    per_fold_mixes, mix_weights = _learned_mixes(ctx, candidates, fit)
+    every_row = np.arange(len(ex.targets))
 
     def source(ids: list[int], rows: np.ndarray | None, k: int) -> torch.Tensor:
         return ctx.stack(candidates, ids, every_row if rows is None else rows, per_fold_mixes[k])
 
-    return source
+    width = bank.width
+    widths = [c.width(width) if ex.b is None else pair_width(c.width(width), ctx.task.kind) for c in candidates]
+    default = last_layer_default([c.name for c in candidates], bank.num_layers)
+    return _ScreenedInputs(
+        source,
+        widths,
+        {i for i, c in enumerate(candidates) if c.mixer == "scalar_mix"},
+        tuple(i for i, c in enumerate(candidates) if c.name == default),
+        mix_weights,
+    )
 
 
 def classification_probe(ctx: SweepContext, candidates: list[Candidate]) -> Scored:
@@ -127,46 +153,28 @@ def classification_probe(ctx: SweepContext, candidates: list[Candidate]) -> Scor
     ScalarMix weights are learned first (per fold, on a sample of the training rows); the mixed
     vectors then join every other candidate.
     """
-    bank, ex, folds, config = ctx.bank, ctx.ex, ctx.folds, ctx.config
-    per_fold_mixes, mix_weights = _learned_mixes(ctx, candidates, fit_classification_mix)
-    default = last_layer_default([c.name for c in candidates], bank.num_layers)
-    width = bank.width
+    ex, folds = ctx.ex, ctx.folds
+    given = _screened_inputs(ctx, candidates, fit_classification_mix)
     scores = screened_probe(
-        _fold_source(ctx, candidates, per_fold_mixes),
-        [c.width(width) if ex.b is None else pair_width(c.width(width), ctx.task.kind) for c in candidates],
-        {i for i, c in enumerate(candidates) if c.mixer == "scalar_mix"},
-        folds,
-        ex.targets,
-        config.strengths,
-        ctx.progress,
-        always=tuple(i for i, c in enumerate(candidates) if c.name == default),
-    )
+        given.source, given.widths, given.fold_specific, folds, ex.targets, ctx.config.strengths, ctx.progress,
+        given.always,
+    )  # fmt: skip
     dev_gold = ex.targets[np.concatenate([f.dev for f in folds])]
-    return Scored(scores.predictions, scores.per_fold, mix_weights, scores, scores.dev_predictions, dev_gold)
+    return Scored(scores.predictions, scores.per_fold, given.mix_weights, scores, scores.dev_predictions, dev_gold)
 
 
 def label_set_probe_scored(ctx: SweepContext, candidates: list[Candidate]) -> Scored:
     """Label sets [n, L]: predicted sets [C, n_test, L] of one-vs-rest probes, dev micro-F1 per fold [F, C]."""
-    bank, ex, folds, config = ctx.bank, ctx.ex, ctx.folds, ctx.config
-    per_fold_mixes, mix_weights = _learned_mixes(ctx, candidates, fit_target_mix)
-    default = last_layer_default([c.name for c in candidates], bank.num_layers)
-    scores = label_set_probe(
-        _fold_source(ctx, candidates, per_fold_mixes),
-        [c.width(bank.width) for c in candidates],
-        {i for i, c in enumerate(candidates) if c.mixer == "scalar_mix"},
-        folds,
-        ex.targets,
-        config.strengths,
-        ctx.progress,
-        always=tuple(i for i, c in enumerate(candidates) if c.name == default),
-    )
-    screened = ProbeScores(
-        scores.predictions, scores.per_fold, scores.scored_by, 0, scores.seconds, scores.dev_predictions
-    )
+    ex, folds = ctx.ex, ctx.folds
+    given = _screened_inputs(ctx, candidates, fit_target_mix)
+    scores, cut_from = label_set_probe(
+        given.source, given.widths, given.fold_specific, folds, ex.targets, ctx.config.strengths, ctx.progress,
+        given.always,
+    )  # fmt: skip
     dev_gold = ex.targets[np.concatenate([f.dev for f in folds])]
-    reported = label_set_figures(scores.predictions, scores.scores, ctx.test_gold)
+    reported = label_set_figures(scores.predictions, cut_from, ctx.test_gold)
     return Scored(
-        scores.predictions, scores.per_fold, mix_weights, screened, scores.dev_predictions, dev_gold, reported
+        scores.predictions, scores.per_fold, given.mix_weights, scores, scores.dev_predictions, dev_gold, reported
     )
 
 
@@ -193,7 +201,7 @@ def score_probe(ctx: SweepContext, candidates: list[Candidate]) -> Scored:
     held-out rows'), alpha chosen on dev Spearman.
     """
     ex, folds, regression = ctx.ex, ctx.folds, not ctx.task.kind.pair
-    per_fold_mixes, mix_weights = _learned_mixes(ctx, candidates, fit_target_mix) if regression else ([{}], {})
+    per_fold_mixes, mix_weights = _learned_mixes(ctx, candidates, fit_target_mix)  # none for pairs: no ScalarMix
     alphas, relative = (REGRESSION_ALPHAS, True) if regression else (ctx.config.alphas, False)
     test_at = np.cumsum([0] + [len(f.test) for f in folds])
     dev_at = np.cumsum([0] + [len(f.dev) for f in folds])
@@ -204,13 +212,11 @@ def score_probe(ctx: SweepContext, candidates: list[Candidate]) -> Scored:
     picked = {}  # the fold's chosen strength: dev Spearman [C] and dev predictions [C, n_dev], kept by choose()
 
     def choose(dev: torch.Tensor, rows: np.ndarray) -> np.ndarray:
-        rho = spearman(dev[..., 0].numpy(), ex.targets[rows][None, None])  # [C, A]
-        chosen = np.nanargmax(np.nan_to_num(rho, nan=-2), axis=1)
-        picks = np.arange(len(chosen))
-        picked.update(rho=rho[picks, chosen], dev=dev[picks, chosen, :, 0].numpy())
+        chosen, rho = spearman_choice(dev, ex.targets[rows])
+        picked.update(rho=rho, dev=dev[np.arange(len(chosen)), chosen, :, 0].numpy())
         return chosen
 
-    for ids, fold_ids, mixes in _ridge_jobs(ctx, candidates, per_fold_mixes if regression else [{}] * len(folds)):
+    for ids, fold_ids, mixes in _ridge_jobs(ctx, candidates, per_fold_mixes):
         features = ctx.stack(candidates, ids, every_row, mixes)  # [C, N, D]
         fits = ridge_over_folds(features, ex.targets, [folds[k] for k in fold_ids], alphas, choose, relative=relative)
         for k, out in zip(fold_ids, fits, strict=True):
