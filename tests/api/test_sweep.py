@@ -94,3 +94,20 @@ def test_layers_may_be_given_as_numbers(tmp_path, tiny_bert_dir):
     singles = {c for c in run.to_arrow().column("candidate").to_pylist() if c.startswith("mean/L")}
     assert singles >= {"mean/L1", "mean/L2"} and "mean/L0" not in singles
     assert np.isfinite([r["value"] for r in run.rows() if r["value"] is not None]).all()
+
+
+@pytest.mark.parametrize(
+    ("labels", "kind", "metric"),
+    [
+        ([1.5 + 0.07 * i for i in range(36)], "regression", "spearman"),  # numbers: a regression task
+        ([["warm"], ["dull"], ["warm", "dull"]] * 12, "multi_label", "micro_f1"),  # lists: a set of labels each
+    ],
+)
+def test_in_memory_numbers_and_label_lists_are_their_kinds(labels, kind, metric, tiny_bert_dir, tmp_path):
+    import bertlens
+
+    texts = [f"a {'warm' if i % 3 != 1 else 'dull'} film, take {i}" for i in range(36)]
+    run = bertlens.sweep(texts=texts, labels=labels, model=str(tiny_bert_dir), folds=3, resamples=50,
+                         cache_dir=tmp_path)  # fmt: skip
+    assert run.result.kind.name == kind and run.result.main.metric == metric
+    assert len(run.to_arrow()) == len(run.result.main.candidates)

@@ -1,5 +1,6 @@
-"""Regression and multi-label sweeps through the command line: what was read is said, `--config` repeats the run,
-and `--engine ray` gives the local rows and pick (issue #60)."""
+"""Regression and multi-label through the command line: what was read is said, `--config` repeats a sweep,
+`--engine ray` gives the local rows and pick, and `compare` puts the kind's frozen probe against its fine-tuned head
+(issue #60)."""
 
 import json
 
@@ -73,3 +74,38 @@ def test_a_kind_on_ray_gives_the_local_rows_and_pick(kind, tmp_path, tiny_bert_d
     if kind == "regression":
         picks = [json.loads((tmp_path / d / "recipe.json").read_text()) for d in ("ray", "local")]
         assert picks[0] == picks[1]
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_compare_scores_the_kinds_frozen_probe_against_its_fine_tuned_head(kind, tmp_path, tiny_bert_dir):
+    """The frozen side is the kind's own probe (ridge on Spearman; one-vs-rest logistic with per-label thresholds),
+    the fine-tuned side a linear head with MSE or a sigmoid head with binary cross-entropy, both in the kind's metric."""
+    make, name, metric = KINDS[kind]
+    data = make(tmp_path / name)
+    if kind == "multi_label":  # compare needs a test split: the next 100 comments
+        rows = (DATA / "goemotions" / "train.tsv").read_text(encoding="utf-8").splitlines()[200:300]
+        (tmp_path / "test.tsv").write_text("text\tlabels\tid\n" + "\n".join(rows) + "\n", encoding="utf-8")
+        data = [*data[: data.index("--folds")], "--test", str(tmp_path / "test.tsv")]
+    out = tmp_path / "cmp"
+    args = ["compare", *data, "--model", str(tiny_bert_dir), "--sizes", "48", "--strategies", "frozen,full",
+            "--seeds", "1", "--epochs", "1", "--min-steps", "2", "--batch-size", "16", "--quiet", "--out", str(out)]  # fmt: skip
+    assert main(args) == 0
+    result = json.loads((out / "results.json").read_text())
+    assert result["metric"] == metric and {r["strategy"] for r in result["runs"]} == {"frozen", "full"}
+    assert all(0 <= r["test"] <= 1 or kind == "regression" and -1 <= r["test"] <= 1 for r in result["runs"])
+
+
+def test_one_01_column_per_label_gives_the_rows_of_a_separated_label_column(tmp_path, tiny_bert_dir):
+    rows = (DATA / "goemotions" / "train.tsv").read_text(encoding="utf-8").splitlines()[:200]
+    emotions = (DATA / "goemotions" / "labels.txt").read_text(encoding="utf-8").split()
+    parsed = [(line.split("\t")[0], [emotions[int(i)] for i in line.split("\t")[1].split(",")]) for line in rows]
+    names = sorted({label for _, labels in parsed for label in labels})  # columns by name, as SemEval ships them
+    (tmp_path / "sep.tsv").write_text("text\tlabels\n" + "".join(f"{t}\t{','.join(ls)}\n" for t, ls in parsed))
+    columns = "".join(t + "\t" + "\t".join(str(int(n in ls)) for n in names) + "\n" for t, ls in parsed)
+    (tmp_path / "cols.tsv").write_text("text\t" + "\t".join(names) + "\n" + columns)
+    common = ["--model", str(tiny_bert_dir), "--resamples", "50", "--folds", "3", "--quiet", "--text-col", "text"]
+    assert main(["sweep", "--data", str(tmp_path / "sep.tsv"), "--label-col", "labels", "--label-sep", ",", *common,
+                 "--out", str(tmp_path / "a"), "--cache-dir", str(tmp_path / "c")]) == 0  # fmt: skip
+    assert main(["sweep", "--data", str(tmp_path / "cols.tsv"), "--label-cols", ",".join(names), *common,
+                 "--out", str(tmp_path / "b"), "--cache-dir", str(tmp_path / "c")]) == 0  # fmt: skip
+    assert rows_of(tmp_path / "a") == rows_of(tmp_path / "b")

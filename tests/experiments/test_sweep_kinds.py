@@ -18,8 +18,9 @@ from bertlens.encoding.encoder import Encoder
 from bertlens.experiments.sweep import SweepConfig, run_sweep
 from bertlens.features.bank import build_bank
 from bertlens.probing.fold_ridge import REGRESSION_ALPHAS
-from bertlens.probing.label_set_probe import THRESHOLDS, label_set_probe
+from bertlens.probing.label_set_probe import label_set_probe
 from bertlens.probing.logistic import C_GRID
+from bertlens.representation.logits import THRESHOLDS
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import UserTable, load_user_task
 from bertlens.tasks.splits import Fold

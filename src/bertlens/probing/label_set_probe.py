@@ -33,32 +33,15 @@ from bertlens.probing.screened_probe import (
     width_batches,
 )
 from bertlens.progress import Progress, counting, silent
+from bertlens.representation.logits import label_thresholds
 from bertlens.tasks.splits import Fold
 
-THRESHOLDS = tuple(float(t) for t in np.round(np.arange(0.05, 0.951, 0.05), 2))  # a label's cut-offs to choose from
 # L labels' problems summed converge far slower than one softmax: 50 joint bf16 steps left probabilities up to 0.9
 # from scikit-learn's converged one-vs-rest at C=10 (GoEmotions, 1,200 rows, all-MiniLM-L6-v2's mean/L6); the grid
 # fitted along the warm-started path in float32 with 200 steps per strength was within 0.08 at C <= 1
 LOGISTIC_STEPS = 200
 
 FeatureSource = Callable[[list[int], np.ndarray | None, int], torch.Tensor]  # as screened_probe.FeatureSource
-
-
-def label_thresholds(scores: np.ndarray, gold: np.ndarray) -> np.ndarray:
-    """scores [..., n, L], gold [n, L] -> each label's threshold [..., L] from THRESHOLDS with the best F1 on these
-    rows (ties: the highest threshold)."""
-    best = np.full(scores.shape[:-2] + scores.shape[-1:], -1.0)
-    chosen = np.full(best.shape, THRESHOLDS[0])
-    truth = gold.astype(bool)
-    for t in THRESHOLDS:
-        predicted = scores >= t  # [..., n, L]
-        tp = (predicted & truth).sum(-2)
-        denominator = predicted.sum(-2) + truth.sum(-2)  # 2 TP + FP + FN
-        f1 = np.where(denominator > 0, 2 * tp / np.maximum(denominator, 1), 0.0)  # [..., L]
-        better = f1 >= best
-        best = np.where(better, f1, best)
-        chosen = np.where(better, t, chosen)
-    return chosen
 
 
 def _cut(scores: np.ndarray, thresholds: np.ndarray) -> np.ndarray:

@@ -22,6 +22,7 @@ from bertlens.tasks.targets import (
     check_regression_column,
     classes_note,
     indicator_field,
+    label_flag,
     parse_label_set,
     read_target_kind,
 )
@@ -255,7 +256,7 @@ def build_task(
     to read the label field and what to call it. `kind` None: read from the labels (tasks/targets.py), and said in
     the notes."""
     label_sep, label_column = label.sep, label.name
-    kind, notes = _read_kind(kind, raw_splits, label_column, ())
+    kind, notes = _read_kind(kind, raw_splits, label_column)
     check_whole("folds", folds, 2, "cross-validation needs two folds or more")
     if kind.target == SCORE and not kind.pair:
         check_regression_column(_plain_targets(raw_splits), label_column)
@@ -272,16 +273,15 @@ def build_task(
     return _check_classes(data, where)
 
 
-def _read_kind(kind, raw_splits: dict[str, list], column: str, notes: tuple[str, ...]) -> tuple[TaskKind, tuple]:
-    """The kind given (with a note when classes were forced on numbers of a scale), or the one the labels read as."""
+def _read_kind(kind, raw_splits: dict[str, list], column: str) -> tuple[TaskKind, tuple[str, ...]]:
+    """The kind given (with a note when classes were forced on numbers of a scale), or the one the labels read as;
+    and what to say of it."""
     if kind is None:
         reading = read_target_kind(_plain_targets(raw_splits), column)
-        return task_kind(reading.kind), (*notes, reading.note) if reading.note else notes
+        return task_kind(reading.kind), (reading.note,) if reading.note else ()
     kind = task_kind(kind, user_kinds())
-    if kind.single_text_classes:
-        note = classes_note(_plain_targets(raw_splits), column)
-        notes = (*notes, note) if note else notes
-    return kind, notes
+    note = classes_note(_plain_targets(raw_splits), column) if kind.single_text_classes else ""
+    return kind, (note,) if note else ()
 
 
 def _plain_targets(raw_splits: dict[str, list]) -> list[str]:
@@ -432,7 +432,7 @@ def _indicator_rows(rows: list, table: UserTable, where: str) -> list:
     for line, values in rows:
         field = indicator_field(values[texts : texts + count], names)
         if field is None:
-            bad = next(v for v in values[texts : texts + count] if indicator_field([v], ["x"]) is None)
+            bad = next(v for v in values[texts : texts + count] if label_flag(v) is None)
             raise OptionError(
                 f"{literal(where)} line {line}: {literal(repr(bad))} in a label column; {{label_cols}} reads one 0/1 "
                 "column per label (1, 0, true, false or blank)",

@@ -119,13 +119,15 @@ def parse_label_set(raw: str, sep: str | None) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(part.strip() for part in raw.split(sep) if part.strip()))
 
 
+def label_flag(value: str) -> bool | None:
+    """A 0/1 label column's cell: has the label, has it not, or None (neither)."""
+    flag = value.strip().lower()
+    return True if flag in TRUE_VALUES else False if flag in FALSE_VALUES else None
+
+
 def indicator_field(values: Sequence[str], names: Sequence[str]) -> str | None:
     """One row of 0/1 label columns as the JSON list of the labels it has; None when a value is not 0/1."""
-    chosen = []
-    for value, name in zip(values, names, strict=True):
-        flag = value.strip().lower()
-        if flag in TRUE_VALUES:
-            chosen.append(name)
-        elif flag not in FALSE_VALUES:
-            return None
-    return json.dumps(chosen)
+    flags = [label_flag(v) for v in values]
+    if None in flags:
+        return None
+    return json.dumps([name for name, flag in zip(names, flags, strict=True) if flag])

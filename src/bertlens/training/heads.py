@@ -4,8 +4,8 @@ classification:       logits = W dropout(u) + b
 pair_classification:  logits = W dropout([u, v, |u-v|, u*v]) + b   (InferSent / SBERT features)
 similarity:           score = cos(u, v), trained with MSE to gold / max score (SBERT's cosine loss)
 regression:           score = W dropout(u) + b, trained with MSE to gold / max |gold|
-multi_label:          logits = W dropout(u) + b, one sigmoid per label (binary cross-entropy); a label is predicted
-                      when its probability reaches 0.5
+multi_label:          logits = W dropout(u) + b, one sigmoid per label (binary cross-entropy); predict gives the
+                      probabilities, cut at each label's threshold chosen on dev by the objective (as the probe)
 """
 
 from __future__ import annotations
@@ -100,13 +100,13 @@ class Head(nn.Module):
         return logit_loss(outputs, targets)
 
     def predict(self, outputs: torch.Tensor) -> torch.Tensor:
-        """Class ids [B], similarity or regression scores [B], or label sets [B, L] (bool)."""
+        """Class ids [B], similarity or regression scores [B], or each label's probability [B, L]."""
         if self.spec.cosine:
             return outputs
         if self.spec.regression:
             return outputs[:, 0] * self.spec.score_max
         if self.spec.task_kind.label_sets:
-            return outputs > 0  # sigmoid >= 0.5
+            return torch.sigmoid(outputs)  # cut per label by the objective (training/objectives.py)
         return predict_classes(outputs)
 
     def save(self, directory: Path) -> None:

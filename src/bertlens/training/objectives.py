@@ -26,6 +26,7 @@ from bertlens.errors import BertlensError
 from bertlens.io.cache import content_key
 from bertlens.metrics.bootstrap import micro_f1, spearman
 from bertlens.representation.apply import Representation
+from bertlens.representation.logits import label_thresholds
 from bertlens.tasks.kinds import TaskKind, task_kind
 from bertlens.tasks.loaders import Split
 from bertlens.training.heads import Head
@@ -61,7 +62,7 @@ def score(predictions: np.ndarray, targets: np.ndarray, kind: TaskKind) -> float
     if kind.classes:
         return float((predictions == targets).mean())
     if kind.label_sets:
-        return float(micro_f1(np.asarray(predictions)[None] > 0.5, targets)[0])
+        return float(micro_f1(np.asarray(predictions, dtype=bool)[None], targets)[0])
     return float(spearman(predictions, targets))
 
 
@@ -114,7 +115,15 @@ class Supervised:
         return self.head.loss(self._outputs(self.train, rows), torch.as_tensor(self.train.targets[rows]))
 
     def predict(self, data: Encoded, batch_size: int = 64) -> np.ndarray:
-        """Class ids or similarity scores [n] in input order (eval mode, no gradients)."""
+        """Class ids or similarity scores [n] in input order (eval mode, no gradients); label sets [n, L] cut at each
+        label's threshold chosen on dev (the probe's rule: representation/logits.label_thresholds)."""
+        outputs = self._head_outputs(data, batch_size)
+        if not self.kind.label_sets:
+            return outputs
+        dev = outputs if data is self.dev else self._head_outputs(self.dev, batch_size)  # [n_dev, L] probabilities
+        return outputs >= label_thresholds(dev, self.dev.targets)[None]
+
+    def _head_outputs(self, data: Encoded, batch_size: int) -> np.ndarray:
         self.encoder.model.eval()
         self.head.eval()
         self.representation.eval()
