@@ -55,6 +55,23 @@ def stand_ins(root) -> None:
     qrels = [f"q{i}\td{i + 5 * j}\t1" for i in range(5) for j in range(5)]
     (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(qrels) + "\n")
     kinds_stand_ins(root)
+    files_stand_ins(root)
+
+
+def files_stand_ins(root) -> None:
+    """The first 300 TREC questions (six classes, the rarest with 6 rows) as a comma CSV; 160 SST-2 reviews with
+    Windows punctuation as a semicolon CSV in cp1252, as a European Excel saves them."""
+    lines = (DATA / "trec" / "train.txt").read_text(encoding="latin-1").splitlines()[:300]
+    with open(root / "questions.csv", "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows(
+            [("text", "label"), *((t, label) for label, _, t in (s.partition(" ") for s in lines))]
+        )
+    reviews = list(csv.reader((root / "reviews.csv").open(newline="", encoding="utf-8")))
+    with open(root / "export.csv", "w", newline="", encoding="cp1252") as handle:
+        rows = [reviews[0]] + [
+            [text.replace(" 's", "\u2019s") + " \u2013 \u201cso\u201d", label] for text, label in reviews[1:]
+        ]
+        csv.writer(handle, delimiter=";").writerows(rows)
 
 
 def kinds_stand_ins(root) -> None:

@@ -69,6 +69,8 @@ _EXPORTS = {
     "ServeCommandOptions": "bertlens.api.serve",
     "Server": "bertlens.api.serve",
     "search": "bertlens.api.search",
+    "data": "bertlens.api.data",
+    "DataCommandOptions": "bertlens.api.data",
     "SearchOptions": "bertlens.api.search",
     "SearchRun": "bertlens.api.search",
     "RecommendOptions": "bertlens.api.recommend",

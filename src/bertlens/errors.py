@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
 
 
@@ -49,3 +50,33 @@ def check_whole(name: str, value, lowest: int, why: str) -> None:
         raise OptionError(f"{{{name}}} must be a whole number, got {value!r}", name)
     if value < lowest:
         raise OptionError(f"{{{name}}} must be at least {lowest} ({why}), got {value}", name)
+
+
+FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")  # a long flag inside a message
+
+
+def keyword_words(message: str, switches: Iterable[str] = ()) -> str:
+    """A message's command-line flags as a Python caller's keywords: `--text-col` -> `text_col`, and a switch (a
+    bool option) as what turns it on: `--drop-invalid` -> `drop_invalid=True`."""
+    switches = set(switches)
+
+    def keyword(match: re.Match) -> str:
+        name = match.group(1).replace("-", "_")
+        return f"{name}=True" if name in switches else name
+
+    return FLAG.sub(keyword, message)
+
+
+def in_python_words(error: BertlensError, switches: Iterable[str] = ()) -> BertlensError | None:
+    """`error` reworded for a Python caller (every flag a keyword, a switch as `name=True`), or None when its words
+    are already Python's. Library code raises one error for both front ends; the command line renders an
+    OptionError's flags itself (cli/main.py), and a Python entry point (api/options.py: python_call) uses this."""
+    switches = set(switches)
+    if isinstance(error, OptionError):
+        template = error.template
+        for name in set(error.options) & switches:
+            template = template.replace("{" + name + "}", "{" + name + "}=True")
+        reworded: BertlensError = OptionError(keyword_words(template, switches), *error.options)
+    else:
+        reworded = BertlensError(keyword_words(str(error), switches))
+    return None if str(reworded) == str(error) else reworded

@@ -41,6 +41,19 @@ def _catalog(name: str, **keywords):
     return lambda i: load_catalog_task(get_task(name), i.data, **keywords)
 
 
+def _run_sweep(**config):
+    """The library function with a SweepConfig, on a classification task (its errors too are in Python's words)."""
+
+    def call(i: Inputs):
+        from bertlens.experiments.sweep import SweepConfig, run_sweep
+        from bertlens.tasks.loaders import UserTable, load_user_task
+
+        task = load_user_task(i.tmp / "ok.csv", UserTable(None, ("text",), "label"))
+        return run_sweep(task, str(i.model), bertlens.Recipe(model=str(i.model)), i.tmp / "c", SweepConfig(**config))
+
+    return call
+
+
 def _embed(recipe_changes: dict, texts=("a text",)):
     def call(i: Inputs):
         recipe = bertlens.Recipe(model=str(i.model)).replace(**recipe_changes)
@@ -87,6 +100,39 @@ CASES: list[tuple[str, Callable[[Inputs], object], str]] = [
         _sweep(data={"text": ["good", "bad"] * 10, "label": [1, 0] * 10}, text_col="review", label_col="label"),
         "review",
     ),
+    (
+        "sweep an in-memory table with a missing (NaN) text",
+        _sweep(data={"t": ["good", math.nan, "bad", "fine"] * 5, "y": [1, 0, 0, 1] * 5}, text_col="t", label_col="y"),
+        "blank text on row 2",
+    ),
+    (
+        "sweep an in-memory table with a number as text",
+        _sweep(data={"t": ["good", 4, "bad", "fine"] * 5, "y": [1, 0, 0, 1] * 5}, text_col="t", label_col="y"),
+        "row 2: column 't' holds int",
+    ),
+    (
+        "sweep an in-memory table with a missing label",
+        _sweep(
+            data={"t": ["good", "ok", "bad", "fine"] * 5, "y": [1, math.nan, 0, 1] * 5}, text_col="t", label_col="y"
+        ),
+        "drop_invalid=True",
+    ),
+    (
+        "sweep a latin-1 file",
+        lambda i: bertlens.sweep(data=i.tmp / "latin-1.csv", text_col="text", label_col="label"),
+        "encoding latin-1",
+    ),
+    (
+        "sweep delimiter='colon'",
+        lambda i: bertlens.sweep(data=i.tmp / "ok.csv", text_col="text", label_col="label", delimiter="colon"),
+        "delimiter 'colon'",
+    ),  # fmt: skip
+    (
+        "sweep folds=10 on a class of 6 rows",
+        lambda i: bertlens.sweep(data=i.tmp / "small-class.csv", text_col="text", label_col="label", folds=10),
+        "lower folds or leave it out",
+    ),
+    ("run_sweep long_documents on classification", _run_sweep(long_documents=True), "long_documents applies"),
     ("sweep a bad prompt set", _sweep(task="cranfield", prompts=["e5"]), "e5"),
     ("sweep a bad long_text", _sweep(task="stsb", long_text="middle", model="{model}"), "middle"),
     # bertlens.recommend

@@ -27,6 +27,9 @@ def test_a_bad_call_is_one_bertlens_error_in_pythons_words(inputs, name, call, e
     assert expected in message, message
     assert "\n" not in message.strip() and "Traceback" not in message
     assert not re.search(r"(?<![\w-])--[a-z]", message), f"a Python caller is told about a flag: {message}"
+    # JSON is an internal format (data given in memory is read through a JSON-lines file), except for a recipe file
+    internal = re.search(r"\bJSON\b", message) and not name.startswith("Recipe.load")
+    assert not internal, f"a Python caller is told about JSON: {message}"
 
 
 def test_at_least_forty_calls():

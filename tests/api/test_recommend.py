@@ -40,3 +40,19 @@ def test_in_memory_data_walks_every_step_reading_the_weights_at_most_twice(tmp_p
     assert json.loads(paths["options"].read_text())["data"] == "<in memory: dict>"
     printed = [c for d in json.loads(paths["results"].read_text())["decisions"] for c in d["commands"]]
     assert all("bertlens-data-" not in c for c in printed)  # no temporary file named in a printed command
+
+
+def test_a_pip_user_without_shared_data_walks_on(tmp_path, monkeypatch):
+    """Outside a checkout there is no shared data folder: the domain step goes without its reference corpus (and
+    says so) instead of refusing the user's own file; a --data-dir that is given must exist."""
+    import pytest
+
+    from bertlens.api.recommend import _shared_data
+    from bertlens.errors import BertlensError
+
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    monkeypatch.delenv("BERTLENS_DATA", raising=False)
+    assert _shared_data(None) is None
+    with pytest.raises(BertlensError, match="does not exist"):
+        _shared_data(str(tmp_path / "nowhere"))

@@ -77,6 +77,7 @@ BASES: dict[str, list[str]] = {  # a valid command line of each command (the bad
     "domain": ["domain", *TEXTS, *MODEL, "--out", "{tmp}/gen-dom", "--quiet"],
     "index": ["index", "--data", "{tmp}/ok.txt", *MODEL, "--out", "{tmp}/gen-store", "--quiet"],
     "search": ["search", "--index", "{tmp}/not-an-index", "--query", "a question"],
+    "data": ["data", "list"],
 }
 
 

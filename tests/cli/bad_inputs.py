@@ -43,6 +43,19 @@ def make_files(tmp: Path, model: Path) -> None:
     (tmp / "bad-indicator.csv").write_text(
         "text,joy,love\n" + "".join(f"t{i},1,{'x' if i == 3 else 0}\n" for i in range(30))
     )
+    (tmp / "latin-1.csv").write_bytes(
+        ("text,label\n" + "".join(f"café n°{i},{i % 2}\n" for i in range(30))).encode("latin-1")
+    )
+    (tmp / "cp1252.csv").write_bytes(
+        ("text,label\n" + "".join(f"it\u2019s \u201cfine\u201d {i},{i % 2}\n" for i in range(30))).encode("cp1252")
+    )
+    (tmp / "header-only.csv").write_text("text;label\r\n")
+    (tmp / "one-class-semicolon.csv").write_bytes(
+        b"\xef\xbb\xbftext;label\r\n" + b"".join(f"t{i};pos\r\n".encode() for i in range(30))
+    )
+    (tmp / "small-class.csv").write_text(
+        "text,label\n" + "".join(f"t{i},{'rare' if i < 6 else i % 2}\n" for i in range(60))
+    )
     (tmp / "blank-corpus.txt").write_text("   \n\t\n \n")
     (tmp / "short-corpus.txt").write_text("one short line of text\n")
     notok = tmp / "no-tokenizer"
@@ -116,6 +129,49 @@ USER = ["--text-col", "text", "--label-col", "label"]
 PAIRS = ["--text-col", "a", "--text-col2", "b", "--label-col", "score"]
 TASK = ["--task", "sst2", "--data-dir", "{data}", "--model", "{model}", "--quiet"]
 
+
+def _shape_cases() -> list[tuple[str, list[str], str]]:
+    """Files as other tools write them, through each command that reads a table: an 8-bit encoding is refused with
+    the encoding it reads as (the option named is the command's own); a header without rows, one class only."""
+    model = ["--model", "{model}"]
+    commands = {
+        "sweep": lambda f: [*SWEEP, "--data", f, *USER],
+        "recommend": lambda f: ["recommend", "--data", f, *USER, *model, "--out", "{tmp}/rec", "--quiet"],
+        "embed": lambda f: ["embed", f, "--column", "text", *model, "--out", "{tmp}/o.npy", "--quiet"],
+        "index": lambda f: ["index", "--data", f, "--text-col", "text", *model, "--out", "{tmp}/store", "--quiet"],
+    }
+    shapes = [
+        ("a latin-1 CSV", "{tmp}/latin-1.csv", "line 2: not UTF-8 (byte 3 of the line); it reads as latin-1: pass "
+         "--encoding latin-1"),
+        ("a cp1252 CSV", "{tmp}/cp1252.csv", "it reads as cp1252: pass --encoding cp1252"),
+    ]  # fmt: skip
+    cases = [(f"{name} to {command}", argv(path), expected) for name, path, expected in shapes
+             for command, argv in commands.items()]  # fmt: skip
+    for command in ("sweep", "recommend"):
+        argv = commands[command]
+        cases += [
+            (
+                f"a header-only CSV to {command}",
+                argv("{tmp}/header-only.csv"),
+                "header-only.csv: no rows under the header",
+            ),
+            (
+                f"one class (';', BOM, CRLF) to {command}",
+                argv("{tmp}/one-class-semicolon.csv"),
+                "only one class ('pos')",
+            ),
+        ]
+    cases += [
+        (
+            "a header-only CSV to embed",
+            commands["embed"]("{tmp}/header-only.csv"),
+            "header-only.csv: no text left to embed",
+        ),
+        ("a header-only CSV to index", commands["index"]("{tmp}/header-only.csv"), "header-only.csv"),
+    ]
+    return cases
+
+
 RETRIEVAL_CASES: list[tuple[str, list[str], str]] = [
     ("qrels naming an unknown document", [*SWEEP, "--data", "{tmp}/beir-unknown-doc"], "a document id that corpus"),
     ("qrels naming an unknown query", [*SWEEP, "--data", "{tmp}/beir-unknown-query"], "a query id that queries"),
@@ -163,6 +219,14 @@ RETRIEVAL_CASES: list[tuple[str, list[str], str]] = [
 ]
 
 CASES: list[tuple[str, list[str], str]] = [
+    *_shape_cases(),
+    (
+        "data fetch of an unknown task",
+        ["data", "fetch", "stsbb"],
+        "task 'stsbb' is not a catalog task: did you mean 'stsb'?",
+    ),
+    ("data fetch of a task without a source", ["data", "fetch", "mr"], "no public source pinned yet; put its files"),
+    ("data with an unknown action", ["data", "download"], "download"),
     # embed: input files
     ("input file missing", ["embed", "{tmp}/nope.txt", "--out", "{tmp}/o.npy"], "does not exist"),
     ("input file empty", ["embed", "{tmp}/empty.txt", "--out", "{tmp}/o.npy"], "is empty"),
@@ -170,7 +234,7 @@ CASES: list[tuple[str, list[str], str]] = [
     (
         "invalid UTF-8 in a line",
         ["embed", "{tmp}/bad-utf8.txt", "--model", "{model}", "--out", "{tmp}/o.npy"],
-        "line 2: invalid UTF-8",
+        "line 2: not UTF-8",
     ),
     (
         "empty lines (default --empty error)",
@@ -276,8 +340,12 @@ CASES: list[tuple[str, list[str], str]] = [
         "missing value 'nan' as label on line 42",
     ),
     ("blank text in a row", [*SWEEP, "--data", "{tmp}/blank-text.csv", *USER], "blank text on line 42"),
-    ("too few rows for the folds", [*SWEEP, "--data", "{tmp}/few-pairs.csv", *PAIRS], "use --folds 4"),
-    ("a class rarer than the folds", [*SWEEP, "--data", "{tmp}/few.csv", *USER], "fewer than the 10 folds"),
+    ("too few rows for the folds", [*SWEEP, "--data", "{tmp}/few-pairs.csv", *PAIRS, "--folds", "10"], "use --folds 4"),
+    (
+        "a class rarer than the folds given",
+        [*SWEEP, "--data", "{tmp}/few.csv", *USER, "--folds", "10"],
+        "fewer than the 10 folds; add examples, merge classes, lower --folds",
+    ),
     ("a single class", [*SWEEP, "--data", "{tmp}/one-class.csv", *USER], "only one class"),
     ("--folds 1", [*SWEEP, "--data", "{tmp}/ok.csv", *USER, "--folds", "1"], "--folds must be at least 2"),
     (

@@ -90,7 +90,7 @@ def test_truncation_is_reported(tmp_path, tiny_bert_dir, capsys):
     [
         (None, [], "does not exist"),
         (b"", [], "is empty"),
-        (b"ok\nbad \xc3\x28\n", [], "line 2: invalid UTF-8"),
+        (b"ok\nbad \xc3\x28\n", [], "line 2: not UTF-8"),
         (b"ok\n", ["--pooler", "meen"], "unknown pooler 'meen'.*valid: cls, mean, max, attention"),
         (b"ok\n", ["--layers", "9"], "layer 9 is out of range.*valid are 0..2"),
         (b"ok\n", ["--model", "/nonexistent/model"], "neither a directory nor a hub id"),

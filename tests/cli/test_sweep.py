@@ -125,7 +125,7 @@ def test_recommended_recipe_reproduces_the_sweep_vectors(tmp_path, labelled, tin
     [
         ("text,label\na,1\nb,\nc,0\n", [], r"blank label on line 3"),
         ("text,label\n" + "a,1\n" * 12, [], "only one class"),
-        ("text,label\n" + "a,1\n" * 12 + "b,0\n" * 2, [], "fewer than the 10 folds"),
+        ("text,label\n" + "a,1\n" * 12 + "b,0\n" * 2, ["--folds", "10"], "fewer than the 10 folds"),
         ("a,b,score\nx,y,high\n", ["--text-col2", "b"], "score 'high' is not a number"),
         ("a,score\nx,1\n", ["--text-col2", "b"], "no column 'b'"),
     ],

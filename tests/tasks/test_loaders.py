@@ -85,7 +85,7 @@ def test_bad_user_files_are_clear_errors(tmp_path, content, kind, cols, message)
     path = write(tmp_path, "bad.csv", content)
     label = "s" if kind == "similarity" else "label"
     with pytest.raises(BertlensError, match=message):
-        load_user_task(path, UserTable(kind, cols, label))
+        load_user_task(path, UserTable(kind, cols, label), folds=10)  # folds given: kept, and a rare class refused
 
 
 def test_drop_invalid_drops_and_counts(tmp_path):
@@ -147,7 +147,12 @@ def test_a_test_file_that_repeats_training_rows_is_kept_apart_and_unseen_labels_
     test.write_text("text,label\n" + "\n".join(rows[:48] + [f"odd text {i},neutral" for i in range(12)]) + "\n")
     task = load_user_task(train, UserTable("classification", ("text",), "label", split_files={"test": test}))
     assert len(task.splits["train"]) == 72 and len(task.splits["test"]) == 60  # the 48 shared rows leave training
-    overlap, unseen = task.notes
+    read = [n for n in task.notes if n.startswith("read ")]  # what each file was read as (io/dialect.py)
+    assert read == [
+        "read train.csv as comma-separated (detected), UTF-8",
+        "read test.csv as comma-separated (detected), UTF-8",
+    ]
+    overlap, unseen = [n for n in task.notes if n not in read]
     assert overlap.startswith("48 training rows are also in the test split (the same text): dropped from training")
     assert unseen.startswith("12 test rows carry labels training never saw ('neutral')")
     train_texts = set(task.splits["train"].texts_a)
@@ -200,7 +205,7 @@ def test_a_draw_that_already_fits_is_the_plain_seeded_draw(tmp_path):
     data = load_user_task(path, table, folds=5, max_examples=200, seed=7)
     rows = np.sort(np.random.default_rng(7).choice(1000, 200, replace=False))
     assert data.splits["all"].texts_a == tuple(full.splits["all"].texts_a[i] for i in rows)
-    assert not data.notes
+    assert data.notes == ("read t.csv as comma-separated (detected), UTF-8",)  # no note of a draw by class
 
 
 @pytest.mark.parametrize("value", [-1, 0, 2.5, "10", True])

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bertlens.api.options import at_least, finite, one_of, unknown_options
+from bertlens.api.options import at_least, finite, one_of, python_call
 from bertlens.api.recipe_options import RecipeOptions, recipe_of
 from bertlens.api.results import RowsResult, save_options
 from bertlens.api.sources import DataOptions
@@ -162,5 +162,4 @@ def run_compare_command(options: CompareOptions, *, progress: Progress = silent)
 def compare(**options: Any) -> CompareRun:
     """Learning curves of a frozen probe and fine-tuning strategies: the keywords are `bertlens compare`'s long flags
     (see `CompareOptions`); the data may be given in memory."""
-    unknown_options(CompareOptions, options)
-    return run_compare_command(CompareOptions(**options))
+    return python_call(CompareOptions, run_compare_command, options)

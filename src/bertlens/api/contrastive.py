@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from bertlens.api.options import at_least, finite, one_of, unknown_options
+from bertlens.api.options import at_least, finite, one_of, python_call
 from bertlens.api.recipe_options import RecipeOptions, recipe_of
 from bertlens.api.results import RowsResult, save_options
 from bertlens.api.training_options import ContrastiveTraining, training_config
@@ -126,11 +126,12 @@ def examples_of(options: ContrastiveOptions) -> Examples:
     from bertlens.api.sources import file_texts
     from bertlens.experiments.contrastive import Examples, file_pairs, task_pairs
     from bertlens.io.tables import TableSpec, is_blank, parse_column
-    from bertlens.tasks.catalog import data_dir, get_task
+    from bertlens.tasks.catalog import get_task
+    from bertlens.tasks.catalog_fetch import catalog_root
     from bertlens.tasks.loaders import load_catalog_task
 
     if options.task:
-        task = load_catalog_task(get_task(options.task), data_dir(options.data_dir))
+        task = load_catalog_task(get_task(options.task), catalog_root(options.task, options.data_dir))
         if options.mode == "simcse":
             return Examples(task.all_texts(), None, f"task {options.task}")
         return task_pairs(task, options.min_score)
@@ -159,5 +160,4 @@ def run_contrastive_command(options: ContrastiveOptions, *, progress: Progress =
 def contrastive(**options: Any) -> ContrastiveRun:
     """Contrastive fine-tuning for similarity (SimCSE on sentences, or positive pairs): the keywords are `bertlens
     contrastive`'s long flags (see `ContrastiveOptions`); the sentences may be given as a list."""
-    unknown_options(ContrastiveOptions, options)
-    return run_contrastive_command(ContrastiveOptions(**options))
+    return python_call(ContrastiveOptions, run_contrastive_command, options)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from bertlens.api.options import finite, one_of, unknown_options
+from bertlens.api.options import finite, one_of, python_call
 from bertlens.api.results import RowsResult, save_options
 from bertlens.api.training_options import DistillTraining, training_config
 from bertlens.errors import OptionError, literal
@@ -126,11 +126,12 @@ def distill_texts(options: DistillOptions) -> tuple[list[str], str]:
     parts), and where they came from."""
     from bertlens.api.sources import file_texts, training_texts
     from bertlens.io.tables import is_blank
-    from bertlens.tasks.catalog import data_dir, get_task
+    from bertlens.tasks.catalog import get_task
+    from bertlens.tasks.catalog_fetch import catalog_root
     from bertlens.tasks.loaders import load_catalog_task
 
     if options.task:
-        texts = training_texts(load_catalog_task(get_task(options.task), data_dir(options.data_dir)))
+        texts = training_texts(load_catalog_task(get_task(options.task), catalog_root(options.task, options.data_dir)))
         source = f"task {options.task} (training texts)"
     elif options.in_memory():
         texts, source = [t for t in options.texts if not is_blank(t)], f"{len(options.texts)} texts in memory"
@@ -151,7 +152,8 @@ def run_distill_command(options: DistillOptions, *, progress: Progress = silent)
     from bertlens.io.run_context import RunContext
     from bertlens.models import resolve_model
     from bertlens.representation.recipe import Recipe
-    from bertlens.tasks.catalog import data_dir, get_task
+    from bertlens.tasks.catalog import get_task
+    from bertlens.tasks.catalog_fetch import catalog_root
     from bertlens.tasks.loaders import load_catalog_task
     from bertlens.training.students import parse_student
 
@@ -162,7 +164,7 @@ def run_distill_command(options: DistillOptions, *, progress: Progress = silent)
     texts, source = distill_texts(checked)
     eval_tasks = []
     for name in checked.eval_task:
-        task = load_catalog_task(get_task(name), data_dir(checked.data_dir))
+        task = load_catalog_task(get_task(name), catalog_root(name, checked.data_dir))
         if task.uses_cv:
             raise OptionError(f"{{eval_task}} '{literal(name)}' has no test split; use stsb, sst2 or trec",
                               "eval_task")  # fmt: skip
@@ -178,5 +180,4 @@ def run_distill_command(options: DistillOptions, *, progress: Progress = silent)
 def distill(**options: Any) -> DistillRun:
     """Distil a teacher recipe into a smaller, plain student model: the keywords are `bertlens distill`'s long flags
     (see `DistillOptions`); the texts may be given as a list."""
-    unknown_options(DistillOptions, options)
-    return run_distill_command(DistillOptions(**options))
+    return python_call(DistillOptions, run_distill_command, options)

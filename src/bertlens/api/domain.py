@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bertlens.api.options import at_least, finite, one_of, unknown_options
+from bertlens.api.options import at_least, finite, one_of, python_call
 from bertlens.api.recipe_options import EncoderOptions
 from bertlens.api.results import RowsResult, save_options
 from bertlens.errors import OptionError, literal
@@ -160,5 +160,4 @@ def run_domain_command(options: DomainOptions, *, progress: Progress = silent) -
 def domain(**options: Any) -> DomainRun:
     """Measure how far your text is from what the model was trained on: the keywords are `bertlens domain`'s long
     flags (see `DomainOptions`); the texts may be given as a list."""
-    unknown_options(DomainOptions, options)
-    return run_domain_command(DomainOptions(**options))
+    return python_call(DomainOptions, run_domain_command, options)

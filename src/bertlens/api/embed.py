@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from bertlens.api.memory import in_memory_words
-from bertlens.api.options import at_least, finite, one_of, unknown_options
+from bertlens.api.options import at_least, finite, one_of, python_call
 from bertlens.api.recipe_options import BackendOptions, RecipeOptions, default_precision, encoder_of, recipe_of
 from bertlens.api.results import RowsResult
 from bertlens.errors import BertlensError, OptionError, literal
@@ -59,6 +59,10 @@ class EmbedOptions(BackendOptions, RecipeOptions, EmbedInput):
     """the CSV/TSV file has no header row"""
     multiline: bool = False
     """CSV quoted fields really span lines (see docs/guide.md)"""
+    encoding: str = "utf-8"
+    """the file's encoding (e.g. latin-1); a UTF-16/32 file with a byte-order mark is read as such"""
+    delimiter: str | None = None
+    """CSV: comma, semicolon, tab or pipe (default: detected from the file)"""
     field: str | None = None
     """JSONL field holding the text (the same as --column)"""
     empty: Literal["error", "skip", "keep"] = "error"
@@ -255,6 +259,7 @@ def run_embed_command(options: EmbedOptions, *, progress: Progress = silent) -> 
 
 def _table_spec(options: EmbedOptions, folder: Path):
     """The input as a table spec: a file as given, a list of texts written to a JSON-lines file (one field)."""
+    from bertlens.io.dialect import parse_delimiter
     from bertlens.io.tables import TableSpec, parse_column
 
     if isinstance(options.input, str | Path):
@@ -263,7 +268,9 @@ def _table_spec(options: EmbedOptions, folder: Path):
             Path(options.input),
             () if column is None else (parse_column(column),),
             header=not options.no_header,
+            encoding=options.encoding,
             multiline=options.multiline,
+            delimiter=parse_delimiter(options.delimiter),
         )
     import json
 
@@ -297,8 +304,7 @@ def _read_table(path: Path):
 def embed(input: str | Path | Sequence[str] | None = None, **options: Any) -> EmbedRun:
     """Embed texts (a file, or a list of strings) with a recipe: the keywords are `bertlens embed`'s long flags
     (see `EmbedOptions`); with `out`, the vectors are also written there (resumable), as the command writes them."""
-    unknown_options(EmbedOptions, options)
-    return run_embed_command(EmbedOptions(input, **options))
+    return python_call(EmbedOptions, run_embed_command, options, input)
 
 
 def described(recipe: Recipe) -> str:

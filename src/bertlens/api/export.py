@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from bertlens.api.options import at_least, finite, one_of, unknown_options
+from bertlens.api.options import at_least, finite, one_of, python_call
 from bertlens.api.recipe_options import RecipeOptions, recipe_of
 from bertlens.api.results import RowsResult
 from bertlens.errors import OptionError, literal
@@ -173,11 +173,14 @@ def run_export_command(options: ExportOptions, *, progress: Progress = silent) -
         record = run_export_sentence_transformers(recipe, checked.out, texts, source)
         return ExportRun(checked.out, record, None, len(texts), checked)
     from bertlens.experiments.export import Int8Options, run_export_onnx  # the onnx extra: checked before any work
-    from bertlens.tasks.catalog import data_dir, get_task
+    from bertlens.tasks.catalog import get_task
+    from bertlens.tasks.catalog_fetch import catalog_root
     from bertlens.tasks.loaders import load_catalog_task
 
     eval_task = (
-        load_catalog_task(get_task(checked.eval_task), data_dir(checked.data_dir)) if checked.eval_task else None
+        load_catalog_task(get_task(checked.eval_task), catalog_root(checked.eval_task, checked.data_dir))
+        if checked.eval_task
+        else None
     )
     if eval_task is not None and eval_task.uses_cv:
         raise OptionError(f"{{eval_task}} '{literal(checked.eval_task)}' has no test split; use stsb, sst2 or trec",
@@ -193,5 +196,4 @@ def run_export_command(options: ExportOptions, *, progress: Progress = silent) -
 def export(**options: Any) -> ExportRun:
     """Export a recipe as ONNX (int8 behind a fidelity gate) or a sentence-transformers directory: the keywords are
     `bertlens export`'s long flags (see `ExportOptions`)."""
-    unknown_options(ExportOptions, options)
-    return run_export_command(ExportOptions(**options))
+    return python_call(ExportOptions, run_export_command, options)

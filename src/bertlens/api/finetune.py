@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bertlens.api.options import at_least, finite, one_of, unknown_options
+from bertlens.api.options import at_least, finite, one_of, python_call
 from bertlens.api.recipe_options import RecipeOptions, recipe_of
 from bertlens.api.results import RowsResult, save_options
 from bertlens.api.sources import DataOptions
@@ -115,5 +115,4 @@ def run_finetune_command(options: FinetuneOptions, *, progress: Progress = silen
 def finetune(**options: Any) -> FinetuneRun:
     """Fine-tune an encoder (and a ScalarMix recipe's weights) with one strategy: the keywords are `bertlens
     finetune`'s long flags (see `FinetuneOptions`); the data may be given in memory."""
-    unknown_options(FinetuneOptions, options)
-    return run_finetune_command(FinetuneOptions(**options))
+    return python_call(FinetuneOptions, run_finetune_command, options)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bertlens.api.options import at_least, finite, one_of, unknown_options
+from bertlens.api.options import at_least, finite, one_of, python_call
 from bertlens.api.recipe_options import EncoderOptions
 from bertlens.api.results import RowsResult, save_options
 from bertlens.api.sources import TextSourceOptions
@@ -130,5 +130,4 @@ def run_geometry_command(options: GeometryOptions, *, progress: Progress = silen
 def geometry(**options: Any) -> GeometryRun:
     """Measure how anisotropic each layer's vectors are on your texts: the keywords are `bertlens geometry`'s long
     flags (see `GeometryOptions`); the texts may be given as a list."""
-    unknown_options(GeometryOptions, options)
-    return run_geometry_command(GeometryOptions(**options))
+    return python_call(GeometryOptions, run_geometry_command, options)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bertlens.api.memory import in_memory_words
-from bertlens.api.options import at_least, finite, one_of, unknown_options
+from bertlens.api.options import at_least, finite, one_of, python_call
 from bertlens.api.recipe_options import BackendOptions, RecipeOptions, encoder_of
 from bertlens.api.results import RowsResult
 from bertlens.errors import BertlensError, OptionError, literal
@@ -158,5 +158,4 @@ def run_index_command(options: IndexOptions, *, progress: Progress = silent) -> 
 def index(**options: Any) -> IndexRun:
     """Embed a corpus with a recipe into a vector store: the keywords are `bertlens index`'s long flags (see
     `IndexOptions`); the documents may be given in memory."""
-    unknown_options(IndexOptions, options)
-    return run_index_command(IndexOptions(**options))
+    return python_call(IndexOptions, run_index_command, options)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bertlens.api.options import at_least, finite, one_of, unknown_options
+from bertlens.api.options import at_least, finite, one_of, python_call
 from bertlens.api.recipe_options import RecipeOptions, recipe_of
 from bertlens.api.results import RowsResult, save_options
 from bertlens.api.sources import DataOptions
@@ -111,7 +111,7 @@ class LongdocRun(RowsResult):
 def run_longdoc_command(options: LongdocOptions, *, progress: Progress = silent) -> LongdocRun:
     """Check the options (before any model loads), load the documents, and score every strategy."""
     from bertlens.api.memory import on_disk
-    from bertlens.api.sources import folds_of, load_task
+    from bertlens.api.sources import load_task
     from bertlens.encoding.encoder import Encoder
     from bertlens.experiments.longdoc import LongDocConfig, compare_long_text, documents
 
@@ -135,7 +135,7 @@ def run_longdoc_command(options: LongdocOptions, *, progress: Progress = silent)
         split.targets,
         checked.strategies,
         task=task.name,
-        config=LongDocConfig(folds=folds_of(checked), seed=checked.seed, resamples=checked.resamples),
+        config=LongDocConfig(folds=task.folds, seed=checked.seed, resamples=checked.resamples),
         progress=progress,
     )
     outcome = LongdocRun(result, checked)
@@ -147,5 +147,4 @@ def run_longdoc_command(options: LongdocOptions, *, progress: Progress = silent)
 def longdoc(**options: Any) -> LongdocRun:
     """Compare the ways of reading documents longer than the model's limit: the keywords are `bertlens longdoc`'s
     long flags (see `LongdocOptions`); the data may be given in memory."""
-    unknown_options(LongdocOptions, options)
-    return run_longdoc_command(LongdocOptions(**options))
+    return python_call(LongdocOptions, run_longdoc_command, options)

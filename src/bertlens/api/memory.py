@@ -106,4 +106,4 @@ def in_memory_words(message: str, folder: str) -> str:
         return message
     for name in ("data.jsonl", "texts.jsonl"):
         message = message.replace(str(Path(folder) / name), "the in-memory data")
-    return message.replace("lines ", "rows ").replace("line ", "row ")
+    return message.replace("lines ", "rows ").replace("line ", "row ").replace("field '", "column '")

@@ -11,11 +11,11 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from bertlens.errors import BertlensError, OptionError, check_whole
+from bertlens.errors import BertlensError, OptionError, check_whole, in_python_words
 
 
 def at_least(options: Any, name: str, lowest: int, why: str) -> None:
@@ -59,6 +59,25 @@ def unknown_options(cls: type, given: Mapping[str, Any]) -> None:
     for key in given:
         if key not in names:
             raise BertlensError(f"unknown option '{key}': {did_you_mean(key, names)}")
+
+
+def switches(cls: type) -> set[str]:
+    """The options of `cls` that are switches (bool flags): a Python caller turns one on with `name=True`."""
+    return {f.name for f in dataclasses.fields(cls) if f.type in (bool, "bool")}
+
+
+def python_call(cls: type, run: Callable[[Any], Any], options: Mapping[str, Any], *leading: Any) -> Any:
+    """A command called from Python: its keywords checked, its options built (`leading`: positional ones) and run,
+    and any error in the caller's words (errors.in_python_words): the library's checks are shared with the command
+    line, whose words they may carry."""
+    unknown_options(cls, options)
+    try:
+        return run(cls(*leading, **options))
+    except BertlensError as error:
+        reworded = in_python_words(error, switches(cls))
+        if reworded is None:
+            raise
+        raise reworded from None
 
 
 def options_record(options: Any) -> dict:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bertlens.api.options import at_least, finite, one_of, unknown_options
+from bertlens.api.options import at_least, finite, one_of, python_call
 from bertlens.api.recipe_options import RecipeOptions, recipe_of
 from bertlens.api.results import RowsResult, save_options
 from bertlens.api.sources import TextSourceOptions
@@ -114,5 +114,4 @@ def run_postprocess_command(options: PostprocessOptions, *, progress: Progress =
 def postprocess(**options: Any) -> PostprocessRun:
     """Fit post-processing steps (whitening, all-but-the-top, centring) on a recipe's vectors of your texts: the
     keywords are `bertlens postprocess`'s long flags (see `PostprocessOptions`); the texts may be given as a list."""
-    unknown_options(PostprocessOptions, options)
-    return run_postprocess_command(PostprocessOptions(**options))
+    return python_call(PostprocessOptions, run_postprocess_command, options)

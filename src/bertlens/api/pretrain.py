@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 
 from cyclopts import Parameter
 
-from bertlens.api.options import at_least, finite, one_of, unknown_options
+from bertlens.api.options import at_least, finite, one_of, python_call
 from bertlens.api.results import RowsResult, save_options
 from bertlens.api.training_options import PretrainTraining, training_config
 from bertlens.errors import OptionError
@@ -129,11 +129,12 @@ def _corpus(options: PretrainOptions):
     from bertlens.api.sources import training_texts
     from bertlens.io.cache import content_key, file_sha256
     from bertlens.io.tables import check_file, is_blank, iter_texts, parse_column
-    from bertlens.tasks.catalog import data_dir, get_task
+    from bertlens.tasks.catalog import get_task
+    from bertlens.tasks.catalog_fetch import catalog_root
     from bertlens.tasks.loaders import load_catalog_task
 
     if options.task is not None:
-        texts = training_texts(load_catalog_task(get_task(options.task), data_dir(options.data_dir)))
+        texts = training_texts(load_catalog_task(get_task(options.task), catalog_root(options.task, options.data_dir)))
         return texts, f"task {options.task} (training texts)", content_key(["task", options.task], texts)
     if options.in_memory():
         texts = [t for t in options.texts if not is_blank(t)]
@@ -181,5 +182,4 @@ def run_pretrain_command(options: PretrainOptions, *, progress: Progress = silen
 def pretrain(**options: Any) -> PretrainRun | None:
     """Continue masked-LM training of a model on your documents (DAPT), a task's texts (TAPT), or train one from
     scratch: the keywords are `bertlens pretrain`'s long flags (`--from` is `model`; see `PretrainOptions`)."""
-    unknown_options(PretrainOptions, options)
-    return run_pretrain_command(PretrainOptions(**options))
+    return python_call(PretrainOptions, run_pretrain_command, options)

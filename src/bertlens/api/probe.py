@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from bertlens.api.options import at_least, finite, one_of, unknown_options
+from bertlens.api.options import at_least, finite, one_of, python_call
 from bertlens.api.recipe_options import EncoderOptions
 from bertlens.api.results import RowsResult, save_options
 from bertlens.errors import OptionError
@@ -173,5 +173,4 @@ def run_probe_command(options: ProbeOptions, *, progress: Progress = silent) -> 
 def probe(**options: Any) -> ProbeRun:
     """Probe every layer of a model with the linguistic suite: the keywords are `bertlens probe`'s long flags (see
     `ProbeOptions`)."""
-    unknown_options(ProbeOptions, options)
-    return run_probe_command(ProbeOptions(**options))
+    return python_call(ProbeOptions, run_probe_command, options)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from bertlens.api.options import at_least, finite, one_of, unknown_options
+from bertlens.api.options import at_least, finite, one_of, python_call
 from bertlens.api.results import RowsResult, save_options
 from bertlens.api.sources import DataOptions
 from bertlens.errors import OptionError
@@ -174,7 +174,10 @@ def _task(options: RecommendOptions, notify):
     from bertlens.tasks.loaders import texts_task
 
     if options.texts is None:
-        return load_task(options)
+        task = load_task(options)
+        for note in task.notes:  # what was read (kind, dialect, folds): on stderr here, in the report by the walk
+            notify(f"note: {note}")
+        return task
     texts, skipped = unlabelled_texts(options)
     if skipped:
         notify(skipped)
@@ -186,10 +189,23 @@ def _in_memory(options: DataOptions) -> bool:
     return any(value is not None and not isinstance(value, str | Path) for value in (options.data, options.texts))
 
 
+def _shared_data(explicit: str | None):
+    """The shared data folder (the domain step's reference corpus), or None where there is none, as for a pip user
+    with their own file: the step then says it had no reference; a --data-dir given must exist."""
+    from bertlens.errors import BertlensError
+    from bertlens.tasks.catalog import data_dir
+
+    try:
+        return data_dir(explicit)
+    except BertlensError:
+        if explicit:
+            raise
+        return None
+
+
 def _walk(options: RecommendOptions, out: Path, progress: Progress, notify, in_memory: bool):
     from bertlens.io.run_context import RunContext
     from bertlens.probing.candidates import parse_prompt_set
-    from bertlens.tasks.catalog import data_dir
     from bertlens.workflows.latency_step import load_alternative
     from bertlens.workflows.recommend import RecommendOptions as WalkOptions
     from bertlens.workflows.recommend import run_recommend
@@ -202,7 +218,7 @@ def _walk(options: RecommendOptions, out: Path, progress: Progress, notify, in_m
         options.throughput_target,
         alternatives,
         own_int8=not options.no_int8,
-        data=data_dir(options.data_dir),
+        data=_shared_data(options.data_dir),
         prompt_sets=tuple(parse_prompt_set(p) for p in options.prompts or ()),
         sources=command_sources(options, in_memory),
     )
@@ -234,5 +250,4 @@ def recommend(**options: Any) -> RecommendRun:
     """Measure the data within a time budget and recommend the length strategy, adaptation, representation, frozen
     or fine-tuned, and serving precision, each with its evidence: the keywords are `bertlens recommend`'s long flags
     (see `RecommendOptions`); the data may be given in memory."""
-    unknown_options(RecommendOptions, options)
-    return run_recommend_command(RecommendOptions(**options))
+    return python_call(RecommendOptions, run_recommend_command, options)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from bertlens.api.options import at_least, finite, one_of, unknown_options
+from bertlens.api.options import at_least, finite, one_of, python_call
 from bertlens.api.results import RowsResult
 from bertlens.errors import OptionError, literal
 from bertlens.io.tables import first_lines
@@ -203,5 +203,4 @@ def run_search_command(options: SearchOptions) -> SearchRun:
 def search(**options: Any) -> SearchRun:
     """Search an index made by `bertlens index`: the keywords are `bertlens search`'s long flags (see
     `SearchOptions`); `query` may be one text or a list."""
-    unknown_options(SearchOptions, options)
-    return run_search_command(SearchOptions(**options))
+    return python_call(SearchOptions, run_search_command, options)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from bertlens.api.options import finite, one_of, unknown_options
+from bertlens.api.options import finite, one_of, python_call
 from bertlens.api.recipe_options import RECIPE_FIELDS, RecipeOptions, default_precision, recipe_of
 from bertlens.errors import OptionError, literal
 
@@ -201,5 +201,4 @@ def build_server(options: ServeCommandOptions) -> Server:
 def serve(**options: Any) -> Server:
     """A server for a recipe (or several): the keywords are `bertlens serve`'s long flags (see
     `ServeCommandOptions`). The model loads now; `.app` is the FastAPI app, `.run()` listens until stopped."""
-    unknown_options(ServeCommandOptions, options)
-    return build_server(ServeCommandOptions(**options))
+    return python_call(ServeCommandOptions, build_server, options)

@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from bertlens.errors import BertlensError, OptionError, literal
+from bertlens.io.dialect import parse_delimiter
 from bertlens.io.tables import is_blank, iter_texts, parse_column
-from bertlens.tasks.catalog import CATALOG, data_dir, get_task
+from bertlens.tasks.catalog import CATALOG, get_task
+from bertlens.tasks.catalog_fetch import catalog_root
 from bertlens.tasks.kinds import CLASSIFICATION, RETRIEVAL, SIMILARITY
 
 # no `from __future__ import annotations`: DataOptions' field types must be objects, since a subclass in another
@@ -65,7 +67,8 @@ class DataOptions:
     no_header: bool = False
     """for --data: the CSV/TSV has no header row"""
     folds: int | None = None
-    """cross-validation folds for data without a test split (default 10)"""
+    """cross-validation folds for data without a test split (default 10, lowered to what the rarest class allows,
+    never below 2, with classes of a single row set aside, both said in the report; a count given here is kept)"""
     split_col: str | None = None
     """for --data: a column of train / dev (or validation) / test values: your own split instead of cross-validation
     (dev is carved from train when absent)"""
@@ -82,7 +85,10 @@ class DataOptions:
     label_first: bool = False
     """for --data: a SentEval-style text file, one 'LABEL TEXT' per line (like MR/SUBJ's .all files)"""
     encoding: str = "utf-8"
-    """for --data: the file's encoding (e.g. latin-1)"""
+    """for --data: the file's encoding (e.g. latin-1); a UTF-16/32 file with a byte-order mark is read as such, and a
+    file that is not UTF-8 is refused with the encoding it reads as"""
+    delimiter: str | None = None
+    """for --data CSV: comma, semicolon, tab or pipe (default: detected from the file, and said in the report)"""
 
     def check_source(self) -> None:
         """Exactly one source of data, and labels only beside texts given as a list."""
@@ -144,7 +150,7 @@ def load_task(args: Any) -> "TaskData":
         )
     _refuse_on_retrieval(args)
     max_examples = getattr(args, "max_examples", None)
-    folds = folds_of(args)
+    folds = getattr(args, "folds", None)  # None: the default, fitted to the data (tasks/fitted_folds.py)
     if args.task and args.task.startswith("hf:"):
         name, _, config = args.task[3:].partition(":")
         if args.text_col is None or args.label_col is None:
@@ -165,7 +171,7 @@ def load_task(args: Any) -> "TaskData":
     if args.task:
         return load_catalog_task(
             get_task(args.task),
-            data_dir(args.data_dir),
+            catalog_root(args.task, args.data_dir),
             drop_invalid=args.drop_invalid,
             max_examples=max_examples,
             seed=args.seed,
@@ -201,6 +207,7 @@ def load_task(args: Any) -> "TaskData":
         encoding=args.encoding,
         split_col=parse_column(args.split_col) if args.split_col else None,
         split_files=_split_files(args),
+        delimiter=parse_delimiter(args.delimiter),
     )
     return load_user_task(
         args.data, table, drop_invalid=args.drop_invalid, folds=folds, max_examples=max_examples, seed=args.seed
@@ -288,7 +295,7 @@ def load_texts(args: Any, seed: int = 0) -> tuple[list[str], str, "TaskData | No
         raise OptionError(f"{{max_texts}} must be at least 2, got {args.max_texts}", "max_texts")
     task = None
     if args.task:
-        task = load_catalog_task(get_task(args.task), data_dir(args.data_dir))
+        task = load_catalog_task(get_task(args.task), catalog_root(args.task, args.data_dir))
         texts, source = task.all_texts(), f"task {args.task}"
     elif not isinstance(args.texts, str | Path):  # a list of strings, from Python
         texts, source = [t for t in args.texts if not is_blank(t)], f"{len(args.texts)} texts in memory"
@@ -321,13 +328,6 @@ def _label_columns(args: Any) -> tuple:
     if len(columns) < 2:
         raise OptionError("{label_cols} needs two or more label columns, comma-separated", "label_cols")
     return columns
-
-
-FOLDS = 10  # --folds when not given
-
-
-def folds_of(args: Any) -> int:
-    return args.folds if getattr(args, "folds", None) is not None else FOLDS
 
 
 RETRIEVAL_UNUSED = (

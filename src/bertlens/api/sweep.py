@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from bertlens.api.options import at_least, finite, one_of, unknown_options
+from bertlens.api.options import at_least, finite, one_of, python_call
 from bertlens.api.recipe_options import EncoderOptions
 from bertlens.api.results import RowsResult, save_options
 from bertlens.api.sources import DataOptions
@@ -336,5 +336,4 @@ def run_sweep_command(options: SweepOptions, *, progress: Progress = silent, not
 def sweep(**options: Any) -> SweepRun:
     """Score every token / layer / pooling choice on a task in one encoding pass and recommend one: the keywords
     are `bertlens sweep`'s long flags (see `SweepOptions`); the data may be given in memory."""
-    unknown_options(SweepOptions, options)
-    return run_sweep_command(SweepOptions(**options))
+    return python_call(SweepOptions, run_sweep_command, options)

@@ -21,4 +21,5 @@ COMMANDS = {
     "domain": "is your text far from what the model was trained on? tokenizer fit, masked-LM surprise, verdict",
     "index": "embed a corpus with a recipe into a vector store (LanceDB, Chroma), resumable",
     "search": "search an index with its own recipe: top-k documents per query",
+    "data": "the catalog tasks: where each is read from (list), and their download (fetch)",
 }

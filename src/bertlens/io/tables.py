@@ -12,7 +12,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertlens.errors import BertlensError, did_you_mean
+from bertlens.errors import BertlensError, OptionError, did_you_mean, literal
+from bertlens.io.dialect import WIDE, file_encoding, read_dialect, suggest_encoding
 
 FORMATS = (".txt", ".csv", ".tsv", ".jsonl", ".parquet")
 PARQUET_BATCH_ROWS = 4096  # rows read at a time: a Parquet file larger than memory streams too
@@ -32,6 +33,7 @@ class TableSpec:
     file_format: str | None = None  # overrides the extension, e.g. '.txt' for SentEval's '.all' files
     texts: int = 1  # how many leading columns hold texts (in JSONL they must be strings; labels may be numbers)
     multiline: bool = False  # CSV: accept quoted fields whose embedded lines look like rows of their own
+    delimiter: str | None = None  # CSV/TSV: None reads it from the file (.csv) or takes tab (.tsv): io/dialect.py
 
     @property
     def format(self) -> str:
@@ -57,13 +59,23 @@ def check_file(path: Path, file_format: str | None = None) -> None:
 
 
 def _decoded_lines(path: Path, encoding: str = "utf-8") -> Iterator[str]:
+    """The file's lines decoded (a leading byte-order mark dropped); a UTF-16/32 file (by its mark) is read in text
+    mode, anything else line by line so that a byte that does not decode is named with its line."""
+    encoding, _ = file_encoding(path, encoding)
+    if encoding in WIDE:
+        with open(path, encoding=encoding, newline="") as handle:
+            yield from handle
+        return
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
             try:
                 line = raw.decode(encoding)
             except UnicodeDecodeError as exc:
-                raise BertlensError(
-                    f"{path} line {number}: invalid {encoding.upper()} at byte {exc.start} of the line; re-save the file as UTF-8"
+                guess = suggest_encoding(path)
+                raise OptionError(
+                    f"{literal(path)} line {number}: not {literal(encoding.upper())} (byte {exc.start} of the line); it "
+                    f"reads as {guess}: pass {{encoding}} {guess}, or re-save the file as UTF-8",
+                    "encoding",
                 ) from None
             yield line.removeprefix("\ufeff") if number == 1 else line
 
@@ -95,9 +107,11 @@ def _column_indices(spec: TableSpec, header: list[str] | None) -> list[int]:
 def _delimited_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]:
     if not spec.columns:
         raise BertlensError(f"{spec.path}: name the text column with --column (a header name or 0-based index)")
-    delimiter = "\t" if spec.format == ".tsv" else ","
-    quoting = csv.QUOTE_NONE if spec.format == ".tsv" else csv.QUOTE_MINIMAL
-    reader = csv.reader(_decoded_lines(spec.path, spec.encoding), delimiter=delimiter, quoting=quoting)
+    dialect = read_dialect(spec.path, spec.encoding, spec.delimiter, spec.format == ".tsv")
+    delimiter = dialect.delimiter
+    quoting = csv.QUOTE_NONE if spec.format == ".tsv" and spec.delimiter is None else csv.QUOTE_MINIMAL
+    lines = _decoded_lines(spec.path, dialect.encoding)
+    reader = csv.reader(lines, delimiter=delimiter, quotechar=dialect.quotechar, quoting=quoting)
     header = None
     indices: list[int] | None = None
     width: int | None = None  # fields per row: the header's, else the first row's
@@ -149,14 +163,20 @@ def _jsonl_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]:
             if key not in record:
                 raise BertlensError(f"{spec.path} line {number}: no field '{key}': {did_you_mean(str(key), record)}")
             value = record[key]
+            if k < spec.texts and _missing(value):
+                value = ""  # a missing text reads as empty, as a Parquet null: the empty-text checks name the row
             if k < spec.texts and not isinstance(value, str):
-                kind = "null" if value is None else type(value).__name__
                 raise BertlensError(
-                    f"{spec.path} line {number}: field '{key}' holds {kind} ({json.dumps(value)[:40]}), not text; "
-                    "fix the record (texts must be JSON strings) or choose another --column"
+                    f"{spec.path} line {number}: field '{key}' holds {type(value).__name__} "
+                    f"({json.dumps(value)[:40]}), not text; fix the record or choose another text column"
                 )
             values.append(value if isinstance(value, str) else json.dumps(value) if value is not None else "")
         yield number, tuple(values)
+
+
+def _missing(value) -> bool:
+    """null, or a float NaN (what pandas holds for a missing text)."""
+    return value is None or (isinstance(value, float) and value != value)
 
 
 def _parquet_columns(spec: TableSpec, names: list[str]) -> list[str]:
@@ -225,6 +245,14 @@ _READERS = {
     ".jsonl": _jsonl_records,
     ".parquet": _parquet_records,
 }
+
+
+def describe_reading(spec: TableSpec) -> str | None:
+    """What a CSV/TSV file was read as (delimiter, encoding, mark, line ends), for the report; None for other
+    formats, whose reading has nothing to detect."""
+    if spec.format not in (".csv", ".tsv"):
+        return None
+    return read_dialect(spec.path, spec.encoding, spec.delimiter, spec.format == ".tsv").describe(spec.path)
 
 
 def iter_records(spec: TableSpec) -> Iterator[tuple[int, tuple[str, ...]]]:

@@ -20,6 +20,7 @@ import torch
 from bertlens.metrics.bootstrap import set_counts
 from bertlens.probing.fold_ridge import ridge_over_folds
 from bertlens.probing.logistic import C_GRID, fit_logistic
+from bertlens.probing.newton_cg import NEWTON_STEPS
 from bertlens.probing.screened_probe import (
     LOGISTIC,
     MAX_CONTENDERS,
@@ -36,10 +37,8 @@ from bertlens.progress import Progress, counting, silent
 from bertlens.representation.logits import label_thresholds
 from bertlens.tasks.splits import Fold
 
-# L labels' problems summed converge far slower than one softmax: 50 joint bf16 steps left probabilities up to 0.9
-# from scikit-learn's converged one-vs-rest at C=10 (GoEmotions, 1,200 rows, all-MiniLM-L6-v2's mean/L6); the grid
-# fitted along the warm-started path in float32 with 200 steps per strength was within 0.08 at C <= 1
-LOGISTIC_STEPS = 200
+NEWTON_TOL = 1e-6  # each label's gradient (max norm) at the end: probabilities within 1e-4 of scikit-learn's
+# converged newton-cg (tol 1e-10) on GoEmotions' own reading, where 200 joint L-BFGS steps left 1e-3
 
 FeatureSource = Callable[[list[int], np.ndarray | None, int], torch.Tensor]  # as screened_probe.FeatureSource
 
@@ -105,10 +104,7 @@ def _logistic(source: FeatureSource, batch: list[int], folds: list[Fold], target
         order = np.concatenate([fold.train, fold.dev, fold.test])
         x = source(batch, order, k)  # [C, n, D]
         n_train, n_dev = len(fold.train), len(fold.dev)
-        fit = fit_logistic(
-            x[:, :n_train], targets[fold.train], strengths, max_iter=LOGISTIC_STEPS, compute_dtype=torch.float32,
-            warm_path=True,
-        )  # fmt: skip
+        fit = fit_logistic(x[:, :n_train], targets[fold.train], strengths, max_iter=NEWTON_STEPS, tol=NEWTON_TOL)
         held_out = torch.sigmoid(fit.decision(x[:, n_train:])).numpy()  # [C, R, n_dev + n_test, L]
         chosen, thresholds, f1 = _choose(held_out[:, :, :n_dev], targets[fold.dev])
         best = held_out[np.arange(len(chosen)), chosen]  # [C, n_dev + n_test, L]
@@ -141,9 +137,8 @@ def label_set_probe(
     ranked = np.argsort(-board.per_fold.mean(axis=0), kind="stable").tolist()
     fitted = ranked[:MAX_CONTENDERS] + [i for i in always if i not in ranked[:MAX_CONTENDERS]]
     start = time.perf_counter()
-    # one candidate per fit: L-BFGS over a batch shares its line search, and these problems are not solved to the
-    # last digit, so a batch-mate would move a candidate's figure (0.364 against 0.349 alone, the own reading of
-    # the scikit-learn check); the classification probe's softmax converges well within its steps
+    # one candidate per fit: each fit holds its whitened features twice (x and x'), and a batch of contenders at
+    # base size on the full GoEmotions would hold several GB; the columns' Newton solves are independent either way
     for number, i in enumerate(fitted):
         progress(counting(f"logistic probes ({len(fitted)} contenders)", "candidates"), number, len(fitted))
         _logistic(source, [i], folds, targets, strengths, board)

@@ -14,7 +14,8 @@ from bertlens.tasks.kinds import TaskKind, task_kind
 class TaskSpec:
     """A named task. `splits` maps split name -> file under the data directory.
 
-    With no 'test' split the task is scored by stratified k-fold cross-validation (`folds`).
+    With no 'test' split the task is scored by stratified k-fold cross-validation (tasks/fitted_folds.py: the
+    default folds, lowered when the data cannot fill them, or the caller's).
     """
 
     name: str
@@ -22,7 +23,6 @@ class TaskSpec:
     file_format: str  # 'label_prefixed' ("LABEL text" lines), 'sts_csv' (s1,s2,score; no header), 'jsonl' (text,
     # label), 'beir' (a retrieval directory: corpus.jsonl, queries.jsonl, qrels/)
     splits: tuple[tuple[str, str], ...]
-    folds: int = 10
     description: str = ""
     encoding: str = "utf-8"  # MR, SUBJ and TREC train are Latin-1, as SentEval reads them
 

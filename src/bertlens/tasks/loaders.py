@@ -14,8 +14,9 @@ import numpy as np
 
 from bertlens.errors import BertlensError, OptionError, check_whole, did_you_mean, literal
 from bertlens.extras import require
-from bertlens.io.tables import TableSpec, check_file, first_lines, iter_records
+from bertlens.io.tables import TableSpec, check_file, describe_reading, first_lines, iter_records
 from bertlens.tasks.catalog import TaskSpec
+from bertlens.tasks.fitted_folds import DEFAULT_FOLDS, class_fits, fit_folds
 from bertlens.tasks.kinds import JUDGEMENTS, RETRIEVAL, SCORE, TEXTS, TaskKind, task_kind, user_kinds
 from bertlens.tasks.retrieval import Collection, load_beir, load_pairs
 from bertlens.tasks.targets import (
@@ -55,6 +56,8 @@ class TaskData:
     source: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
     collection: Collection | None = None  # a retrieval task's corpus, queries and judgements (no splits)
+    folds_chosen: bool = True  # the caller gave `folds` (kept, a class too small refused); False: bertlens' default,
+    # lowered to what the data allows (tasks/fitted_folds.py)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", task_kind(self.kind))
@@ -223,11 +226,14 @@ def _check_classes(data: TaskData, where: str) -> TaskData:
                 raise BertlensError(
                     f"{where}: only one class ({data.class_names[0]!r}) in the labels; a probe needs two or more"
                 )
-            if data.uses_cv and min(counts.values()) < data.folds:
-                rare = min(counts, key=counts.get)
-                raise BertlensError(
-                    f"{where}: class {data.class_names[rare]!r} has {counts[rare]} examples, fewer than the {data.folds} folds; "
-                    "add examples, merge classes or lower --folds"
+            rare = min(counts, key=counts.get)
+            if data.uses_cv and not class_fits(counts[rare], data.folds):
+                short = "fewer than" if counts[rare] < data.folds else "too few for (two to train on and one to test)"
+                raise OptionError(
+                    f"{literal(where)}: class {literal(repr(data.class_names[rare]))} has {counts[rare]} examples, "
+                    f"{short} the {data.folds} folds; add examples, merge classes, lower {{folds}} or leave it out "
+                    "(the default fits the data)",
+                    "folds",
                 )
     return data
 
@@ -247,7 +253,7 @@ def build_task(
     where: str,
     *,
     drop_invalid: bool,
-    folds: int,
+    folds: int | None,
     source: str,
     wheres: dict[str, str] | None = None,
     label: LabelColumn = LabelColumn(),
@@ -257,20 +263,50 @@ def build_task(
     the notes."""
     label_sep, label_column = label.sep, label.name
     kind, notes = _read_kind(kind, raw_splits, label_column)
-    check_whole("folds", folds, 2, "cross-validation needs two folds or more")
+    if folds is not None:
+        check_whole("folds", folds, 2, "cross-validation needs two folds or more")
     if kind.target == SCORE and not kind.pair:
         check_regression_column(_plain_targets(raw_splits), label_column)
     cleaned, dropped = {}, 0
     for split, rows in raw_splits.items():
         at = (wheres or {}).get(split, where)
+        if not rows:
+            named = "" if len(raw_splits) == 1 else f" ({split})"
+            raise BertlensError(f"{at}{named}: no rows under the header; add labelled rows")
         rows, n = _validate(rows, kind, f"{at}" if len(raw_splits) == 1 else f"{at} ({split})", drop_invalid, label_sep)
         if not rows:
             raise BertlensError(f"{where} ({split}): no valid rows")
         cleaned[split], dropped = rows, dropped + n
     index = _class_index(cleaned.values(), kind, label_sep) if kind.named_labels else None
     splits = {split: _to_split(rows, kind, index, label_sep) for split, rows in cleaned.items()}
-    data = TaskData(name, kind, splits, tuple(index) if index else (), folds, dropped, source, notes)
-    return _check_classes(data, where)
+    chosen = DEFAULT_FOLDS if folds is None else folds
+    data = TaskData(name, kind, splits, tuple(index) if index else (), chosen, dropped, source, notes)
+    return _check_classes(_fit_folds(replace(data, folds_chosen=folds is not None)), where)
+
+
+def _fit_folds(data: TaskData) -> TaskData:
+    """Default folds lowered to what the data allows, classes (labels) with a single row set aside, said in the
+    notes (tasks/fitted_folds.py); folds the caller chose are left to the checks."""
+    if data.folds_chosen or not data.uses_cv:
+        return data
+    targets = data.splits["all"].targets
+    if data.kind.label_sets:
+        counts = dict(zip(data.class_names, targets.sum(axis=0).tolist(), strict=True))
+    elif data.kind.classes:
+        counts = {data.class_names[c]: n for c, n in sorted(Counter(targets.tolist()).items())}
+    else:
+        counts = {}
+    fit = fit_folds(counts, data.folds, len(targets), "label" if data.kind.label_sets else "class")
+    splits, names = data.splits, data.class_names
+    if fit.set_aside and len(fit.set_aside) < len(names) - 1:  # else the class check names what is left
+        aside = {names.index(name) for name in fit.set_aside}
+        if data.kind.label_sets:
+            kept = [i for i in range(len(names)) if i not in aside]
+            splits = {k: Split(s.texts_a, s.texts_b, s.targets[:, kept]) for k, s in splits.items()}
+            names = tuple(names[i] for i in kept)
+        else:
+            splits, names = _without_classes(splits, names, aside)
+    return replace(data, splits=splits, class_names=names, folds=fit.folds, notes=(*data.notes, *fit.notes))
 
 
 def _read_kind(kind, raw_splits: dict[str, list], column: str) -> tuple[TaskKind, tuple[str, ...]]:
@@ -299,7 +335,8 @@ def load_catalog_task(
     seed: int = 0,
     folds: int | None = None,
 ) -> TaskData:
-    """A catalog task from the data directory; `folds` overrides the catalog's for a cross-validated one."""
+    """A catalog task from the data directory; `folds` (None: the default, fitted to the data) for a cross-validated
+    one."""
     if spec.file_format == "beir":  # public collections with known gaps (empty documents, unjudged queries): dropped
         return retrieval_task(spec.name, load_beir(root / spec.splits[0][1], drop_invalid=True), str(root))
     reader = READERS[spec.file_format]
@@ -310,7 +347,7 @@ def load_catalog_task(
         raw,
         str(root / spec.splits[0][1]),
         drop_invalid=drop_invalid,
-        folds=folds or spec.folds,
+        folds=folds,
         source=str(root),
     )
     return limit_examples(data, max_examples, seed)
@@ -332,6 +369,7 @@ class UserTable:
     split_files: dict[str, Path] | None = None  # {'test': FILE, 'dev': FILE} with the same columns
     label_sep: str | None = None  # multi-label: the labels of a row in the label column, separated by this
     label_cols: tuple[str | int, ...] = ()  # multi-label: one 0/1 column per label instead of a label column
+    delimiter: str | None = None  # CSV: None reads it from the file (io/dialect.py)
 
 
 def load_user_task(
@@ -339,7 +377,7 @@ def load_user_task(
     table: UserTable,
     *,
     drop_invalid: bool = False,
-    folds: int = 10,
+    folds: int | None = None,
     max_examples: int | None = None,
     seed: int = 0,
 ) -> TaskData:
@@ -376,10 +414,14 @@ def load_user_task(
         )
     labels = table.label_cols or (label_col,)
     columns = (*text_cols, *labels, *(() if split_col is None else (split_col,)))
-    spec = TableSpec(path, columns, header, encoding, texts=len(text_cols), multiline=multiline)
+    spec = TableSpec(
+        path, columns, header, encoding, texts=len(text_cols), multiline=multiline, delimiter=table.delimiter
+    )
+    said: list[str] = []  # what each file was read as (io/dialect.py), for the report
 
     def read(spec: TableSpec) -> list:
         rows = list(iter_records(spec))
+        said.extend(filter(None, [describe_reading(spec)]))
         return _indicator_rows(rows, table, str(spec.path)) if table.label_cols else rows
 
     rows = read(spec)
@@ -403,6 +445,7 @@ def load_user_task(
         wheres=wheres,
         label=LabelColumn(f"label column {label_col!r}" if not table.label_cols else "label columns", table.label_sep),
     )
+    data = replace(data, notes=(*data.notes, *said))
     if split_col is not None or split_files:
         data = separated_splits(data)
     return _check_fold_size(limit_examples(data, max_examples, seed), str(path))
@@ -533,11 +576,13 @@ def _check_fold_size(data: TaskData, where: str) -> TaskData:
     """Cross-validation needs rows to spare in every fold; say so before anything is encoded."""
     if not data.uses_cv:
         return data
+    data = _fit_folds(data)  # a draw of --max-examples may have left fewer rows than the default folds need
     rows = len(data.splits["all"])
     if rows < 2 * data.folds:
-        raise BertlensError(
-            f"{where}: {rows} rows; {data.folds}-fold cross-validation needs at least {2 * data.folds}; "
-            f"use --folds {max(2, rows // 2)} or add rows"
+        raise OptionError(
+            f"{literal(where)}: {rows} rows; {data.folds}-fold cross-validation needs at least {2 * data.folds}; "
+            f"use {{folds}} {max(2, rows // 2)} or add rows",
+            "folds",
         )
     return data
 
@@ -645,9 +690,7 @@ def limit_examples(data: TaskData, max_examples: int | None, seed: int) -> TaskD
         splits, class_names = _without_classes(splits, data.class_names, dropped)
     else:
         class_names = data.class_names
-    limited = TaskData(
-        data.name, data.kind, splits, class_names, data.folds, data.dropped, data.source, (*data.notes, *notes)
-    )
+    limited = replace(data, splits=splits, class_names=class_names, notes=(*data.notes, *notes))
     return _check_classes(limited, data.source)
 
 
@@ -662,7 +705,7 @@ def load_hf_task(
     label_col: str,
     config: str | None = None,
     drop_invalid: bool = False,
-    folds: int = 10,
+    folds: int | None = None,
     max_examples: int | None = None,
     seed: int = 0,
 ) -> TaskData:

@@ -55,6 +55,10 @@ def carve_dev(
         )
     labels = targets[rows] if stratify and targets is not None else None
     size = held if limit is not None else fraction  # a fraction: scikit-learn's rounding, as every figure used
+    if labels is not None and labels.ndim == 1:  # a stratified hold-out takes a row of every class at least
+        classes = len(np.unique(labels))
+        if round(len(rows) * fraction) < classes <= len(rows) - classes:
+            size = classes
     if labels is not None and labels.ndim == 2:  # label sets: iterative stratification (Sechidis et al. 2011)
         from iterstrat.ml_stratifiers import MultilabelStratifiedShuffleSplit
 

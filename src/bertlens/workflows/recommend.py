@@ -278,6 +278,7 @@ def _recommend(task: TaskData, model: str, run: RunContext, options: RecommendOp
     prompts = [[p.name, p.query, p.document] for p in options.prompt_sets]  # a finished step is reused for the same
     key = content_key([task.name, task.kind.name, model, encoder.ref.fingerprint, run.seed] + prompts, task.all_texts())
     walk = Walk(task, model, encoder, run, options, Budget(options.budget_minutes * 60), key)
+    walk.notes.extend(task.notes)  # what was read (kind, dialect, folds), first in the report
     steps = steps_for(task)
     for number, step in enumerate(steps):
         run.progress(step.label, number, len(steps))

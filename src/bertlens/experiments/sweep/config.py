@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bertlens.errors import BertlensError, did_you_mean
+from bertlens.errors import BertlensError, OptionError, did_you_mean, literal
 from bertlens.io.run_context import check_seed
 from bertlens.metrics.bootstrap import check_resamples
 from bertlens.probing.candidates import PromptSet
@@ -42,14 +42,16 @@ def check_config(config: SweepConfig, kind: TaskKind, task_name: str) -> None:
     for name in config.poolers:
         check_pooler(name)
     if not config.poolers:
-        raise BertlensError("--poolers names no pooler; give at least one of cls, mean, max, attention")
+        raise OptionError("{poolers} names no pooler; give at least one of cls, mean, max, attention", "poolers")
     if config.postprocess:
         parse_steps(config.postprocess)
-    for flag, given in (("--prompts", bool(config.prompt_sets)), ("--long-documents", config.long_documents)):
+    for name, given in (("prompts", bool(config.prompt_sets)), ("long_documents", config.long_documents)):
         if given and kind.target != JUDGEMENTS:
-            raise BertlensError(f"{flag} applies to retrieval tasks; {task_name} is a {kind.name} task")
+            raise OptionError(
+                f"{{{name}}} applies to retrieval tasks; {literal(task_name)} is a {kind.name} task", name
+            )
     if config.prompt_sets and len({p.name for p in config.prompt_sets}) < len(config.prompt_sets):
-        raise BertlensError("--prompts: give every prompt set its own NAME")
+        raise OptionError("{prompts}: give every prompt set its own NAME", "prompts")
     if config.protocols is not None:
         for name in config.protocols:
             if name not in kind.protocols:
@@ -57,6 +59,7 @@ def check_config(config: SweepConfig, kind: TaskKind, task_name: str) -> None:
                     f"protocol '{name}' does not apply to a {kind.name} task: {did_you_mean(name, kind.protocols)}"
                 )
         if kind.main_protocol not in config.protocols:
-            raise BertlensError(
-                f"a {kind.name} task is recommended by its '{kind.main_protocol}' protocol; include it in --protocols"
+            raise OptionError(
+                f"a {kind.name} task is recommended by its '{kind.main_protocol}' protocol; include it in {{protocols}}",
+                "protocols",
             )

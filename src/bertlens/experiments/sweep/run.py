@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from bertlens.encoding.encoder import Encoder
-from bertlens.errors import BertlensError
+from bertlens.errors import BertlensError, OptionError, literal
 from bertlens.features.bank import build_bank
 from bertlens.io.cache import default_cache_dir
 from bertlens.io.memory import release_freed_memory
@@ -49,9 +49,12 @@ def run_sweep(
     """
     check_config(config, task.kind, task.name)
     if base.long_text_strategy is not None and base.long_text_strategy.per_piece:
-        raise BertlensError(
-            f"--long-text {base.long_text} keeps one vector per chunk; the sweep scores one vector per text (for "
-            "retrieval, --long-documents also scores the maxp readings): use windows, late or chunks with mean"
+        raise OptionError(
+            f"{{long_text}} {literal(base.long_text)} keeps one vector per chunk; the sweep scores one vector per "
+            "text (for retrieval, {long_documents} also scores the maxp readings): use windows, late or chunks with "
+            "mean",
+            "long_text",
+            "long_documents",
         )
     return SWEEPS[task.kind.target](task, encoder, base, cache_dir, config, progress)
 
@@ -192,7 +195,7 @@ def run_texts_sweep(
     texts = list(dict.fromkeys(t for t in texts))
     if config.max_texts is not None:
         if config.max_texts < 8:
-            raise BertlensError("--max-examples must be at least 8 for --texts")
+            raise OptionError("{max_examples} must be at least 8 for {texts}", "max_examples", "texts")
         keep = np.sort(np.random.default_rng(config.seed).permutation(len(texts))[: config.max_texts])
         texts = [texts[i] for i in keep]
     if len(texts) < 8:

@@ -1,0 +1,50 @@
+"""Label sets' one-vs-rest logistic (probing/newton_cg.py through logistic.fit_logistic): every label solved to
+convergence, so the probabilities are scikit-learn's converged ones and a label's fit does not depend on the labels
+or strengths fitted beside it."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.linear_model import LogisticRegression
+
+from bertlens.probing.logistic import fit_logistic
+
+STRENGTHS = (0.01, 0.1, 1.0, 10.0)
+
+
+@pytest.fixture(scope="module")
+def problem():
+    rng = np.random.default_rng(0)
+    n, d, labels = 600, 48, 5
+    x = (rng.normal(size=(n, d)) @ rng.normal(size=(d, d)) * np.exp(rng.normal(size=d))).astype(np.float32)
+    x += rng.normal(size=d).astype(np.float32) * 3  # anisotropic and off-centre, as BERT features are
+    w = rng.normal(size=(d, labels)) / np.sqrt(d)
+    standard = (x - x.mean(0)) / x.std(0, ddof=1)
+    y = standard @ w + np.log([0.02, 0.05, 0.1, 0.3, 0.5]) + rng.logistic(size=(n, labels)) > 0
+    return x, standard, y
+
+
+def probabilities(x, y, strengths):
+    fit = fit_logistic(torch.from_numpy(x[None]), y, strengths, max_iter=30, tol=1e-6)
+    return torch.sigmoid(fit.decision(torch.from_numpy(x[None]))).numpy()[0]  # [R, n, L]
+
+
+def test_every_label_matches_scikit_learns_converged_fit(problem):
+    x, standard, y = problem
+    ours = probabilities(x, y, STRENGTHS)
+    for r, c in enumerate(STRENGTHS):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # newton-cg's line search reports rounding at tol 1e-10
+            reference = np.stack(
+                [LogisticRegression(C=c, solver="newton-cg", tol=1e-10, max_iter=1000).fit(standard, y[:, label])
+                 .predict_proba(standard)[:, 1] for label in range(y.shape[1])], axis=1)  # fmt: skip
+        assert np.abs(ours[r] - reference).max() < 1e-4, c
+
+
+def test_a_label_is_fitted_the_same_alone_or_beside_others(problem):
+    x, _, y = problem
+    together = probabilities(x, y, STRENGTHS)
+    alone = probabilities(x, y[:, [0, 1]], (1.0,))  # two labels, one strength
+    assert np.abs(together[2][:, :2] - alone[0]).max() < 1e-5
