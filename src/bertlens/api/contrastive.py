@@ -126,12 +126,10 @@ def examples_of(options: ContrastiveOptions) -> Examples:
     from bertlens.api.sources import file_texts
     from bertlens.experiments.contrastive import Examples, file_pairs, task_pairs
     from bertlens.io.tables import TableSpec, is_blank, parse_column
-    from bertlens.tasks.catalog import get_task
-    from bertlens.tasks.catalog_fetch import catalog_root
-    from bertlens.tasks.loaders import load_catalog_task
+    from bertlens.tasks.catalog_fetch import load_catalog
 
     if options.task:
-        task = load_catalog_task(get_task(options.task), catalog_root(options.task, options.data_dir))
+        task = load_catalog(options.task, options.data_dir)
         if options.mode == "simcse":
             return Examples(task.all_texts(), None, f"task {options.task}")
         return task_pairs(task, options.min_score)

@@ -63,9 +63,6 @@ class DataRun(RowsResult):
     def rows(self) -> list[dict]:
         return [dict(row) for row in self.entries]
 
-    def lines(self) -> list[str]:
-        return ["\t".join(str(v) for v in row.values()) for row in self.entries]
-
 
 def run_data_command(options: DataCommandOptions) -> DataRun:
     """List the catalog, or fetch tasks into the user cache."""

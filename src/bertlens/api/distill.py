@@ -126,12 +126,10 @@ def distill_texts(options: DistillOptions) -> tuple[list[str], str]:
     parts), and where they came from."""
     from bertlens.api.sources import file_texts, training_texts
     from bertlens.io.tables import is_blank
-    from bertlens.tasks.catalog import get_task
-    from bertlens.tasks.catalog_fetch import catalog_root
-    from bertlens.tasks.loaders import load_catalog_task
+    from bertlens.tasks.catalog_fetch import load_catalog
 
     if options.task:
-        texts = training_texts(load_catalog_task(get_task(options.task), catalog_root(options.task, options.data_dir)))
+        texts = training_texts(load_catalog(options.task, options.data_dir))
         source = f"task {options.task} (training texts)"
     elif options.in_memory():
         texts, source = [t for t in options.texts if not is_blank(t)], f"{len(options.texts)} texts in memory"
@@ -152,9 +150,7 @@ def run_distill_command(options: DistillOptions, *, progress: Progress = silent)
     from bertlens.io.run_context import RunContext
     from bertlens.models import resolve_model
     from bertlens.representation.recipe import Recipe
-    from bertlens.tasks.catalog import get_task
-    from bertlens.tasks.catalog_fetch import catalog_root
-    from bertlens.tasks.loaders import load_catalog_task
+    from bertlens.tasks.catalog_fetch import load_catalog
     from bertlens.training.students import parse_student
 
     checked = options.check()
@@ -164,7 +160,7 @@ def run_distill_command(options: DistillOptions, *, progress: Progress = silent)
     texts, source = distill_texts(checked)
     eval_tasks = []
     for name in checked.eval_task:
-        task = load_catalog_task(get_task(name), catalog_root(name, checked.data_dir))
+        task = load_catalog(name, checked.data_dir)
         if task.uses_cv:
             raise OptionError(f"{{eval_task}} '{literal(name)}' has no test split; use stsb, sst2 or trec",
                               "eval_task")  # fmt: skip

@@ -173,15 +173,9 @@ def run_export_command(options: ExportOptions, *, progress: Progress = silent) -
         record = run_export_sentence_transformers(recipe, checked.out, texts, source)
         return ExportRun(checked.out, record, None, len(texts), checked)
     from bertlens.experiments.export import Int8Options, run_export_onnx  # the onnx extra: checked before any work
-    from bertlens.tasks.catalog import get_task
-    from bertlens.tasks.catalog_fetch import catalog_root
-    from bertlens.tasks.loaders import load_catalog_task
+    from bertlens.tasks.catalog_fetch import load_catalog
 
-    eval_task = (
-        load_catalog_task(get_task(checked.eval_task), catalog_root(checked.eval_task, checked.data_dir))
-        if checked.eval_task
-        else None
-    )
+    eval_task = load_catalog(checked.eval_task, checked.data_dir) if checked.eval_task else None
     if eval_task is not None and eval_task.uses_cv:
         raise OptionError(f"{{eval_task}} '{literal(checked.eval_task)}' has no test split; use stsb, sst2 or trec",
                           "eval_task")  # fmt: skip

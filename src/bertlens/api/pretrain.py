@@ -129,12 +129,10 @@ def _corpus(options: PretrainOptions):
     from bertlens.api.sources import training_texts
     from bertlens.io.cache import content_key, file_sha256
     from bertlens.io.tables import check_file, is_blank, iter_texts, parse_column
-    from bertlens.tasks.catalog import get_task
-    from bertlens.tasks.catalog_fetch import catalog_root
-    from bertlens.tasks.loaders import load_catalog_task
+    from bertlens.tasks.catalog_fetch import load_catalog
 
     if options.task is not None:
-        texts = training_texts(load_catalog_task(get_task(options.task), catalog_root(options.task, options.data_dir)))
+        texts = training_texts(load_catalog(options.task, options.data_dir))
         return texts, f"task {options.task} (training texts)", content_key(["task", options.task], texts)
     if options.in_memory():
         texts = [t for t in options.texts if not is_blank(t)]

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from bertlens.errors import BertlensError, OptionError, literal
 from bertlens.io.dialect import parse_delimiter
 from bertlens.io.tables import is_blank, iter_texts, parse_column
-from bertlens.tasks.catalog import CATALOG, get_task
-from bertlens.tasks.catalog_fetch import catalog_root
+from bertlens.tasks.catalog import CATALOG
+from bertlens.tasks.catalog_fetch import load_catalog
 from bertlens.tasks.kinds import CLASSIFICATION, RETRIEVAL, SIMILARITY
 
 # no `from __future__ import annotations`: DataOptions' field types must be objects, since a subclass in another
@@ -136,7 +136,7 @@ class TextSourceOptions:
 
 def load_task(args: Any) -> "TaskData":
     """The task named by --task / --data and their column flags."""
-    from bertlens.tasks.loaders import UserTable, load_catalog_task, load_hf_task, load_user_task
+    from bertlens.tasks.loaders import UserTable, load_hf_task, load_user_task
 
     own_split = [flag for flag in ("split_col", "test", "dev") if getattr(args, flag, None) is not None]
     if own_split and (args.task or args.label_first or args.task_type == "retrieval"):
@@ -169,9 +169,9 @@ def load_task(args: Any) -> "TaskData":
             seed=args.seed,
         )
     if args.task:
-        return load_catalog_task(
-            get_task(args.task),
-            catalog_root(args.task, args.data_dir),
+        return load_catalog(
+            args.task,
+            args.data_dir,
             drop_invalid=args.drop_invalid,
             max_examples=max_examples,
             seed=args.seed,
@@ -289,13 +289,11 @@ def load_texts(args: Any, seed: int = 0) -> tuple[list[str], str, "TaskData | No
     """(texts, a description of where they came from, the task when --task was used)."""
     import numpy as np
 
-    from bertlens.tasks.loaders import load_catalog_task
-
     if args.max_texts is not None and args.max_texts < 2:
         raise OptionError(f"{{max_texts}} must be at least 2, got {args.max_texts}", "max_texts")
     task = None
     if args.task:
-        task = load_catalog_task(get_task(args.task), catalog_root(args.task, args.data_dir))
+        task = load_catalog(args.task, args.data_dir)
         texts, source = task.all_texts(), f"task {args.task}"
     elif not isinstance(args.texts, str | Path):  # a list of strings, from Python
         texts, source = [t for t in args.texts if not is_blank(t)], f"{len(args.texts)} texts in memory"

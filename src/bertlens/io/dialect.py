@@ -13,6 +13,7 @@ silently).
 from __future__ import annotations
 
 import codecs
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,7 +96,16 @@ def sample_text(path: Path, encoding: str) -> str:
 
 
 def read_dialect(path: Path, encoding: str, delimiter: str | None, tab_separated: bool) -> Dialect:
-    """The dialect of a delimited file: `delimiter` when given, tab for a .tsv, else detected among DELIMITERS."""
+    """The dialect of a delimited file: `delimiter` when given, tab for a .tsv, else detected among DELIMITERS.
+    Detected once per file version (its reader and the report's description both ask; a changed file anew)."""
+    stat = Path(path).stat()
+    return _read_dialect(str(path), stat.st_mtime_ns, stat.st_size, encoding, delimiter, tab_separated)
+
+
+@functools.lru_cache(maxsize=64)
+def _read_dialect(name: str, _mtime_ns: int, _size: int, encoding: str, delimiter: str | None, tab_separated: bool):
+    """read_dialect() of one version of file `name` (its modification time and size are part of the key)."""
+    path = Path(name)
     encoding, bom = file_encoding(path, encoding)
     sample = sample_text(path, encoding)
     crlf = "\r\n" in sample

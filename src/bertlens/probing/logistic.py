@@ -3,7 +3,8 @@
 Objective per candidate c and strength C (scikit-learn's, divided by n):
     (1/n) sum_i CE(x_i W + b, y_i) + ||W||^2 / (2 C n)
 Binary tasks use one logit (sigmoid), like scikit-learn; multi-class tasks use softmax; label sets (labels [n, L]
-of 0/1) use one sigmoid per label, the sum of L binary problems: scikit-learn's one-vs-rest, fitted at once.
+of 0/1) use one sigmoid per label, scikit-learn's one-vs-rest, each label solved to convergence on its own by
+probing/newton_cg.py in the same whitened basis (one L-BFGS over the sum of L problems stopped short of each).
 The candidates' problems are independent, so minimising their sum with L-BFGS minimises each one.
 With many classes (PATH_MIN_CLASSES and more) the strengths of the grid are fitted one after
 another along the regularisation path, each started from the previous one's solution (as
@@ -71,10 +72,6 @@ def _loss_and_gradient(logits: torch.Tensor, y: torch.Tensor, outputs: int) -> t
     d(mean CE)/d(logits) = (p - onehot(y)) / n, p the softmax (sigmoid for one output) of the logits.
     """
     c, n, rk = logits.shape
-    if y.ndim == 2:  # label sets [n, L]: one sigmoid per label and strength
-        target = y.repeat(1, rk // outputs)[None].expand(c, n, rk)  # [C, n, R*L]
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, target, reduction="sum") / n
-        return loss, (torch.sigmoid(logits) - target) / n  # [C, n, R*L]
     if outputs == 1:
         target = y[None, :, None].expand(c, n, rk)  # [C, n, R]
         loss = logit_loss(logits[..., None], target, reduction="sum") / n

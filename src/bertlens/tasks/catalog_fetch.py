@@ -17,10 +17,14 @@ import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bertlens.errors import BertlensError, OptionError, literal
 from bertlens.io.tables import TableSpec, iter_records
 from bertlens.tasks.catalog import CATALOG, TaskSpec, get_task
+
+if TYPE_CHECKING:
+    from bertlens.tasks.loaders import TaskData
 
 MANIFEST = "manifest.json"  # in each task's cache folder: source, revision and each converted file's SHA-256
 
@@ -200,6 +204,13 @@ def catalog_root(name: str, explicit: str | os.PathLike | None = None) -> Path:
             f"`bertlens data fetch {name}`, or {where_to_copy(spec)}"
         )
     return fetch(name)
+
+
+def load_catalog(name: str, data_dir: str | os.PathLike | None = None, **keywords) -> TaskData:
+    """Catalog task `name` read from where catalog_root() finds (or puts) it; `keywords` as load_catalog_task's."""
+    from bertlens.tasks.loaders import load_catalog_task
+
+    return load_catalog_task(get_task(name), catalog_root(name, data_dir), **keywords)
 
 
 @dataclass(frozen=True)
