@@ -11,7 +11,7 @@ export BERTLENS_DATA ?= $(abspath ../shared/data)
 $(BIN)/bertlens: pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints.txt -e '.[all,test]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[all,openvino-int8,test]'
 	touch $@
 
 install: $(BIN)/bertlens

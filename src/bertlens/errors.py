@@ -26,17 +26,25 @@ def flag(option: str) -> str:
 
 class OptionError(BertlensError):
     """A bad option value, in the caller's own words: `template` names options as {name} placeholders, read as
-    `max_examples` from Python and as `--max-examples` on the command line (cli/main.py renders `as_flags`)."""
+    `max_examples` from Python and as `--max-examples` on the command line (cli/main.py renders `as_flags`). An
+    option in `values` is shown set to its value: `encoding='latin-1'` from Python, `--encoding latin-1` there."""
 
-    def __init__(self, template: str, *options: str) -> None:
-        self.template, self.options = template, options
+    def __init__(self, template: str, *options: str, values: dict[str, str] | None = None) -> None:
+        self.template, self.options, self.values = template, options, dict(values or {})
         super().__init__(self.as_keywords())
 
     def as_keywords(self) -> str:
-        return self.template.format(**{name: name for name in self.options})
+        return self.template.format(
+            **{name: f"{name}={self.values[name]!r}" if name in self.values else name for name in self.options}
+        )
 
     def as_flags(self) -> str:
-        return self.template.format(**{name: flag(name) for name in self.options})
+        return self.template.format(
+            **{
+                name: f"{flag(name)} {self.values[name]}" if name in self.values else flag(name)
+                for name in self.options
+            }
+        )
 
 
 def literal(value: object) -> str:
@@ -76,7 +84,7 @@ def in_python_words(error: BertlensError, switches: Iterable[str] = ()) -> Bertl
         template = error.template
         for name in set(error.options) & switches:
             template = template.replace("{" + name + "}", "{" + name + "}=True")
-        reworded: BertlensError = OptionError(keyword_words(template, switches), *error.options)
+        reworded: BertlensError = OptionError(keyword_words(template, switches), *error.options, values=error.values)
     else:
         reworded = BertlensError(keyword_words(str(error), switches))
     return None if str(reworded) == str(error) else reworded

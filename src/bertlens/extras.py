@@ -35,7 +35,13 @@ EXTRAS = {
     "sentence-transformers": Extra(("sentence_transformers",), "export --format sentence-transformers"),
     "mteb": Extra(("mteb",), "bertlens.adapters.mteb (a recipe as an MTEB encoder)"),
     "datasets": Extra(("datasets",), "--task hf:NAME (a Hugging Face dataset)"),
+    "catalog": Extra(("ir_datasets",), "bertlens data fetch cranfield|npl (through ir_datasets)"),
+    "openvino": Extra(("openvino",), "--backend openvino, export --format openvino (with the onnx extra)"),
+    "openvino-int8": Extra(("nncf",), "export --format openvino --quantize int8|int8-static (NNCF)"),
 }
+# Left out of `all`: NNCF caps numpy (< 2.5) and networkx (<= 3.6.1), so installing it would replace a user's newer
+# ones; only who asks for OpenVINO int8 gets it.
+NOT_IN_ALL = ("openvino-int8",)
 
 
 class MissingExtraError(BertlensError):

@@ -93,7 +93,7 @@ CASES: list[tuple[str, Callable[[Inputs], object], str]] = [
             text_col="text",
             label_col="label",
         ),
-        "the in-memory data: blank text on row 2",
+        "the in-memory data: blank text in text_col 'text' on row 2",
     ),  # fmt: skip
     (
         "sweep an in-memory table without the named column",
@@ -103,7 +103,7 @@ CASES: list[tuple[str, Callable[[Inputs], object], str]] = [
     (
         "sweep an in-memory table with a missing (NaN) text",
         _sweep(data={"t": ["good", math.nan, "bad", "fine"] * 5, "y": [1, 0, 0, 1] * 5}, text_col="t", label_col="y"),
-        "blank text on row 2",
+        "blank text in text_col 't' on row 2",
     ),
     (
         "sweep an in-memory table with a number as text",
@@ -120,7 +120,7 @@ CASES: list[tuple[str, Callable[[Inputs], object], str]] = [
     (
         "sweep a latin-1 file",
         lambda i: bertlens.sweep(data=i.tmp / "latin-1.csv", text_col="text", label_col="label"),
-        "encoding latin-1",
+        "pass encoding='latin-1'",
     ),
     (
         "sweep delimiter='colon'",
@@ -210,7 +210,7 @@ CASES: list[tuple[str, Callable[[Inputs], object], str]] = [
     (
         "export quantize for sentence-transformers",
         lambda i: bertlens.export(format="sentence-transformers", out="x", quantize="int8"),
-        "format onnx only",
+        "format onnx or openvino only",
     ),
     ("export gate_min=2", lambda i: bertlens.export(format="onnx", out="x", gate_min=2.0), "gate_min is a cosine"),
     ("probe tasks=''", lambda i: bertlens.probe(tasks=""), "tasks is empty"),

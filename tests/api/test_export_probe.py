@@ -31,10 +31,13 @@ def test_a_sentence_transformers_export_from_python_is_the_commands(tmp_path, ti
     [
         ({"out": "x"}, "format is required"),
         ({"format": "onnx"}, "out is required"),
-        ({"format": "sentence-transformers", "out": "x", "quantize": "int8"}, "quantize apply to format onnx only"),
+        (
+            {"format": "sentence-transformers", "out": "x", "quantize": "int8"},
+            "quantize apply to format onnx or openvino only",
+        ),
         ({"format": "onnx", "out": "x", "samples": 1}, "samples must be at least 2"),
         ({"format": "onnx", "out": "x", "gate_mean": 1.5}, "gate_mean is a cosine"),
-        ({"format": "tflite", "out": "x"}, "format must be one of onnx, sentence-transformers"),
+        ({"format": "tflite", "out": "x"}, "format must be one of onnx, openvino, sentence-transformers"),
     ],
 )
 def test_export_refuses_before_any_model_in_pythons_words(no_model_loads, call, python):

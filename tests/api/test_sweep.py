@@ -80,7 +80,9 @@ def test_texts_and_labels_in_memory_sweep_and_the_result_shows_itself(tmp_path, 
 
 def test_a_table_in_memory_names_its_bad_row(tiny_bert_dir, no_model_loads):
     data = {"review": ["good", "  ", "bad", "fine"] * 5, "stars": [1, 0, 0, 1] * 5}
-    with pytest.raises(bertlens.BertlensError, match="^the in-memory data: blank text on row 2, 6, 10 and 2 more"):
+    with pytest.raises(
+        bertlens.BertlensError, match="^the in-memory data: blank text in text_col 'review' on row 2, 6, 10 and 2 more"
+    ):
         bertlens.sweep(data=data, text_col="review", label_col="stars", model=str(tiny_bert_dir))
 
 

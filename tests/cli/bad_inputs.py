@@ -225,7 +225,7 @@ CASES: list[tuple[str, list[str], str]] = [
         ["data", "fetch", "stsbb"],
         "task 'stsbb' is not a catalog task: did you mean 'stsb'?",
     ),
-    ("data fetch of a task without a source", ["data", "fetch", "mr"], "no public source pinned yet; put its files"),
+    ("data fetch while offline", ["data", "fetch", "mr"], "downloads are off (HF_HUB_OFFLINE): when online run"),
     ("data with an unknown action", ["data", "download"], "download"),
     # embed: input files
     ("input file missing", ["embed", "{tmp}/nope.txt", "--out", "{tmp}/o.npy"], "does not exist"),
@@ -339,7 +339,11 @@ CASES: list[tuple[str, list[str], str]] = [
         [*SWEEP, "--data", "{tmp}/nan-labels.csv", *USER],
         "missing value 'nan' as label on line 42",
     ),
-    ("blank text in a row", [*SWEEP, "--data", "{tmp}/blank-text.csv", *USER], "blank text on line 42"),
+    (
+        "blank text in a row",
+        [*SWEEP, "--data", "{tmp}/blank-text.csv", *USER],
+        "blank text in --text-col 'text' on line 42",
+    ),
     ("too few rows for the folds", [*SWEEP, "--data", "{tmp}/few-pairs.csv", *PAIRS, "--folds", "10"], "use --folds 4"),
     (
         "a class rarer than the folds given",

@@ -33,7 +33,7 @@ def test_jsonl_field(tmp_path):
 @pytest.mark.parametrize(
     "name, content, columns, header, message",
     [
-        ("a.txt", b"fine\nbad \xff byte\n", (), True, "line 2: not UTF-8.*encoding latin-1"),
+        ("a.txt", b"fine\nbad \xff byte\n", (), True, "line 2: not UTF-8.*encoding='latin-1'"),
         ("a.csv", "id,text\n1,x\n", ("txt",), True, "no column 'txt'.*did you mean 'text'"),
         ("a.csv", "id,text\n1,x\n2\n", ("text",), True, "line 3: column 'text' is missing"),
         ("a.tsv", "a\tb\n", ("text",), False, "no header row"),

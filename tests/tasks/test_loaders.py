@@ -69,7 +69,12 @@ def test_user_similarity_pairs(tmp_path):
 @pytest.mark.parametrize(
     "content, kind, cols, message",
     [
-        ("text,label\na,1\nb,\nc,0\n,1\n", "classification", ("text",), "blank label on line 3; blank text on line 5"),
+        (
+            "text,label\na,1\nb,\nc,0\n,1\n",
+            "classification",
+            ("text",),
+            "blank label on line 3; blank text in text_col 'text' on line 5",
+        ),
         ("text,label\n" + "a,1\n" * 20, "classification", ("text",), "only one class"),
         ("a,b,s\nx,y,high\n", "similarity", ("a", "b"), "score 'high' is not a number on line 2"),
         ("a,s\nx,1\n", "similarity", ("a", "b"), "no column 'b'"),

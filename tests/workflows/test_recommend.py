@@ -195,6 +195,13 @@ def test_alternatives_are_checked_before_measuring(tmp_path, tiny_bert_dir):
         Recipe(model=str(tiny_bert_dir)), ["a text", "another one"] * 20, 1e-6, None, (alt, exported)
     )
     assert "onnx fp32" in timing.evidence and timing.decision.startswith("too slow")  # nothing meets 1 ns
+    from bertlens.extras import has_extra
+
+    if has_extra("openvino"):  # the export is timed on every installed runtime, and the fastest is served with its own
+        assert "openvino fp32" in timing.evidence and "run by OpenVINO" in timing.evidence
+        roomy = latency_step.step_latency(Recipe(model=str(tiny_bert_dir)), ["a text"] * 4, None, None, (exported,))
+        assert roomy.decision.startswith("serve at")  # the recipe itself comes first when it meets the budget
+        assert [a.backend for a in exported.on_runtimes()] == ["onnx", "openvino"]
 
 
 @pytest.mark.extended  # the labelled recommend run above makes and times the int8 by default

@@ -46,7 +46,7 @@ class DataCommandOptions(DataAction):
         return self
 
     def tasks(self) -> tuple[str, ...]:
-        from bertlens.tasks.catalog_fetch import SOURCES
+        from bertlens.tasks.catalog_sources import SOURCES
 
         if self.task is None:
             return tuple(SOURCES) if self.action == "fetch" else ()

@@ -242,7 +242,7 @@ def run_embed_command(options: EmbedOptions, *, progress: Progress = silent) -> 
                 progress=progress,
             )
         except OptionError as error:  # about the temporary file: worded about the in-memory texts
-            raise OptionError(in_memory_words(error.template, folder), *error.options) from None
+            raise OptionError(in_memory_words(error.template, folder), *error.options, values=error.values) from None
         except BertlensError as error:
             raise BertlensError(in_memory_words(str(error), folder)) from None
         table = _read_table(summary.out)

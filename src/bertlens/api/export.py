@@ -23,16 +23,17 @@ from bertlens.api.results import RowsResult
 from bertlens.errors import OptionError, literal
 from bertlens.progress import Progress, silent
 
-FORMATS = ("onnx", "sentence-transformers")
+FORMATS = ("onnx", "openvino", "sentence-transformers")
+GRAPH_FORMATS = ("onnx", "openvino")  # one graph from token ids to the final vector (openvino: also as OpenVINO IR)
 
 
 @dataclass(frozen=True, kw_only=True)
 class ExportOptions(RecipeOptions):
     """Every option of `bertlens export`, by the name of its long flag; the recipe: `RecipeOptions`."""
 
-    format: Literal["onnx", "sentence-transformers"] | None = None
-    """onnx (one graph from token ids to the final vector) or sentence-transformers (a directory
-    SentenceTransformer(path) loads)"""
+    format: Literal["onnx", "openvino", "sentence-transformers"] | None = None
+    """onnx (one graph from token ids to the final vector), openvino (the same graph, also as OpenVINO IR, checked
+    run by OpenVINO) or sentence-transformers (a directory SentenceTransformer(path) loads)"""
     out: Path | None = None
     """directory to write"""
     texts: Path | None = None
@@ -42,9 +43,10 @@ class ExportOptions(RecipeOptions):
     """for --texts CSV/TSV/Parquet/JSONL: the text column (header name or 0-based index) or field"""
     samples: int = 512
     """how many texts to check parity on"""
-    quantize: Literal["int8", "int8-static"] | None = None
-    """onnx: int8 gated by fidelity to fp32; int8 is dynamic (activations scaled per batch), int8-static calibrates
-    activation ranges on --calibration texts"""
+    quantize: Literal["int8", "int8-static", "bf16"] | None = None
+    """onnx, openvino: int8 gated by fidelity to fp32; int8 is dynamic (activations scaled per batch), int8-static
+    calibrates activation ranges on --calibration texts; openvino only: bf16, OpenVINO computing in bf16 where the
+    CPU has bf16 instructions, behind the same gate"""
     calibration: Path | None = None
     """int8: texts to choose fp32 modules on and judge the gate on (default: --texts)"""
     gate_mean: float = 0.995
@@ -68,14 +70,17 @@ class ExportOptions(RecipeOptions):
 
         finite(self)
         one_of(self)
-        for name, why in (("format", "onnx or sentence-transformers"), ("out", "the directory to write")):
+        for name, why in (("format", "onnx, openvino or sentence-transformers"), ("out", "the directory to write")):
             if getattr(self, name) is None:
                 raise OptionError(f"{{{name}}} is required: {why}", name)
-        if self.format != "onnx":
+        if self.format not in GRAPH_FORMATS:
             given = [name for name in ("quantize", "calibration", "eval_task") if getattr(self, name) is not None]
             if given:
                 names = ", ".join("{" + name + "}" for name in given)
-                raise OptionError(f"{names} apply to {{format}} onnx only", *given, "format")
+                raise OptionError(f"{names} apply to {{format}} onnx or openvino only", *given, "format")
+        if self.quantize == "bf16" and self.format != "openvino":
+            raise OptionError("{quantize} bf16 is OpenVINO's inference precision: use it with {format} openvino",
+                              "quantize", "format")  # fmt: skip
         at_least(self, "samples", 2, "parity needs two texts or more")
         at_least(self, "max_length", 2, "a model reads at least 2 tokens")
         Gate(self.gate_mean, self.gate_min, self.gate_task_drop)  # the gate's own bounds
@@ -100,8 +105,12 @@ class ExportRun(RowsResult):
             return [{"check": "sentence-transformers vs bertlens fp32", **parity}]
         rows = [{"check": "onnx fp32 vs bertlens fp32", **dataclasses.asdict(self.outcome.parity)}]
         if self.outcome.int8 is not None:
-            rows.append({"check": "onnx int8 vs bertlens fp32", **dataclasses.asdict(self.outcome.int8),
+            runtime = "openvino" if self.outcome.openvino is not None else "onnx"
+            rows.append({"check": f"{runtime} int8 vs bertlens fp32 (held-out texts)", **dataclasses.asdict(self.outcome.int8),
                          "passed": self.outcome.passed})  # fmt: skip
+        if self.outcome.openvino is not None:
+            graph = "int8" if self.outcome.int8 is not None else self.record.get("openvino_precision", "fp32")
+            rows.append({"check": f"openvino {graph} vs bertlens fp32", **dataclasses.asdict(self.outcome.openvino)})
         return rows
 
     def __repr__(self) -> str:
@@ -172,6 +181,7 @@ def run_export_command(options: ExportOptions, *, progress: Progress = silent) -
 
         record = run_export_sentence_transformers(recipe, checked.out, texts, source)
         return ExportRun(checked.out, record, None, len(texts), checked)
+    from bertlens.embedding.openvino_export import OpenVinoOptions
     from bertlens.experiments.export import Int8Options, run_export_onnx  # the onnx extra: checked before any work
     from bertlens.tasks.catalog_fetch import load_catalog
 
@@ -180,9 +190,17 @@ def run_export_command(options: ExportOptions, *, progress: Progress = silent) -
         raise OptionError(f"{{eval_task}} '{literal(checked.eval_task)}' has no test split; use stsb, sst2 or trec",
                           "eval_task")  # fmt: skip
     int8 = None
-    if checked.quantize is not None:
+    if checked.quantize in ("int8", "int8-static"):
         int8 = Int8Options(checked.quantize == "int8-static", calibration, gate, checked.force, eval_task)
-    outcome = run_export_onnx(recipe, checked.out, texts, source, int8=int8,
+    openvino = None
+    if checked.format == "openvino":
+        from bertlens.extras import require
+
+        require("openvino", "the OpenVINO export")
+        if int8 is not None:  # before any work, not after the fp32 export
+            require("openvino-int8", f"int8 of the OpenVINO export (quantize '{checked.quantize}')")
+        openvino = OpenVinoOptions("bf16" if checked.quantize == "bf16" else "fp32", gate, checked.force)
+    outcome = run_export_onnx(recipe, checked.out, texts, source, int8=int8, openvino=openvino,
                               trust_remote_code=checked.trust_remote_code, progress=progress)  # fmt: skip
     return ExportRun(checked.out, outcome.record, outcome, len(texts), checked)
 

@@ -134,7 +134,7 @@ def run_index_command(options: IndexOptions, *, progress: Progress = silent) -> 
             corpus = load_corpus(readable.data, readable.text_col, readable.id_col, readable.encoding,
                                  drop_invalid=readable.drop_invalid)  # fmt: skip
         except OptionError as error:  # about the temporary file: worded about the in-memory data
-            raise OptionError(in_memory_words(error.template, folder), *error.options) from None
+            raise OptionError(in_memory_words(error.template, folder), *error.options, values=error.values) from None
         except BertlensError as error:
             raise BertlensError(in_memory_words(str(error), folder)) from None
     encoder = encoder_of(checked)

@@ -94,7 +94,7 @@ def on_disk(options: Any) -> Iterator[Any]:
         try:
             yield dataclasses.replace(options, **changes)
         except OptionError as error:  # its template is reworded, so the command line still shows its flags
-            raise OptionError(in_memory_words(error.template, folder), *error.options) from None
+            raise OptionError(in_memory_words(error.template, folder), *error.options, values=error.values) from None
         except BertlensError as error:
             raise BertlensError(in_memory_words(str(error), folder)) from None
 

@@ -80,8 +80,9 @@ class BackendOptions:
     """join this Ray cluster (default: start a local Ray instance)"""
     ray_workers: int = 2
     """Ray actors, each with its own model (default 2)"""
-    backend: Literal["torch", "onnx"] = "torch"
-    """onnx: --model is a directory from `bertlens export --format onnx` (the recipe is inside it)"""
+    backend: Literal["torch", "onnx", "openvino"] = "torch"
+    """onnx (ONNX Runtime), openvino (OpenVINO): --model is a directory from `bertlens export` (the recipe is inside
+    it)"""
 
 
 def recipe_of(options: Any) -> "Recipe":
@@ -123,18 +124,21 @@ def encoder_of(options: Any):
     """The encoder the options name, built by the one factory (embedding/backends.py); engine 'ray' is the Ray pool
     of the PyTorch backend, backend 'onnx' an export directory (whose recipe is fixed)."""
     from bertlens.embedding.backends import BackendSpec, make_encoder
+    from bertlens.representation.choices import EXPORT_BACKENDS
 
-    if options.backend == "onnx":
+    if options.backend in EXPORT_BACKENDS:
+        name = options.backend
         if options.engine == "ray":
-            raise OptionError("{engine} ray runs the PyTorch backend; leave out {backend} onnx", "engine", "backend")
+            raise OptionError(f"{{engine}} ray runs the PyTorch backend; leave out {{backend}} {name}", "engine",
+                              "backend")  # fmt: skip
         given = [
             name for name in ("recipe", *RECIPE_VALUE_FIELDS, "layers", "exclude_special") if getattr(options, name)
         ]
         if given:
             names = ", ".join("{" + name + "}" for name in given)
-            raise OptionError(f"{{backend}} onnx runs the recipe baked into the export; leave out {names}",
+            raise OptionError(f"{{backend}} {name} runs the recipe baked into the export; leave out {names}",
                               "backend", *given)  # fmt: skip
-        return make_encoder(BackendSpec("onnx", model_dir=options.model))
+        return make_encoder(BackendSpec(name, model_dir=options.model))
     options = default_precision(options)
     backend = "ray" if options.engine == "ray" else "torch"
     spec = BackendSpec(backend, recipe_of(options), device=options.device, trust_remote_code=options.trust_remote_code)

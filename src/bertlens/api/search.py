@@ -43,11 +43,10 @@ class SearchOptions:
     """documents per query"""
     recipe: Path | None = None
     """embed queries with this recipe (its fingerprint must be the index's)"""
-    backend: Literal["torch", "onnx"] | None = None
-    """what embeds the queries (default: what made the index: onnx for an index made with --backend onnx, else
-    torch)"""
+    backend: Literal["torch", "onnx", "openvino"] | None = None
+    """what embeds the queries (default: what made the index: onnx for an index made from an export, else torch)"""
     model: str | None = None
-    """with --backend onnx: the export directory (default: the one the index was made from)"""
+    """with --backend onnx or openvino: the export directory (default: the one the index was made from)"""
     approximate: bool = False
     """use the store's approximate index (index --ann)"""
     out: Path | None = None

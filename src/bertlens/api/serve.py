@@ -44,8 +44,8 @@ class ServeCommandOptions(RecipeOptions):
     """serve on an address other than this machine's without --api-key (refused otherwise)"""
     name: str = "bertlens"
     """the model name reported in responses"""
-    backend: Literal["torch", "onnx"] = "torch"
-    """onnx: --model is a `bertlens export` directory"""
+    backend: Literal["torch", "onnx", "openvino"] = "torch"
+    """onnx (ONNX Runtime), openvino (OpenVINO): --model is a `bertlens export` directory"""
     workers: int = 1
     """batches encoded at once, each on its own thread, the cores split between them (1: lowest latency for a lone
     client; 2 gave more throughput under many concurrent clients, see docs/results.md)"""
@@ -184,11 +184,14 @@ def build_server(options: ServeCommandOptions) -> Server:
         return Server(create_app(embedders, settings), banner, checked, settings)
     one = replace(checked, recipe=checked.recipe[0] if checked.recipe else None)
     recipe = recipe_of(default_precision(one)) if one.backend == "torch" else None
-    if one.backend == "onnx":
+    if one.backend != "torch":
         given = [f for f in ("recipe", *RECIPE_FIELDS) if f != "model" and getattr(one, f) not in (None, False)]
         if given:
-            raise OptionError(f"{{backend}} onnx serves the recipe baked into the export; leave out {{{given[0]}}}",
-                              "backend", given[0])  # fmt: skip
+            raise OptionError(
+                f"{{backend}} {one.backend} serves the recipe baked into the export; leave out {{{given[0]}}}",
+                "backend",
+                given[0],
+            )
     embedder = load_encoder(one.backend, recipe=recipe, model_dir=one.model, workers=one.workers,
                             trust_remote_code=one.trust_remote_code, device=one.device)  # fmt: skip
     banner = (

@@ -21,18 +21,27 @@ def _flag(name: str, value: str) -> Callable[[argparse.Namespace], bool]:
     return lambda args: getattr(args, name, None) == value
 
 
+EXPORT_EXTRAS = {
+    "onnx": ("onnx",),
+    "openvino": ("onnx", "openvino"),
+    "sentence-transformers": ("sentence-transformers",),
+}
+
+
+def _export(extra: str, fmt: str) -> Need:
+    """`bertlens export --format FMT` needs `extra`."""
+    return Need(extra, lambda a: a.command == "export" and a.format == fmt, lambda a: f"bertlens export --format {fmt}")
+
+
 NEEDS = (
     Need("serve", lambda a: a.command == "serve", lambda a: "bertlens serve"),
     Need("onnx", _flag("backend", "onnx"), lambda a: f"bertlens {a.command} --backend onnx"),
+    Need("openvino", _flag("backend", "openvino"), lambda a: f"bertlens {a.command} --backend openvino"),
+    *(_export(extra, fmt) for fmt, extras in EXPORT_EXTRAS.items() for extra in extras),
     Need(
-        "onnx",
-        lambda a: a.command == "export" and a.format == "onnx",
-        lambda a: "bertlens export --format onnx",
-    ),
-    Need(
-        "sentence-transformers",
-        lambda a: a.command == "export" and a.format == "sentence-transformers",
-        lambda a: "bertlens export --format sentence-transformers",
+        "openvino-int8",
+        lambda a: a.command == "export" and a.format == "openvino" and str(a.quantize or "").startswith("int8"),
+        lambda a: f"bertlens export --format openvino --quantize {a.quantize}",
     ),
     Need("stores", lambda a: a.command in ("index", "search"), lambda a: f"bertlens {a.command}"),
     Need("ray", _flag("engine", "ray"), lambda a: f"bertlens {a.command} --engine ray"),

@@ -25,7 +25,7 @@ class BackendSpec:
 
     backend: str = "torch"  # one of BACKENDS
     recipe: Recipe | None = None  # torch, ray: what to embed (default: the default model, precision auto)
-    model_dir: str | os.PathLike | None = None  # onnx: a `bertlens export --format onnx` directory (recipe inside)
+    model_dir: str | os.PathLike | None = None  # onnx, openvino: a `bertlens export` directory (recipe inside)
     threads: int | None = None  # intra-op threads (None: the library's default)
     device: str = "cpu"  # torch: auto | cpu | cuda[:N]
     trust_remote_code: bool = False
@@ -54,6 +54,15 @@ def _onnx(spec: BackendSpec) -> TextEncoder:
     return OnnxEmbedder(Path(spec.model_dir), threads=spec.threads)
 
 
+def _openvino(spec: BackendSpec) -> TextEncoder:
+    require("openvino", "the OpenVINO backend (--backend openvino)")
+    from bertlens.embedding.openvino_backend import OpenVinoEmbedder
+
+    if not spec.model_dir:
+        raise BertlensError("--backend openvino needs --model DIR, a directory from `bertlens export`")
+    return OpenVinoEmbedder(Path(spec.model_dir), threads=spec.threads)
+
+
 def _ray(spec: BackendSpec) -> TextEncoder:
     require("ray", "the Ray engine (--engine ray)")
     from bertlens.embedding.ray_engine import RayEmbedder
@@ -66,7 +75,12 @@ def _ray(spec: BackendSpec) -> TextEncoder:
     )
 
 
-BUILDERS: dict[str, Callable[[BackendSpec], TextEncoder]] = {"torch": _torch, "onnx": _onnx, "ray": _ray}
+BUILDERS: dict[str, Callable[[BackendSpec], TextEncoder]] = {
+    "torch": _torch,
+    "onnx": _onnx,
+    "openvino": _openvino,
+    "ray": _ray,
+}
 
 
 def make_encoder(spec: BackendSpec) -> TextEncoder:

@@ -80,6 +80,8 @@ def session(path: Path, threads: int | None = None):
 class OnnxEmbedder(TextEncoder):
     """`OnnxEmbedder(DIR).encode(texts)` -> np.ndarray [N, D] float32, rows in input order."""
 
+    BATCH_PARALLEL = True  # several batches one per core, each on a one-thread session (see __init__)
+
     def __init__(self, directory: str | os.PathLike, threads: int | None = None, verify: bool = True):
         from transformers import AutoTokenizer
 
@@ -92,17 +94,22 @@ class OnnxEmbedder(TextEncoder):
         self.fingerprint = self.record["sha256"][MODEL_FILE][:16]
         self.tokenizer = AutoTokenizer.from_pretrained(self.directory)
         self.threads = cores(threads)
-        self.session = session(self.directory / MODEL_FILE, threads)
+        self.session = self._session(threads)
         self.pad_id = self.tokenizer.pad_token_id or 0
         # Calls of several batches run them `threads` at a time, each on one thread of a second session: on 2 cores
         # that is 1.37x the texts/s of one 2-thread session (all-mpnet-base-v2 int8, AMD EPYC; docs/results.md).
         # Made on first use and shared by for_thread() copies (run() is thread-safe).
         self._batch_parallel = {"session": None, "lock": threading.Lock()}
 
+    def _session(self, threads: int | None):
+        """What runs the graph: an object whose run(None, feed) returns [vectors] (an ONNX Runtime session here; the
+        OpenVINO backend overrides this)."""
+        return session(self.directory / MODEL_FILE, threads)
+
     def _one_thread_session(self):
         with self._batch_parallel["lock"]:
             if self._batch_parallel["session"] is None:
-                self._batch_parallel["session"] = session(self.directory / MODEL_FILE, 1)
+                self._batch_parallel["session"] = self._session(1)
             return self._batch_parallel["session"]
 
     def for_thread(self) -> OnnxEmbedder:
@@ -120,7 +127,7 @@ class OnnxEmbedder(TextEncoder):
             return Embeddings(np.zeros((0, self.dim), dtype=np.float32), 0)
         tokenized = tokenize(self.tokenizer, texts, self.max_length)
         batches = length_batches(tokenized.lengths, MAX_BATCH, MAX_TOKENS)
-        several = self.threads > 1 and len(batches) > 1
+        several = self.BATCH_PARALLEL and self.threads > 1 and len(batches) > 1
         runner = self._one_thread_session() if several else self.session
 
         def run(rows: np.ndarray) -> np.ndarray:

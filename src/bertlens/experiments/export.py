@@ -14,11 +14,20 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from torch import nn
 
 from bertlens.embedding.embedder import Embedder
+from bertlens.embedding.export_record import (
+    FP32_MIN_COSINE,
+    Fidelity,
+    calibration_feeds,
+    measure,
+    split_calibration,
+    write_record,
+)
 from bertlens.embedding.gate import Gate
 from bertlens.embedding.int8_choice import (
     MEAN_MARGIN_SE,
@@ -36,24 +45,14 @@ from bertlens.embedding.quantize import linear_modules, merge_shared_scalings, q
 from bertlens.embedding.smoothing import smoothed
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError
-from bertlens.io.atomic import write_json
-from bertlens.io.cache import file_sha256
-from bertlens.metrics.geometry import row_cosine
 from bertlens.probing.task_comparison import TaskComparison, compare_on_task
 from bertlens.progress import Progress, silent
 from bertlens.representation.postprocess import PostProcessor
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import TaskData
 
-FP32_MIN_COSINE = 0.99999  # the fp32 graph computes the same function: anything below is a bug, not rounding
-
-
-@dataclass(frozen=True)
-class Fidelity:
-    texts: int
-    max_abs_diff: float
-    mean_cosine: float
-    min_cosine: float
+if TYPE_CHECKING:
+    from bertlens.embedding.openvino_export import OpenVinoOptions
 
 
 @dataclass(frozen=True)
@@ -61,16 +60,12 @@ class ExportOutcome:
     out: Path
     parity: Fidelity  # fp32 graph vs bertlens fp32
     int8: Fidelity | None  # int8 graph vs bertlens fp32 on the held-out calibration half
+    openvino: Fidelity | None  # with `openvino`: the exported graph run by OpenVINO vs bertlens fp32, parity texts
     kept_fp32: tuple[str, ...]
     quantized_modules: int
     evaluation: TaskComparison | None
     passed: bool
     record: dict
-
-
-def measure(got: np.ndarray, reference: np.ndarray) -> Fidelity:
-    cos = row_cosine(got.astype(np.float64), reference.astype(np.float64))
-    return Fidelity(len(got), float(np.abs(got - reference).max()), float(cos.mean()), float(cos.min()))
 
 
 def _staging(out: Path) -> Path:
@@ -80,12 +75,6 @@ def _staging(out: Path) -> Path:
     return staging
 
 
-def _record(staging: Path, record: dict) -> dict:
-    record = {**record, "sha256": {MODEL_FILE: file_sha256(staging / MODEL_FILE)}}
-    write_json(staging / RECORD_FILE, record)
-    return record
-
-
 def _publish(staging: Path, out: Path) -> None:
     if out.exists():
         if not (out / RECORD_FILE).is_file():
@@ -93,21 +82,6 @@ def _publish(staging: Path, out: Path) -> None:
             raise BertlensError(f"{out} exists and is not an earlier export; choose another --out")
         shutil.rmtree(out)
     staging.rename(out)
-
-
-def calibration_feeds(tokenizer, texts: Sequence[str], max_length: int, batch: int = 16) -> list[dict[str, np.ndarray]]:
-    """The graph's inputs for `texts`, in padded batches: what static quantization measures ranges on."""
-    feeds = []
-    for start in range(0, len(texts), batch):
-        encoded = tokenizer(
-            list(texts[start : start + batch]),
-            truncation=True,
-            max_length=max_length,
-            padding=True,
-            return_tensors="np",
-        )
-        feeds.append({name: encoded[name].astype(np.int64) for name in ("input_ids", "attention_mask")})
-    return feeds
 
 
 def _choose_kept(source: Path, work: Path, graph: RecipeGraph, encoder, texts, gate, feeds, progress) -> Int8Choice:
@@ -190,7 +164,7 @@ def _export_fp32(
         "dim": reference_embedder.dim,
         "precision": "fp32",
     }
-    _record(staging, record)
+    write_record(staging, record)
     parity = measure(OnnxEmbedder(staging).encode(texts), reference_embedder.encode(texts))
     if parity.min_cosine < FP32_MIN_COSINE:
         raise BertlensError(
@@ -207,10 +181,7 @@ def _quantize_gated(staging: Path, encoder, reference_embedder, calibration, opt
     if len(calibration) < 4:
         raise BertlensError("--quantize int8 needs at least 4 calibration texts (half choose, half judge)")
     started = time.perf_counter()
-    order = np.random.default_rng(0).permutation(len(calibration))
-    half = len(order) // 2
-    choose = [calibration[i] for i in order[:half]]
-    judge = [calibration[i] for i in order[half:]]
+    choose, judge = split_calibration(calibration)
     fp32_path = staging / "model.fp32.onnx"
     (staging / MODEL_FILE).rename(fp32_path)
     work = _work_dir(staging)
@@ -225,7 +196,7 @@ def _quantize_gated(staging: Path, encoder, reference_embedder, calibration, opt
         if static
         else "int8 (dynamic; int8 weights per channel, activations per batch"
     ) + (f"; SmoothQuant alpha {smoothing.alpha:g})" if smoothing.alpha else ")")
-    record = _record(staging, {**record, "precision": kind})
+    record = write_record(staging, {**record, "precision": kind})
     int8_embedder = OnnxEmbedder(staging)
     fid = measure(int8_embedder.encode(judge), reference_embedder.encode(judge))
     passed = choice.quantized > 0 and gate.passes(fid.mean_cosine, fid.min_cosine)
@@ -317,11 +288,12 @@ def run_export_onnx(
     texts_source: str,
     *,
     int8: Int8Options | None = None,
+    openvino: OpenVinoOptions | None = None,  # embedding/openvino_export.py: also as OpenVINO IR
     trust_remote_code: bool = False,
     progress: Progress = silent,
 ) -> ExportOutcome:
-    """Export, check parity (with `int8`: then quantize behind its gate), then publish OUT; on a failed check nothing
-    is written."""
+    """Export, check parity (with `int8`: then quantize behind its gate; with `openvino`: then convert the graph to
+    OpenVINO IR and check it again, run by OpenVINO), then publish OUT; on a failed check nothing is written."""
     start = time.perf_counter()
     if len(texts) < 2:
         raise BertlensError(f"{texts_source}: need at least 2 texts to check the export against bertlens")
@@ -337,20 +309,28 @@ def run_export_onnx(
     staging = _staging(out)
     try:
         parity, record = _export_fp32(recipe, encoder, reference_embedder, staging, texts, texts_source, progress)
-        quantized = None
-        if int8 is not None:
+        quantized = on_openvino = None
+        if int8 is not None and openvino is None:
             calibration = list(int8.calibration or texts)
             quantized = _quantize_gated(staging, encoder, reference_embedder, calibration, int8, record, progress)
             record = quantized.record
-        record = _record(staging, {**record, "seconds": round(time.perf_counter() - start, 1)})
+        if openvino is not None:  # int8 there by NNCF on the IR, judged run by OpenVINO
+            from bertlens.embedding.openvino_export import openvino_ir
+
+            on_openvino = openvino_ir(staging, encoder, reference_embedder, texts, record, int8, openvino, progress)
+            record = on_openvino.record
+        record = write_record(staging, {**record, "seconds": round(time.perf_counter() - start, 1)})
         _publish(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    if on_openvino is not None:
+        ov = on_openvino
+        return ExportOutcome(out, parity, ov.int8, ov.parity, (), 0, None, ov.passed, record)
     if quantized is None:
-        return ExportOutcome(out, parity, None, (), 0, None, True, record)
+        return ExportOutcome(out, parity, None, None, (), 0, None, True, record)
     q = quantized
-    return ExportOutcome(out, parity, q.fidelity, q.kept, q.quantized, q.evaluation, q.passed, record)
+    return ExportOutcome(out, parity, q.fidelity, None, q.kept, q.quantized, q.evaluation, q.passed, record)
 
 
 def _gate_message(fid: Fidelity, gate: Gate, quantized: int, evaluation: TaskComparison | None) -> str:

@@ -128,23 +128,23 @@ def open_index(
     store = open_store(where)
     record = stored_record(store)
     backend = backend or ("onnx" if record.export_dir else "torch")
-    if backend == "onnx":
+    if backend != "torch":
         if recipe is not None:
-            raise OptionError("{backend} onnx runs the recipe baked into the export; leave out {recipe}", "backend",
-                              "recipe")  # fmt: skip
+            raise OptionError(f"{{backend}} {backend} runs the recipe baked into the export; leave out {{recipe}}",
+                              "backend", "recipe")  # fmt: skip
         directory = model_dir or record.export_dir
         if directory is None or not Path(directory).is_dir():
             made = f"; the index was made from {record.export_dir}, which is gone" if record.export_dir else ""
             raise OptionError(
-                f"{{backend}} onnx needs {{model}}, a directory from `bertlens export --format onnx`{literal(made)}",
+                f"{{backend}} {backend} needs {{model}}, a directory from `bertlens export`{literal(made)}",
                 "backend",
                 "model",
             )
-        spec = BackendSpec("onnx", model_dir=directory)
+        spec = BackendSpec(backend, model_dir=directory)
     else:
         if model_dir is not None:
-            raise OptionError("{model} names an ONNX export: use it with {backend} onnx (or give {recipe})", "model",
-                              "backend", "recipe")  # fmt: skip
+            raise OptionError("{model} names an export: use it with {backend} onnx or openvino (or give {recipe})",
+                              "model", "backend", "recipe")  # fmt: skip
         spec = BackendSpec(backend, recipe_for(record, store.where, recipe), device=device)
     return SearchIndex(store, make_encoder(spec))
 

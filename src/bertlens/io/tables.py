@@ -74,8 +74,9 @@ def _decoded_lines(path: Path, encoding: str = "utf-8") -> Iterator[str]:
                 guess = suggest_encoding(path)
                 raise OptionError(
                     f"{literal(path)} line {number}: not {literal(encoding.upper())} (byte {exc.start} of the line); it "
-                    f"reads as {guess}: pass {{encoding}} {guess}, or re-save the file as UTF-8",
+                    f"reads as {guess}: pass {{encoding}}, or re-save the file as UTF-8",
                     "encoding",
+                    values={"encoding": guess},
                 ) from None
             yield line.removeprefix("\ufeff") if number == 1 else line
 

@@ -20,8 +20,13 @@ DEFAULT_POOLERS = POOLER_NAMES  # what a sweep banks unless told otherwise
 MIXERS = ("single", "mean", "sum", "concat", "first_last", "scalar_mix")
 LINEAR_MIXERS = frozenset({"single", "mean", "sum", "concat", "first_last"})
 PRECISIONS = ("fp32", "bf16", "auto")  # auto: bf16 where the hardware has it, else fp32
-BACKENDS = ("torch", "onnx", "ray")  # embedding/backends.BUILDERS has one builder per name
-SERVED_BACKENDS = ("torch", "onnx")  # what `serve --backend` runs (a Ray pool embeds files, it does not serve)
+BACKENDS = ("torch", "onnx", "openvino", "ray")  # embedding/backends.BUILDERS has one builder per name
+SERVED_BACKENDS = (
+    "torch",
+    "onnx",
+    "openvino",
+)  # what `serve --backend` runs (a Ray pool embeds files, it does not serve)
+EXPORT_BACKENDS = ("onnx", "openvino")  # the runtimes of an export directory (`bertlens export`): its recipe is fixed
 
 
 def check_pooler(name: str) -> str:

@@ -2,26 +2,26 @@
 
 A catalog task (`--task stsb`) is read, in order, from `--data-dir`, `$BERTLENS_DATA`, `../shared/data` beside the
 working directory (a checkout), the user cache (`$BERTLENS_CACHE/data`, default `~/.cache/bertlens/data`), and
-otherwise downloaded: the files of a pinned Hugging Face dataset revision, converted once into the catalog's own
-layout in the cache, with a manifest of their SHA-256 that is verified each time the cache is read (a damaged copy
-is fetched again, never read). The same loaders and checks then read them. `$BERTLENS_CATALOG_SOURCE` names a
-directory standing in for the Hub (`REPO/REVISION/FILE`), for a mirror without network and for the tests.
+otherwise downloaded from the task's pinned public source (tasks/catalog_sources.py: a Hugging Face dataset or a
+GitHub repository at a full commit, or an ir_datasets collection), converted once into the catalog's own layout in
+the cache, with a manifest of their SHA-256 that is verified each time the cache is read (a damaged copy is fetched
+again, never read). The same loaders and checks then read them. `$BERTLENS_CATALOG_SOURCE` names a directory
+standing in for the sources (`REPO/REVISION/FILE`, `ir_datasets/COLLECTION/FILE`), for a mirror without network
+and for the tests. HF_HUB_OFFLINE=1 turns every download off.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bertlens.errors import BertlensError, OptionError, literal
-from bertlens.io.tables import TableSpec, iter_records
 from bertlens.tasks.catalog import CATALOG, TaskSpec, get_task
+from bertlens.tasks.catalog_sources import CONVERTERS, SOURCES, PublicSource, dump_ir_dataset
 
 if TYPE_CHECKING:
     from bertlens.tasks.loaders import TaskData
@@ -29,92 +29,51 @@ if TYPE_CHECKING:
 MANIFEST = "manifest.json"  # in each task's cache folder: source, revision and each converted file's SHA-256
 
 
-@dataclass(frozen=True)
-class PublicSource:
-    """Where a catalog task is published: a Hugging Face dataset at a pinned revision, the file of each of the
-    catalog's splits, and how its rows are read (`reader`: a key of READERS)."""
-
-    repo: str
-    revision: str  # a full commit: the same files on every machine
-    files: tuple[tuple[str, str], ...]  # (split, file in the repo), the catalog's splits in its order
-    reader: str
-    note: str = ""  # how it differs from the copy in ../shared/data, if it does
-
-
-SOURCES: dict[str, PublicSource] = {
-    "sst2": PublicSource(
-        "SetFit/sst2",
-        "00ea8ccb7a54b4e3780a3e51aa3f80361ff849c0",
-        (("train", "train.jsonl"), ("dev", "dev.jsonl"), ("test", "test.jsonl")),
-        "text_label_jsonl",
-        "the same 6,920 / 872 / 1,821 sentences as SentEval's stsa.binary",
-    ),
-    "stsb": PublicSource(
-        "PhilipMay/stsb_multi_mt",
-        "e1b7f8617fa83b90b4e7530dac02f1583cc61415",
-        (
-            ("train", "en/train-00000-of-00001.parquet"),
-            ("dev", "en/dev-00000-of-00001.parquet"),
-            ("test", "en/test-00000-of-00001.parquet"),
-        ),
-        "sts_parquet",
-        "the source of ../shared/data/stsb (its English configuration)",
-    ),
-}
-
-
-def _text_label_jsonl(path: Path) -> Iterator[tuple[str, ...]]:
-    """{"text": ..., "label": ...} lines -> (label, text)."""
-    for _, (text, label) in iter_records(TableSpec(path, ("text", "label"))):
-        yield label, " ".join(text.split())
-
-
-def _sts_parquet(path: Path) -> Iterator[tuple[str, ...]]:
-    """sentence1, sentence2, similarity_score (0-5) columns -> (sentence1, sentence2, score)."""
-    for _, row in iter_records(TableSpec(path, ("sentence1", "sentence2", "similarity_score"), texts=2)):
-        yield row
-
-
-READERS: dict[str, Callable[[Path], Iterator[tuple[str, ...]]]] = {
-    "text_label_jsonl": _text_label_jsonl,
-    "sts_parquet": _sts_parquet,
-}
-
-
-def _write_rows(spec: TaskSpec, rows: list[tuple[str, ...]], target: Path) -> None:
-    """Rows in the catalog's own format for `spec` (loaders.READERS reads them back)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if spec.file_format == "label_prefixed":
-        target.write_text("".join(f"{label} {text}\n" for label, text in rows), encoding=spec.encoding)
-    elif spec.file_format == "sts_csv":
-        with open(target, "w", newline="", encoding=spec.encoding) as handle:
-            csv.writer(handle).writerows(rows)
-    else:  # no source of another layout is pinned; a new one adds its writer here
-        raise BertlensError(f"task '{spec.name}': no writer for the '{spec.file_format}' layout")
-
-
 def user_data_dir() -> Path:
     """Where downloaded catalog tasks are kept: $BERTLENS_CACHE/data, default ~/.cache/bertlens/data."""
     return Path(os.environ.get("BERTLENS_CACHE", Path.home() / ".cache" / "bertlens")) / "data"
 
 
-def _hub_file(source: PublicSource, file: str) -> Path:
-    """One file of the pinned revision: from $BERTLENS_CATALOG_SOURCE when set (REPO/REVISION/FILE), else the Hub."""
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE") not in (None, "", "0")
+
+
+def _download(url: str, target: Path) -> Path:
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=60) as response, open(target, "wb") as out:
+        shutil.copyfileobj(response, out)
+    return target
+
+
+def _source_files(source: PublicSource, folder: Path) -> list[Path]:
+    """The source's files, in order: from $BERTLENS_CATALOG_SOURCE when set (REPO/REVISION/FILE, or
+    ir_datasets/COLLECTION/FILE), else downloaded into `folder` (the Hub, GitHub's raw files, ir_datasets)."""
     stand_in = os.environ.get("BERTLENS_CATALOG_SOURCE")
     if stand_in:
-        path = Path(stand_in) / source.repo / source.revision / file
-        if not path.is_file():
-            raise BertlensError(f"$BERTLENS_CATALOG_SOURCE has no {literal(path)}")
-        return path
-    from huggingface_hub import hf_hub_download
-
+        base = Path(stand_in) / ("ir_datasets" if source.host == "ir_datasets" else "") / source.repo / source.revision
+        paths = [base / file for file in source.files]
+        for path in paths:
+            if not path.is_file():
+                raise BertlensError(f"$BERTLENS_CATALOG_SOURCE has no {literal(path)}")
+        return paths
     try:
-        return Path(hf_hub_download(source.repo, file, repo_type="dataset", revision=source.revision))
+        if source.host == "ir_datasets":
+            return dump_ir_dataset(source.repo, folder)
+        if source.host == "github":
+            base = f"https://raw.githubusercontent.com/{source.repo}/{source.revision}"
+            return [_download(f"{base}/{file}", folder / Path(file).name) for file in source.files]
+        from huggingface_hub import hf_hub_download
+
+        return [Path(hf_hub_download(source.repo, file, repo_type="dataset", revision=source.revision))
+                for file in source.files]  # fmt: skip
+    except BertlensError:
+        raise
     except Exception as exc:  # noqa: BLE001 - offline, unreachable or removed: one line, what to do
         reason = " ".join(str(exc).split())[:160]
         raise BertlensError(
-            f"could not download {source.repo}@{source.revision[:7]} ({file}): {reason}; when online run `bertlens "
-            "data fetch TASK`, or put a copy of the task's files under --data-dir"
+            f"could not download {source.described}: {reason}; when online run `bertlens data fetch TASK`, or put "
+            "a copy of the task's files under --data-dir"
         ) from None
 
 
@@ -131,18 +90,27 @@ def fetch(name: str, root: Path | None = None) -> Path:
     spec, source = get_task(name), SOURCES.get(name)
     if source is None:
         raise OptionError(f"task '{literal(name)}' has no public source pinned yet; {literal(where_to_copy(spec))}")
+    if _offline() and not os.environ.get("BERTLENS_CATALOG_SOURCE"):
+        raise BertlensError(
+            f"task '{name}' is not on this machine and downloads are off (HF_HUB_OFFLINE): when online run "
+            f"`bertlens data fetch {name}`, or {where_to_copy(spec)}"
+        )
     root = Path(root or user_data_dir())
     staging = root / f".{name}.fetching{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        files = {}
-        for (split, file), (_, relative) in zip(source.files, spec.splits, strict=True):
-            rows = list(READERS[source.reader](_hub_file(source, file)))
-            if not rows:
-                raise BertlensError(f"{source.repo}@{source.revision[:7]} {file}: no rows ({split})")
-            _write_rows(spec, rows, staging / relative)
-            files[relative] = _sha256(staging / relative)
-        manifest = {"task": name, "repo": source.repo, "revision": source.revision, "files": files}
+        (staging / ".downloads").mkdir(parents=True)
+        CONVERTERS[source.convert](spec, _source_files(source, staging / ".downloads"), staging)
+        shutil.rmtree(staging / ".downloads")
+        files = {p.relative_to(staging).as_posix(): _sha256(p) for p in sorted(staging.rglob("*")) if p.is_file()}
+        for relative, digest in source.expected:
+            if files.get(relative) != digest:
+                raise BertlensError(
+                    f"{source.described} converted into {relative} does not match the pinned SHA-256 "
+                    f"({(files.get(relative) or 'missing')[:12]} against {digest[:12]}): the source has changed; "
+                    f"nothing was kept. {where_to_copy(spec)}"
+                )
+        manifest = {"task": name, "source": source.described, "files": files}
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
         final = root / name
         shutil.rmtree(final, ignore_errors=True)
@@ -198,11 +166,6 @@ def catalog_root(name: str, explicit: str | os.PathLike | None = None) -> Path:
     if name not in SOURCES:
         raise BertlensError(f"task '{name}' is not on this machine and has no public source pinned yet; "
                             f"{where_to_copy(spec)}")  # fmt: skip
-    if os.environ.get("HF_HUB_OFFLINE") not in (None, "", "0") and not os.environ.get("BERTLENS_CATALOG_SOURCE"):
-        raise BertlensError(
-            f"task '{name}' is not on this machine and the Hub is offline (HF_HUB_OFFLINE): when online run "
-            f"`bertlens data fetch {name}`, or {where_to_copy(spec)}"
-        )
     return fetch(name)
 
 
@@ -237,6 +200,6 @@ def catalog_entries(explicit: str | None = None) -> list[CatalogEntry]:
             where = str(beside)
         elif cached(name) is not None:
             where = str(user_data_dir() / name) + " (cached, verified)"
-        described = f"{source.repo}@{source.revision[:7]}" if source else "none pinned yet (copy its files)"
+        described = source.described if source else "none pinned yet (copy its files)"
         entries.append(CatalogEntry(name, spec.description, described, where))
     return entries

@@ -136,30 +136,57 @@ def _target_problem(target: str, kind: TaskKind, label_sep: str | None = None) -
     return None
 
 
-def _validate(rows, kind: TaskKind, where: str, drop_invalid: bool, label_sep: str | None = None):
+@dataclass(frozen=True)
+class LabelColumn:
+    """How a label field is read: its name in what is said of it, and the separator of a multi-label field; and the
+    text columns' names, for a blank text to name the option that chose them (a user's file or data)."""
+
+    name: str = "label column"
+    sep: str | None = None
+    text_cols: tuple[str, ...] = ()
+
+
+TEXT_OPTIONS = ("text_col", "text_col2")  # the options naming a user's first and second text column
+
+
+def _validate(rows, kind: TaskKind, where: str, drop_invalid: bool, label: LabelColumn = LabelColumn()):
     """Check text and target fields; returns clean rows and how many were dropped.
 
     A blank text, a blank or missing-value label ('nan', 'NA', 'null', ...) and a score that is not a
-    finite number are errors naming their lines; `drop_invalid` drops those rows and counts them.
+    finite number are errors naming their lines (and, for a user's columns, the option that chose the text column);
+    `drop_invalid` drops those rows and counts them.
     """
+    label_sep = label.sep
     bad: dict[str, list[int]] = {}  # problem -> lines, in file order
     clean = []
     for line, values in rows:
         texts, target = values[:-1], values[-1].strip()
-        problem = "blank text" if any(not t.strip() for t in texts) else _target_problem(target, kind, label_sep)
+        blank = [i for i, t in enumerate(texts) if not t.strip()]
+        problem = f"blank text{blank[0]}" if blank else _target_problem(target, kind, label_sep)
         if problem:
             bad.setdefault(problem, []).append(line)
         else:
             clean.append((line, values))
     if bad and not drop_invalid:
-        shown = "; ".join(f"{what} on line {first_lines(lines, 3)}" for what, lines in list(bad.items())[:3])
+        named = [(_blank_text(what, label.text_cols), lines) for what, lines in list(bad.items())[:3]]
+        shown = "; ".join(f"{what} on line {first_lines(lines, 3)}" for what, lines in named)
         more = f"; {len(bad) - 3} more kinds" if len(bad) > 3 else ""
         raise OptionError(
-            f"{literal(where)}: {literal(shown)}{more}; fix those rows or pass {{drop_invalid}} to drop them (they "
-            "are counted)",
+            f"{literal(where)}: {shown}{more}; fix those rows or pass {{drop_invalid}} to drop them (they are counted)",
             "drop_invalid",
+            *TEXT_OPTIONS[: len(label.text_cols)],
         )
     return clean, sum(len(v) for v in bad.values())
+
+
+def _blank_text(problem: str, text_cols: tuple[str, ...]) -> str:
+    """A problem for an OptionError's template: 'blank text<i>' names the text column (and its option), if known."""
+    if not problem.startswith("blank text"):
+        return literal(problem)
+    column = int(problem.removeprefix("blank text"))
+    if column >= len(text_cols):
+        return "blank text"
+    return f"blank text in {{{TEXT_OPTIONS[column]}}} '{literal(text_cols[column])}'"
 
 
 def _to_split(rows, kind: TaskKind, class_index: dict[str, int] | None, label_sep: str | None = None) -> Split:
@@ -238,14 +265,6 @@ def _check_classes(data: TaskData, where: str) -> TaskData:
     return data
 
 
-@dataclass(frozen=True)
-class LabelColumn:
-    """How a label field is read: its name in what is said of it, and the separator of a multi-label field."""
-
-    name: str = "label column"
-    sep: str | None = None
-
-
 def build_task(
     name: str,
     kind: str | TaskKind | None,
@@ -273,7 +292,7 @@ def build_task(
         if not rows:
             named = "" if len(raw_splits) == 1 else f" ({split})"
             raise BertlensError(f"{at}{named}: no rows under the header; add labelled rows")
-        rows, n = _validate(rows, kind, f"{at}" if len(raw_splits) == 1 else f"{at} ({split})", drop_invalid, label_sep)
+        rows, n = _validate(rows, kind, f"{at}" if len(raw_splits) == 1 else f"{at} ({split})", drop_invalid, label)
         if not rows:
             raise BertlensError(f"{where} ({split}): no valid rows")
         cleaned[split], dropped = rows, dropped + n
@@ -443,7 +462,9 @@ def load_user_task(
         folds=folds,
         source=str(path),
         wheres=wheres,
-        label=LabelColumn(f"label column {label_col!r}" if not table.label_cols else "label columns", table.label_sep),
+        label=LabelColumn(
+            f"label column {label_col!r}" if not table.label_cols else "label columns", table.label_sep, text_cols
+        ),
     )
     data = replace(data, notes=(*data.notes, *said))
     if split_col is not None or split_files:

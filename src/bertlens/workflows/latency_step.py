@@ -1,12 +1,13 @@
 """Step 5 of `recommend`: time the recipe (fp32, bf16 where native), its own gated ONNX int8 export and each
---alternatives on the user's texts -> what to serve, by a pure rule (`serving_choice`)."""
+--alternatives on the user's texts -> what to serve, by a pure rule (`serving_choice`). An export directory is
+timed on every installed runtime that runs it: ONNX Runtime, and OpenVINO with the `openvino` extra."""
 
 from __future__ import annotations
 
 import json
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -24,16 +25,37 @@ from bertlens.workflows.decision import Decision
 
 @dataclass(frozen=True)
 class Alternative:
-    """Something faster to serve than the recipe itself: an ONNX export directory or a (distilled) recipe file."""
+    """Something faster to serve than the recipe itself: an export directory on one runtime, or a (distilled) recipe
+    file."""
 
     label: str
     path: Path
     fidelity: str  # what its own record says about its agreement with the recipe it replaces
-    onnx: bool  # an `export` directory (served with --backend onnx), else a recipe file
+    backend: str = "torch"  # onnx, openvino: an `export` directory run by that runtime; torch: a recipe file
+    on_openvino: tuple[str, str] | None = None  # (precision, fidelity) of an export's IR when it differs from ONNX's
+
+    @property
+    def onnx(self) -> bool:
+        """An export directory (whichever runtime runs it)."""
+        return self.backend != "torch"
 
     def embedder(self):
-        spec = BackendSpec("onnx", model_dir=self.path) if self.onnx else BackendSpec("torch", Recipe.load(self.path))
-        return make_encoder(spec)
+        if self.onnx:
+            return make_encoder(BackendSpec(self.backend, model_dir=self.path))
+        return make_encoder(BackendSpec("torch", Recipe.load(self.path)))
+
+    def on_runtimes(self) -> tuple[Alternative, ...]:
+        """This alternative on every installed runtime: an export also on OpenVINO (the same graph) when the
+        `openvino` extra is installed."""
+        from bertlens.extras import has_extra
+
+        if self.backend != "onnx" or not has_extra("openvino"):
+            return (self,)
+        precision, fidelity = self.on_openvino or (None, f"{self.fidelity}; the same graph, run by OpenVINO")
+        label = self.label.replace("onnx", "openvino", 1)
+        if precision is not None:
+            label = f"openvino {precision} ({self.path.name})"
+        return self, replace(self, label=label, backend="openvino", fidelity=fidelity, on_openvino=None)
 
 
 def load_alternative(path: Path) -> Alternative:
@@ -50,7 +72,13 @@ def load_alternative(path: Path) -> Alternative:
             if int8
             else "parity with bertlens fp32 checked at export"
         )
-        return Alternative(f"onnx {precision} ({path.name})", path, fidelity, onnx=True)
+        ir = record.get("openvino_int8") or (record if record.get("openvino_precision") == "bf16" else None)
+        on_openvino = None
+        if ir is not None:  # the IR computes otherwise than model.onnx: int8 by NNCF, or bf16
+            measured = ir.get("openvino_parity", ir)
+            on_openvino = ("int8" if "openvino_int8" in record else "bf16",
+                           f"mean cosine {measured['mean_cosine']:.4f}, min {measured['min_cosine']:.4f} to fp32")  # fmt: skip
+        return Alternative(f"onnx {precision} ({path.name})", path, fidelity, "onnx", on_openvino)
     recipe_file = path / "recipe.json" if path.is_dir() else path
     if not recipe_file.is_file():
         raise BertlensError(
@@ -66,7 +94,7 @@ def load_alternative(path: Path) -> Alternative:
             fidelity = f"mean cosine {measured['mean_cosine']:.4f} to its teacher on held-out texts"
         except (ValueError, KeyError, TypeError):
             raise BertlensError(f"{record_file}: unreadable distill record; distil again") from None
-    return Alternative(f"recipe {recipe_file.parent.name}/{recipe_file.name}", recipe_file, fidelity, onnx=False)
+    return Alternative(f"recipe {recipe_file.parent.name}/{recipe_file.name}", recipe_file, fidelity)
 
 
 INT8_TEXTS = 64  # of the user's texts calibrate the int8 export: half choose what stays fp32, half judge the gate
@@ -173,6 +201,7 @@ def step_latency(
         alternatives = ((int8,) if int8 else ()) + tuple(alternatives)
         took = f"own ONNX int8 exported and gated on your texts in {time.perf_counter() - start:.0f} s"
         int8_note = refused or took + (f" ({int8_plan.removeprefix('own ONNX int8: ')})" if int8_plan else "")
+    alternatives = tuple(twin for alternative in alternatives for twin in alternative.on_runtimes())
     precisions = ["fp32"] + (["bf16"] if native_bf16()[0] else [])
     own = [make_encoder(BackendSpec("torch", recipe.replace(precision=p))) for p in precisions]
     timings = [Timing(p, *_timing(embedder, sample), own=True) for p, embedder in zip(precisions, own)]
@@ -192,7 +221,7 @@ def step_latency(
     rule = (
         "serve the recipe itself at the precision with the most texts/s among those meeting the budget (bf16 "
         "vectors match fp32 to min cosine >= 0.9999, docs/results.md); only when none does, the fastest "
-        "alternative (ONNX/int8 export, distilled student) that meets it"
+        "alternative (an ONNX or int8 export on ONNX Runtime or OpenVINO, a distilled student) that meets it"
     )
     best = serving_choice(timings, budget_ms, target)
     if best is not None and best.own:
@@ -208,7 +237,9 @@ def step_latency(
     if best is not None:
         alt = next(a for a in alternatives if a.label == best.label)
         serve = (
-            f"bertlens serve --backend onnx --model {alt.path}" if alt.onnx else f"bertlens serve --recipe {alt.path}"
+            f"bertlens serve --backend {alt.backend} --model {alt.path}"
+            if alt.onnx
+            else f"bertlens serve --recipe {alt.path}"
         )
         return Decision(
             "latency", f"serve {best.label}: the recipe itself misses the budget", evidence, rule, "measured", (serve,)
