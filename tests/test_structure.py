@@ -56,5 +56,7 @@ def test_the_package_declares_lower_bounds_and_the_extras_it_names():
     assert set(EXTRAS) | {"all", "test"} <= set(extras)
     from bertlens.extras import NOT_IN_ALL
 
+    assert set(NOT_IN_ALL) <= set(EXTRAS) and len(NOT_IN_ALL) == 1  # only NNCF's numpy cap: a new one needs a reason
+
     (everything,) = extras["all"]  # 'bertlens[serve,onnx,...]': every extra above but NOT_IN_ALL, and nothing else
     assert set(everything.removeprefix("bertlens[").removesuffix("]").split(",")) == set(EXTRAS) - set(NOT_IN_ALL)

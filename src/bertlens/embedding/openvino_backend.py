@@ -3,7 +3,8 @@
 The same directory as the ONNX backend's, the same graph (token ids -> the recipe's final vector, pooling inside),
 the same tokenization, batches and row order (this class is `OnnxEmbedder` with another runtime): OpenVINO
 compiles `openvino_model.xml` when the directory has one (`bertlens export --format openvino`), else reads
-`model.onnx` itself, int8 included (a static QDQ graph runs on its int8 kernels).
+`model.onnx` itself (an ONNX Runtime int8 graph runs, but without int8's speed: the OpenVINO export quantizes
+with NNCF instead, embedding/openvino_export.py).
 
 OpenVINO's CPU plugin computes in bf16 by default on a CPU with bf16 instructions (AVX512-BF16, AMX): a graph
 exported and gated in fp32 would silently run at another precision. bertlens asks for f32 unless told otherwise

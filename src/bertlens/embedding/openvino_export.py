@@ -13,12 +13,19 @@ documents against NNCF's 2.6x (docs/results.md), so the OpenVINO export quantize
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+from bertlens.embedding.export_record import (
+    FP32_MIN_COSINE,
+    Fidelity,
+    calibration_feeds,
+    measure,
+    split_calibration,
+    write_record,
+)
 from bertlens.embedding.gate import Gate
 from bertlens.embedding.onnx_backend import MODEL_FILE
 from bertlens.embedding.openvino_backend import IR_FILE, OpenVinoEmbedder
@@ -44,26 +51,19 @@ class OpenVinoOptions:
 
 @dataclass(frozen=True)
 class OpenVinoResult:
-    parity: object  # Fidelity of the IR (as run: f32, bf16 or int8) against bertlens fp32 on the parity texts
-    int8: object | None  # Fidelity of the int8 IR on the held-out calibration half
+    parity: Fidelity  # the IR (as run: f32, bf16 or int8) against bertlens fp32 on the parity texts
+    int8: Fidelity | None  # the int8 IR on the held-out calibration half
     passed: bool
     record: dict
 
 
-def gate_score(vectors: np.ndarray, reference: np.ndarray, gate: Gate) -> tuple[float, list[float]]:
+def gate_score(vectors: np.ndarray, reference: np.ndarray, gate: Gate) -> float:
     """One number for the gate's two bounds (higher is better; 1 is exact): 1 less the larger of the mean cosine's
     loss and the minimum's loss scaled to the mean's allowance, so that the gate passes when the score is at least
-    gate.mean_cosine. With the per-text cosines."""
+    gate.mean_cosine."""
     cosines = row_cosine(vectors.astype(np.float64), reference.astype(np.float64))
     scale = (1 - gate.mean_cosine) / (1 - gate.min_cosine)
-    loss = max(1 - float(cosines.mean()), (1 - float(cosines.min())) * scale)
-    return 1 - loss, [float(c) for c in cosines]
-
-
-def _feeds(tokenizer, texts: Sequence[str], max_length: int) -> list[dict[str, np.ndarray]]:
-    from bertlens.embedding.export_record import calibration_feeds
-
-    return calibration_feeds(tokenizer, texts, max_length, CALIBRATION_BATCH)
+    return 1 - max(1 - float(cosines.mean()), (1 - float(cosines.min())) * scale)
 
 
 def nncf_int8(model, encoder, reference_embedder, choose: list[str], gate: Gate, progress: Progress):
@@ -77,7 +77,7 @@ def nncf_int8(model, encoder, reference_embedder, choose: list[str], gate: Gate,
     from nncf.quantization.advanced_parameters import AdvancedAccuracyRestorerParameters
 
     nncf.set_log_level(logging.ERROR)  # its INFO lines and bars are not the user's; bertlens reports its own progress
-    feeds = _feeds(encoder.tokenizer, choose, encoder.max_length)
+    feeds = calibration_feeds(encoder.tokenizer, choose, encoder.max_length, CALIBRATION_BATCH)
     reference = reference_embedder.encode(choose)  # [n, D], in feed order
     offsets = np.cumsum([0] + [len(f["input_ids"]) for f in feeds])
     items = [(feed, reference[offsets[i] : offsets[i + 1]]) for i, feed in enumerate(feeds)]
@@ -89,8 +89,8 @@ def nncf_int8(model, encoder, reference_embedder, choose: list[str], gate: Gate,
         for feed, expected in data:
             got.append(np.array(request.infer(feed)[0], copy=True))  # [B, D]
             want.append(expected)
-        per_item = [gate_score(g, w, gate)[0] for g, w in zip(got, want, strict=True)]
-        return gate_score(np.concatenate(got), np.concatenate(want), gate)[0], per_item
+        per_item = [gate_score(g, w, gate) for g, w in zip(got, want, strict=True)]
+        return gate_score(np.concatenate(got), np.concatenate(want), gate), per_item
 
     progress("int8 by NNCF (calibrating, then keeping what the gate needs)", 0, 1)
     quantized = nncf.quantize_with_accuracy_control(
@@ -110,12 +110,13 @@ def nncf_int8(model, encoder, reference_embedder, choose: list[str], gate: Gate,
     return quantized
 
 
-def openvino_ir(staging: Path, encoder, reference_embedder, texts, record: dict, int8, options, progress):
+def openvino_ir(staging: Path, encoder, reference_embedder, parity_texts, record: dict, int8, options, progress):
     """Convert the staged fp32 graph (int8 by NNCF with `int8`), write the IR beside it and judge it; raises (nothing
-    published) when it fails its bar and `force` is not given. `int8`: experiments/export.py:Int8Options."""
+    published) when it fails its bar and `force` is not given. `parity_texts`: (texts, their bertlens fp32 vectors);
+    `int8`: experiments/export.py:Int8Options."""
     import openvino as ov
 
-    from bertlens.embedding.export_record import measure, split_calibration
+    texts, reference = parity_texts
 
     started = time.perf_counter()
     progress("converting to OpenVINO IR", 0, 1)
@@ -128,11 +129,9 @@ def openvino_ir(staging: Path, encoder, reference_embedder, texts, record: dict,
         details = {"method": "NNCF post-training int8 with accuracy control (mixed preset)", "choosing": len(choose)}
     ov.save_model(model, str(staging / IR_FILE), compress_to_fp16=False)
     record = {**record, "format": "openvino", "openvino": ov.__version__, "openvino_precision": options.precision}
-    from bertlens.embedding.export_record import write_record
-
     record = write_record(staging, record)
     embedder = OpenVinoEmbedder(staging)
-    parity = measure(embedder.encode(texts), reference_embedder.encode(texts))
+    parity = measure(embedder.encode(texts), reference)
     record = {**record, "openvino_parity": asdict(parity)}
     gate, force = (int8.gate, int8.force) if int8 is not None else (options.gate, options.force)
     if int8 is not None:
@@ -149,8 +148,6 @@ def openvino_ir(staging: Path, encoder, reference_embedder, texts, record: dict,
 
 
 def _check(parity, judged, passed: bool, force: bool, exact: bool, gate: Gate) -> None:
-    from bertlens.embedding.export_record import FP32_MIN_COSINE
-
     if exact and parity.min_cosine < FP32_MIN_COSINE:
         raise BertlensError(
             f"the OpenVINO IR disagrees with bertlens (min cosine {parity.min_cosine:.6f} < {FP32_MIN_COSINE}); "

@@ -165,13 +165,14 @@ def _export_fp32(
         "precision": "fp32",
     }
     write_record(staging, record)
-    parity = measure(OnnxEmbedder(staging).encode(texts), reference_embedder.encode(texts))
+    reference = reference_embedder.encode(texts)  # [n, D]: the OpenVINO IR is checked against these too
+    parity = measure(OnnxEmbedder(staging).encode(texts), reference)
     if parity.min_cosine < FP32_MIN_COSINE:
         raise BertlensError(
             f"the exported graph disagrees with bertlens (min cosine {parity.min_cosine:.6f} < {FP32_MIN_COSINE}, "
             f"max abs diff {parity.max_abs_diff:.2e}); nothing was written. Please report this recipe"
         )
-    return parity, {**record, "parity": {**asdict(parity), "texts_source": source}}
+    return parity, {**record, "parity": {**asdict(parity), "texts_source": source}}, reference
 
 
 def _quantize_gated(staging: Path, encoder, reference_embedder, calibration, options: Int8Options, record, progress):
@@ -308,7 +309,9 @@ def run_export_onnx(
     reference_embedder = Embedder(recipe, encoder=encoder)
     staging = _staging(out)
     try:
-        parity, record = _export_fp32(recipe, encoder, reference_embedder, staging, texts, texts_source, progress)
+        parity, record, reference = _export_fp32(
+            recipe, encoder, reference_embedder, staging, texts, texts_source, progress
+        )
         quantized = on_openvino = None
         if int8 is not None and openvino is None:
             calibration = list(int8.calibration or texts)
@@ -317,7 +320,10 @@ def run_export_onnx(
         if openvino is not None:  # int8 there by NNCF on the IR, judged run by OpenVINO
             from bertlens.embedding.openvino_export import openvino_ir
 
-            on_openvino = openvino_ir(staging, encoder, reference_embedder, texts, record, int8, openvino, progress)
+            parity_texts = (texts, reference)
+            on_openvino = openvino_ir(
+                staging, encoder, reference_embedder, parity_texts, record, int8, openvino, progress
+            )
             record = on_openvino.record
         record = write_record(staging, {**record, "seconds": round(time.perf_counter() - start, 1)})
         _publish(staging, out)
