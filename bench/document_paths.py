@@ -1,6 +1,9 @@
 """Every path of bertlens and of sentence-transformers on documents: texts/s and fidelity, side by side.
 
 Usage: python bench/document_paths.py [--model DIR] [--length 256] [--docs 200] [--calibration 300] [--rounds 3]
+       [--sentences N] (N STS-B sentences instead of reviews, calibrated on other STS-B sentences)
+       [--st-python PYTHON] (sentence-transformers' ONNX and OpenVINO backends, run by bench/st_backends_worker.py
+       in the venv of that Python, interleaved round by round)
        [--skip-exports DIR]  (reuse the exports of an earlier run kept in DIR)
 
 Issue #62: users who index for search embed chunks of 256-512 tokens, where attention and memory traffic weigh more
@@ -9,9 +12,9 @@ tokens (both sides truncate there), makes bertlens' exports of the default recip
 `--calibration` other reviews, and times, in interleaved rounds (best of `--rounds`, each path warmed first):
 - bertlens: PyTorch fp32 and bf16; ONNX Runtime fp32 and gated int8 (`export --format onnx --quantize int8`);
   OpenVINO f32, bf16 and NNCF int8 (`export --format openvino [--quantize bf16|int8-static]`);
-- sentence-transformers: its torch backend in fp32 and with bf16 weights, batch 32. Its ONNX and OpenVINO backends
-  need `optimum` / `optimum-intel`, which pin transformers and torch builds other than this stack's; they are run
-  when importable and otherwise listed as not run.
+- sentence-transformers: its torch backend in fp32 and with bf16 weights, batch 32; with `--st-python`, its ONNX fp32,
+  ONNX qint8, OpenVINO and OpenVINO static int8 backends (bench/st_backends_worker.py: `optimum-intel` and
+  `optimum-onnx` need other transformers than this stack's, so they run in a venv of their own).
 Fidelity is each path's min and mean cosine to bertlens' PyTorch fp32 vectors of the same texts (sentence-transformers
 fp32 equals them to 1e-6). Each export's own time is printed. Run it alone: a second job on 2 cores skews ratios.
 """
@@ -19,6 +22,7 @@ fp32 equals them to 1e-6). Each export's own time is printed. Run it alone: a se
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import platform
 import subprocess
@@ -31,6 +35,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 REVIEWS = REPO.parent / "shared" / "data" / "movie_reviews" / "reviews.jsonl"
+STSB = REPO.parent / "shared" / "data" / "stsb" / "train.csv"
 
 
 def cpu_name() -> str:
@@ -52,6 +57,7 @@ EXPORTS = ("onnx-int8", "openvino", "openvino-bf16", "openvino-int8")
 def exports(model: str, length: int, calibration: list[str], root: Path, reuse: bool, which) -> dict:
     """bertlens' exports of the recipe (`which` of EXPORTS), each timed (seconds); reused from `root` when asked."""
     from bertlens.api.export import export
+    from bertlens.errors import BertlensError
 
     calib = root / "calibration.txt"
     calib.write_text("\n".join(t.replace("\n", " ") for t in calibration) + "\n")
@@ -70,11 +76,36 @@ def exports(model: str, length: int, calibration: list[str], root: Path, reuse: 
             made[name] = (out, float(json.loads((out / "export.json").read_text()).get("seconds", 0)))
             continue
         start = time.perf_counter()
-        export(model=model, max_length=length, pooler="mean", texts=calib, calibration=calib, samples=64, out=out,
-               quiet=True, **how)  # fmt: skip
+        try:
+            export(model=model, max_length=length, pooler="mean", texts=calib, calibration=calib, samples=64, out=out,
+                   quiet=True, **how)  # fmt: skip
+        except BertlensError as refused:  # a gate's refusal is a result: its row is listed as not made
+            print(f"export {name}: refused after {time.perf_counter() - start:.0f} s: {refused}", flush=True)
+            continue
         made[name] = (out, time.perf_counter() - start)
         print(f"export {name}: {made[name][1]:.0f} s", flush=True)
     return made
+
+
+def reply(worker):
+    """The worker's next answer (its lines start with @@worker; the libraries print other lines on stdout too)."""
+    for line in worker.stdout:
+        if line.startswith("@@worker "):
+            return json.loads(line.removeprefix("@@worker "))
+    raise RuntimeError(f"the sentence-transformers worker ended (exit {worker.wait()}); run it alone to see why")
+
+
+def start_worker(python: str, model: str, length: int, docs, calibration, root: Path):
+    """bench/st_backends_worker.py in the other venv, its exports made and warmed; returns the process."""
+    (root / "st-docs.json").write_text(json.dumps(docs))
+    (root / "st-calibration.json").write_text(json.dumps(calibration))
+    command = [python, str(REPO / "bench" / "st_backends_worker.py"), model, str(length), str(root / "st-docs.json"),
+               str(root / "st-calibration.json"), str(root / "st-work")]  # fmt: skip
+    worker = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})  # fmt: skip
+    ready = reply(worker)["ready"]
+    print("sentence-transformers exports: " + ", ".join(f"{k} {v:.0f} s" for k, v in ready.items()), flush=True)
+    return worker
 
 
 def main() -> None:
@@ -84,6 +115,8 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=200)
     parser.add_argument("--calibration", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--sentences", type=int, default=None, help="STS-B sentences instead of reviews")
+    parser.add_argument("--st-python", default=None, help="a Python with sentence-transformers[onnx,openvino]")
     parser.add_argument("--skip-exports", type=Path, default=None)
     parser.add_argument("--exports", default=",".join(EXPORTS), help="which exports to make and time")
     args = parser.parse_args()
@@ -104,6 +137,9 @@ def main() -> None:
     st.max_seq_length = args.length
     docs = cut(st.tokenizer, reviews[: args.docs], args.length)
     calibration = cut(st.tokenizer, reviews[1000 : 1000 + args.calibration], args.length)
+    if args.sentences:
+        sentences = list(dict.fromkeys(t for row in csv.reader(STSB.open(encoding="utf-8")) for t in row[:2]))
+        docs, calibration = sentences[: args.sentences], sentences[-args.calibration :]
     root = args.skip_exports or Path(tempfile.mkdtemp(prefix="bertlens-docs-"))
     root.mkdir(parents=True, exist_ok=True)
     made = exports(model, args.length, calibration, root, args.skip_exports is not None, args.exports.split(","))
@@ -127,14 +163,7 @@ def main() -> None:
         "sentence-transformers torch fp32": lambda t: st.encode(t, batch_size=32),
         "sentence-transformers torch bf16 weights": lambda t: st_bf16.encode(t, batch_size=32).astype(np.float32),
     }
-    not_run = []
-    for backend in ("onnx", "openvino"):
-        try:
-            other = SentenceTransformer(model, device="cpu", backend=backend)
-            other.max_seq_length = args.length
-            paths[f"sentence-transformers {backend}"] = lambda t, m=other: m.encode(t, batch_size=32)
-        except Exception as exc:  # noqa: BLE001 - optimum missing or incompatible: listed as not run
-            not_run.append(f"sentence-transformers {backend}: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
+    worker = start_worker(args.st_python, model, args.length, docs, calibration, root) if args.st_python else None
 
     reference = paths["bertlens torch fp32"](docs)
     best = {name: float("inf") for name in paths}
@@ -146,9 +175,22 @@ def main() -> None:
             start = time.perf_counter()
             vectors[name] = np.asarray(encode(docs), dtype=np.float32)
             best[name] = min(best[name], time.perf_counter() - start)
+        if worker is not None:  # sentence-transformers' other backends, in this round too
+            worker.stdin.write("round\n")
+            worker.stdin.flush()
+            for name, seconds in reply(worker).items():
+                best[name] = min(best.get(name, float("inf")), seconds)
+    if worker is not None:
+        worker.stdin.write(f"vectors {root / 'st.npz'}\nquit\n")
+        worker.stdin.flush()
+        assert reply(worker) == "ok"
+        vectors |= dict(np.load(root / "st.npz"))
+        worker.wait()
+    paths = {name: None for name in best}
     st_fastest = max((n for n in paths if n.startswith("sentence-transformers")), key=lambda n: -best[n])
-    print(f"\n{cpu_name()}; torch {torch.__version__}; model {shown}; {len(docs)} reviews cut at "
-          f"{args.length} tokens; best of {args.rounds} interleaved rounds")  # fmt: skip
+    what = f"{len(docs)} STS-B sentences" if args.sentences else f"{len(docs)} reviews cut at {args.length} tokens"
+    print(f"\n{cpu_name()}; torch {torch.__version__}; model {shown}; {what}; best of {args.rounds} interleaved "
+          "rounds")  # fmt: skip
     print(f"| path | docs/s | vs {st_fastest} | min cosine | mean cosine |")
     print("|---|---|---|---|---|")
     for name in paths:
@@ -156,8 +198,8 @@ def main() -> None:
         cos = (v * r).sum(1) / np.linalg.norm(v, axis=1) / np.linalg.norm(r, axis=1)
         rate = len(docs) / best[name]
         print(f"| {name} | {rate:.1f} | {best[st_fastest] / best[name]:.2f}x | {cos.min():.4f} | {cos.mean():.5f} |")
-    for line in not_run:
-        print(f"not run: {line}")
+    if worker is None:
+        print("not run: sentence-transformers' ONNX and OpenVINO backends (give --st-python; docs/results.md)")
     print("export seconds: " + ", ".join(f"{n} {s:.0f} s" for n, (_, s) in made.items()))
     sys.stdout.flush()
 

@@ -41,8 +41,9 @@ class ExportOptions(RecipeOptions):
     .csv/.tsv/.parquet or .jsonl (with --column)"""
     column: str | None = None
     """for --texts CSV/TSV/Parquet/JSONL: the text column (header name or 0-based index) or field"""
-    samples: int = 512
-    """how many texts to check parity on"""
+    samples: int | None = None
+    """how many texts to check parity on (default: up to 512; onnx and openvino stop earlier at 16,384 tokens, so
+    that documents are checked in seconds)"""
     quantize: Literal["int8", "int8-static", "bf16"] | None = None
     """onnx, openvino: int8 gated by fidelity to fp32; int8 is dynamic (activations scaled per batch), int8-static
     calibrates activation ranges on --calibration texts; openvino only: bf16, OpenVINO computing in bf16 where the
@@ -123,6 +124,10 @@ class ExportRun(RowsResult):
         return f"<div><p>{html.escape(repr(self))}</p><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
+DEFAULT_SAMPLES = 512  # parity texts unless --samples says
+PARITY_TOKENS = 16_384  # ... and, for the graph formats, tokens: 512 sentences, 64 documents at 256 tokens
+
+
 def parity_texts(options: ExportOptions) -> tuple[list[str], str]:
     """The texts an export is checked on: `texts` (distinct, in order), else STS-B's training sentences."""
     from bertlens.api.sources import file_texts
@@ -142,7 +147,7 @@ def parity_texts(options: ExportOptions) -> tuple[list[str], str]:
         source = f"STS-B training sentences ({path})"
     if len(texts) < 2:
         raise OptionError(f"{literal(source)}: need at least 2 distinct non-empty texts to check the export", "texts")
-    return texts[: options.samples], source
+    return texts[: options.samples or DEFAULT_SAMPLES], source
 
 
 def _calibration(options: ExportOptions) -> list[str] | None:
@@ -200,9 +205,11 @@ def run_export_command(options: ExportOptions, *, progress: Progress = silent) -
         if int8 is not None:  # before any work, not after the fp32 export
             require("openvino-int8", f"int8 of the OpenVINO export (quantize '{checked.quantize}')")
         openvino = OpenVinoOptions("bf16" if checked.quantize == "bf16" else "fp32", gate, checked.force)
+    parity_tokens = None if checked.samples else PARITY_TOKENS
     outcome = run_export_onnx(recipe, checked.out, texts, source, int8=int8, openvino=openvino,
-                              trust_remote_code=checked.trust_remote_code, progress=progress)  # fmt: skip
-    return ExportRun(checked.out, outcome.record, outcome, len(texts), checked)
+                              trust_remote_code=checked.trust_remote_code, parity_tokens=parity_tokens,
+                              progress=progress)  # fmt: skip
+    return ExportRun(checked.out, outcome.record, outcome, outcome.parity.texts, checked)
 
 
 def export(**options: Any) -> ExportRun:

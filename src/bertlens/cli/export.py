@@ -42,7 +42,8 @@ def run(options) -> None:
         say(
             f"int8 on {q.texts} held-out calibration texts: mean cosine {q.mean_cosine:.4f}, min {q.min_cosine:.4f} "
             f"(gate {options.gate_mean} / {options.gate_min}); {outcome.quantized_modules} linear modules int8, "
-            f"kept fp32: {kept}" + ("" if outcome.passed else "; BELOW THE GATE, written because of --force")
+            f"kept in floating point: {kept}"
+            + ("" if outcome.passed else "; BELOW THE GATE, written because of --force")
         )
         if outcome.evaluation is not None:
             ev = outcome.evaluation
@@ -50,4 +51,8 @@ def run(options) -> None:
                 f"{ev.task} test {ev.metric}: fp32 {ev.teacher[0]:.4f}, int8 {ev.student[0]:.4f}, change "
                 f"{ev.difference[0]:+.4f} [{ev.difference[1]:+.4f}, {ev.difference[2]:+.4f}]"
             )
-    say(f"saved {done.out} (bertlens embed --backend onnx --model {done.out} ...; figures in export.json)")
+    backend = "onnx"
+    if outcome.openvino is not None:
+        backend, o = "openvino", outcome.openvino
+        say(f"openvino parity on {o.texts} texts (as it runs): min cosine {o.min_cosine:.7f}")
+    say(f"saved {done.out} (bertlens embed --backend {backend} --model {done.out} ...; figures in export.json)")

@@ -27,6 +27,7 @@ from bertlens.embedding.fake_quant import Ranges, fake_quantized, input_ranges
 from bertlens.embedding.gate import Gate
 from bertlens.embedding.smoothing import ALPHAS, calibrate, smoothed, smoothed_name, smoothing_scales
 from bertlens.encoding.tokens import map_batches, pad_ids, tokenize
+from bertlens.errors import BertlensError
 from bertlens.metrics.geometry import row_cosine
 from bertlens.progress import Progress, counting, silent
 
@@ -79,6 +80,18 @@ def passes_with_margin(gate: Gate, cosines: np.ndarray) -> bool:
     return gate.passes(float(cosines.mean()) - MEAN_MARGIN_SE * se, float(cosines.min()) - minimum_margin)
 
 
+def emulable_groups(graph: nn.Module, groups: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """`groups` when every one is a linear module of `graph` (what the emulation can quantize); else one line."""
+    modules = dict(graph.named_modules())
+    unknown = [m for m in groups if not isinstance(modules.get(m), nn.Linear)]
+    if unknown:
+        raise BertlensError(
+            f"int8: the graph's products {unknown[:3]} are not linear modules bertlens can emulate; export fp32 "
+            "(without --quantize) and please report this model"
+        )
+    return groups
+
+
 def graph_runner(graph: nn.Module, tokenizer, max_length: int, texts: Sequence[str], batch: int, tokens: int):
     """() -> [N, D] float32: the recipe graph in PyTorch over `texts`, batched and padded as OnnxEmbedder batches
     them (dynamic int8 scales each batch's activations by that batch's range, so the batches must match)."""
@@ -126,7 +139,7 @@ def choose_kept(
 
     low = 0
     if not emulated(0):  # every module int8 fails: rank them, then the fewest kept fp32 (all kept passes by definition)
-        ranked = _rank(
+        ranked = rank_modules(
             graph, groups, runner(texts[:SENSITIVITY_TEXTS]), reference[:SENSITIVITY_TEXTS], ranges, progress
         )
         low, high = 1, len(ranked)
@@ -157,7 +170,9 @@ def _trial(count: int, cosines: np.ndarray, gate: Gate, where: str) -> Trial:
     return Trial(count, float(cosines.mean()), float(cosines.min()), passes_with_margin(gate, cosines), where)
 
 
-def _rank(graph, groups, run_few, reference_few, ranges: Ranges | None, progress) -> list[Sensitivity]:
+def rank_modules(graph, groups, run_few, reference_few, ranges: Ranges | None, progress) -> list[Sensitivity]:
+    """Each module group alone in int8 (emulated; static with `ranges`), most sensitive (lowest mean cosine to
+    `reference_few`) first: one pass of `run_few` per group. The OpenVINO export ranks with it too."""
     found = []
     for i, (module, nodes) in enumerate(groups.items()):
         with fake_quantized(graph, [module], ranges):

@@ -112,3 +112,9 @@ def map_batches(
         if pool:
             pool.shutdown(cancel_futures=True)
     return out if out is not None else np.empty((0,))
+
+
+def token_prefix(lengths: Sequence[int], budget: int, minimum: int = 1) -> int:
+    """How many leading texts reach `budget` tokens (at least `minimum`, at most all)."""
+    reached = int(np.searchsorted(np.cumsum(lengths), budget)) + 1
+    return min(len(lengths), max(minimum, reached))

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from torch import nn
 
 from bertlens.embedding.embedder import Embedder
 from bertlens.embedding.export_record import (
@@ -37,6 +36,7 @@ from bertlens.embedding.int8_choice import (
     Smoothing,
     choose_kept,
     choose_smoothing,
+    emulable_groups,
     graph_runner,
 )
 from bertlens.embedding.onnx_backend import MAX_BATCH, MAX_TOKENS, MODEL_FILE, RECORD_FILE, OnnxEmbedder
@@ -44,6 +44,7 @@ from bertlens.embedding.onnx_graph import RecipeGraph, export_graph, onnx_opset,
 from bertlens.embedding.quantize import linear_modules, merge_shared_scalings, quantize
 from bertlens.embedding.smoothing import smoothed
 from bertlens.encoding.encoder import Encoder
+from bertlens.encoding.tokens import token_prefix, tokenize
 from bertlens.errors import BertlensError
 from bertlens.probing.task_comparison import TaskComparison, compare_on_task
 from bertlens.progress import Progress, silent
@@ -97,14 +98,7 @@ def _choose_kept(source: Path, work: Path, graph: RecipeGraph, encoder, texts, g
     def runner(subset):
         return graph_runner(graph, encoder.tokenizer, encoder.max_length, subset, MAX_BATCH, MAX_TOKENS)
 
-    groups = linear_modules(source)
-    modules = dict(graph.named_modules())
-    unknown = [m for m in groups if not isinstance(modules.get(m), nn.Linear)]
-    if unknown:
-        raise BertlensError(
-            f"int8: the graph's products {unknown[:3]} are not linear modules bertlens can emulate; export fp32 "
-            "(without --quantize) and please report this model"
-        )
+    groups = emulable_groups(graph, linear_modules(source))
     return choose_kept(graph, groups, runner, texts, gate, onnx_vectors, feeds is not None, progress)
 
 
@@ -291,10 +285,12 @@ def run_export_onnx(
     int8: Int8Options | None = None,
     openvino: OpenVinoOptions | None = None,  # embedding/openvino_export.py: also as OpenVINO IR
     trust_remote_code: bool = False,
+    parity_tokens: int | None = None,
     progress: Progress = silent,
 ) -> ExportOutcome:
     """Export, check parity (with `int8`: then quantize behind its gate; with `openvino`: then convert the graph to
-    OpenVINO IR and check it again, run by OpenVINO), then publish OUT; on a failed check nothing is written."""
+    OpenVINO IR and check it again, run by OpenVINO), then publish OUT; on a failed check nothing is written.
+    parity_tokens: check parity on the first texts that reach this many tokens (at least 2 texts), not all."""
     start = time.perf_counter()
     if len(texts) < 2:
         raise BertlensError(f"{texts_source}: need at least 2 texts to check the export against bertlens")
@@ -307,6 +303,8 @@ def run_export_onnx(
         trust_remote_code=trust_remote_code,
     )
     reference_embedder = Embedder(recipe, encoder=encoder)
+    if parity_tokens is not None:
+        texts = texts[: token_prefix(tokenize(encoder.tokenizer, texts, encoder.max_length).lengths, parity_tokens, 2)]
     staging = _staging(out)
     try:
         parity, record, reference = _export_fp32(
@@ -332,7 +330,7 @@ def run_export_onnx(
         raise
     if on_openvino is not None:
         ov = on_openvino
-        return ExportOutcome(out, parity, ov.int8, ov.parity, (), 0, None, ov.passed, record)
+        return ExportOutcome(out, parity, ov.int8, ov.parity, ov.kept, ov.quantized, None, ov.passed, record)
     if quantized is None:
         return ExportOutcome(out, parity, None, None, (), 0, None, True, record)
     q = quantized
