@@ -186,14 +186,13 @@ def main() -> None:
         assert reply(worker) == "ok"
         vectors |= dict(np.load(root / "st.npz"))
         worker.wait()
-    paths = {name: None for name in best}
-    st_fastest = max((n for n in paths if n.startswith("sentence-transformers")), key=lambda n: -best[n])
+    st_fastest = min((n for n in best if n.startswith("sentence-transformers")), key=best.get)  # with the worker's
     what = f"{len(docs)} STS-B sentences" if args.sentences else f"{len(docs)} reviews cut at {args.length} tokens"
     print(f"\n{cpu_name()}; torch {torch.__version__}; model {shown}; {what}; best of {args.rounds} interleaved "
           "rounds")  # fmt: skip
     print(f"| path | docs/s | vs {st_fastest} | min cosine | mean cosine |")
     print("|---|---|---|---|---|")
-    for name in paths:
+    for name in best:
         v, r = vectors[name], reference
         cos = (v * r).sum(1) / np.linalg.norm(v, axis=1) / np.linalg.norm(r, axis=1)
         rate = len(docs) / best[name]

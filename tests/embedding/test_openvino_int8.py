@@ -33,7 +33,7 @@ def ir(default_model_dir, tmp_path_factory):
     from bertlens.api.export import export
     from bertlens.embedding.export_record import calibration_feeds
     from bertlens.embedding.int8_choice import emulable_groups
-    from bertlens.embedding.onnx_graph import RecipeGraph
+    from bertlens.embedding.onnx_graph import recipe_graph
     from bertlens.embedding.openvino_int8 import _calibrated, restorable
     from bertlens.embedding.quantize import linear_modules
     from bertlens.encoding.encoder import Encoder
@@ -46,7 +46,7 @@ def ir(default_model_dir, tmp_path_factory):
     export(model=str(model_dir), pooler="mean", texts=texts, format="openvino", out=root / "ov", quiet=True)
     fp32 = ov.Core().read_model(str(root / "ov" / "openvino_model.xml"))
     encoder = Encoder(str(model_dir))
-    graph = RecipeGraph(encoder, Recipe(model=str(model_dir), pooler="mean"), None).eval()
+    graph = recipe_graph(encoder, Recipe(model=str(model_dir), pooler="mean"))
     groups = restorable(fp32, emulable_groups(graph, linear_modules(root / "ov" / "model.onnx")))
     feeds = calibration_feeds(encoder.tokenizer, TEXTS, encoder.max_length, 8)
     return {"fp32": fp32, "groups": groups, "graph": graph, "encoder": encoder, "feeds": feeds,
@@ -88,6 +88,7 @@ def test_a_gate_all_int8_passes_ranks_nothing(ir):
     )
     assert choice.kept == 0 and choice.ranking_texts == 0 and len(choice.trials) == 1 and choice.passed
     assert choice.quantized == len(ir["groups"]) and set(choice.seconds) == {"reference", "calibration", "search"}
+    assert choice.estimated_seconds > 0  # said up front, from the reference pass
 
 
 def test_the_search_keeps_the_fewest_modules_the_gate_needs(ir):

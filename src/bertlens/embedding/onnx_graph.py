@@ -124,6 +124,12 @@ def onnx_opset(encoder: Encoder) -> int:
     return family.onnx_opset if family is not None else OPSET
 
 
+def recipe_graph(encoder: Encoder, recipe: Recipe) -> RecipeGraph:
+    """The recipe's graph in PyTorch, in eval mode, with its post-processing loaded from the recipe's file."""
+    postprocessor = PostProcessor.load(recipe.postprocess) if recipe.postprocess else None
+    return RecipeGraph(encoder, recipe, postprocessor).eval()
+
+
 def export_graph(encoder: Encoder, recipe: Recipe, postprocessor: PostProcessor | None, path: Path) -> Path:
     """Write the recipe's graph to `path` (ONNX at the family's opset, 23 by default; dynamic batch and length)."""
     return write_graph(RecipeGraph(encoder, recipe, postprocessor).eval(), encoder, path)

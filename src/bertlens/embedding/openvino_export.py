@@ -59,13 +59,11 @@ def nncf_int8(model, staging: Path, encoder, recipe, choose: list[str], gate: Ga
 
     require("openvino-int8", "export --format openvino --quantize int8")
     from bertlens.embedding.int8_choice import emulable_groups
-    from bertlens.embedding.onnx_graph import RecipeGraph
+    from bertlens.embedding.onnx_graph import recipe_graph
     from bertlens.embedding.openvino_int8 import choose_int8, rest_precision, restorable
     from bertlens.embedding.quantize import linear_modules
-    from bertlens.representation.postprocess import PostProcessor
 
-    postprocessor = PostProcessor.load(recipe.postprocess) if recipe.postprocess else None
-    graph = RecipeGraph(encoder, recipe, postprocessor).eval()
+    graph = recipe_graph(encoder, recipe)
     groups = restorable(model, emulable_groups(graph, linear_modules(staging / MODEL_FILE)))
     precision = rest_precision()
     chosen = choose_int8(model, groups, graph, encoder.tokenizer, encoder.max_length, choose, gate, progress, precision)
@@ -130,6 +128,8 @@ def _int8_details(choice, choosing: int) -> dict:
             f"{choice.ranking_texts} choosing texts, int8 emulated in PyTorch"
             if ranked
             else "not ranked: every module in int8 passed"
+            if choice.trials[0].passed
+            else "not ranked: no linear module can be kept in floating point"
         ),
         "search": [asdict(t) for t in choice.trials],
         "choice_seconds": choice.seconds,

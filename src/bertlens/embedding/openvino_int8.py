@@ -190,7 +190,8 @@ def choose_int8(
     steps = math.ceil(math.log2(len(groups) + 1)) + 2
     estimate = _estimate(seconds["reference"], sum(lengths[:ranking]) / sum(lengths[: len(checking)]), len(groups))
     progress(f"{stage}: the fp32 reference", 1, 1)
-    progress(f"{stage}: calibrating{DETAIL}the int8 choice takes about {estimate / 60:.0f} min here", 0, 1)
+    said = f"{estimate:.0f} s" if estimate < 120 else f"{estimate / 60:.0f} min"
+    progress(f"{stage}: calibrating{DETAIL}the int8 choice takes about {said} here", 0, 1)
     mark = time.perf_counter()
     quantized = _calibrated(fp32, feeds)
     seconds["calibration"] = time.perf_counter() - mark
@@ -212,7 +213,7 @@ def choose_int8(
         return trials[-1].passed
 
     mark = time.perf_counter()
-    if not passes(0) and groups:  # no module that can be kept: the all-int8 graph is all there is
+    if not passes(0) and groups:  # (without groups nothing can be kept: the all-int8 graph is all there is)
         rank_started = time.perf_counter()
         ranked = _ranked(graph, groups, tokenizer, max_length, choose[:ranking], progress)
         seconds["ranking"] = time.perf_counter() - rank_started
@@ -231,7 +232,7 @@ def choose_int8(
         kept=kept,
         trials=tuple(trials),
         calibration_texts=len(checking),
-        ranking_texts=ranking if len(trials) > 1 else 0,
+        ranking_texts=ranking if "ranking" in seconds else 0,
         estimated_seconds=round(estimate, 1),
         seconds={k: round(v, 1) for k, v in seconds.items()},
     )

@@ -40,7 +40,7 @@ from bertlens.embedding.int8_choice import (
     graph_runner,
 )
 from bertlens.embedding.onnx_backend import MAX_BATCH, MAX_TOKENS, MODEL_FILE, RECORD_FILE, OnnxEmbedder
-from bertlens.embedding.onnx_graph import RecipeGraph, export_graph, onnx_opset, write_graph
+from bertlens.embedding.onnx_graph import RecipeGraph, export_graph, onnx_opset, recipe_graph, write_graph
 from bertlens.embedding.quantize import linear_modules, merge_shared_scalings, quantize
 from bertlens.embedding.smoothing import smoothed
 from bertlens.encoding.encoder import Encoder
@@ -106,8 +106,7 @@ def _smoothed_choice(staging: Path, fp32: Path, work: Path, encoder, recipe: Rec
     """SmoothQuant's alpha (scales measured on half the choosing texts, alpha chosen on the other half), the graph
     written smoothed (when alpha > 0), then the modules kept fp32 chosen on it with every choosing text; the int8
     candidate is left at work/model.onnx."""
-    postprocessor = PostProcessor.load(recipe.postprocess) if recipe.postprocess else None
-    graph = RecipeGraph(encoder, recipe, postprocessor).eval()
+    graph = recipe_graph(encoder, recipe)
     fit, check = (
         graph_runner(graph, encoder.tokenizer, encoder.max_length, half, MAX_BATCH, MAX_TOKENS)
         for half in (choose[::2], choose[1::2])
