@@ -36,6 +36,8 @@ def test_a_bad_value_is_refused_in_each_callers_words_before_any_model(no_model_
         bertlens.sweep(texts=[f"text {i}" for i in range(20)], protocols="probe")
     assert main(["sweep", "--texts", str(DATA / "sst2" / "dev.txt"), "--protocols", "probe"]) == 1
     assert "error: --texts takes texts alone; --protocols belongs to --data" in capsys.readouterr().err
+    assert main(["sweep", "--task", "stsb", "--settle-tolerance", "2"]) == 1
+    assert "error: --settle-tolerance 2.0 is not between 0 and 1" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -51,6 +53,8 @@ def test_a_bad_value_is_refused_in_each_callers_words_before_any_model(no_model_
         ({"texts": ["a", "b"], "labels": [1]}, "texts has 2 items and labels 1"),
         ({"texts": "t.txt", "max_examples": 4}, "max_examples must be at least 8"),
         ({"task": "stsb", "max_length": float("nan")}, "max_length must be a finite number"),
+        ({"task": "stsb", "rows": "most"}, "rows must be one of auto, all"),
+        ({"task": "stsb", "settle_tolerance": 0}, "settle_tolerance 0 is not between 0 and 1"),
     ],
 )
 def test_the_options_checks_name_the_keyword(options, message, no_model_loads):

@@ -181,3 +181,31 @@ def test_a_bank_with_dropout_on_never_resumes(tmp_path, tiny_bert_dir, monkeypat
     with encoder.dropout_active(1):
         whole = build_bank(encoder, MANY, tmp_path / "b", **options)
     np.testing.assert_array_equal(stopped_then_run.vectors, whole.vectors)
+
+
+def test_a_staged_bank_encodes_only_its_rows_and_the_whole_bank_carries_on_from_them(
+    tmp_path, tiny_bert_dir, monkeypatch
+):
+    """A staged sweep asks for growing sets of rows under the key of every text: each call encodes only the rows not
+    done yet, the bank stays unpublished until every row is asked for, and the result equals a bank built at once."""
+    encoder = Encoder(str(tiny_bert_dir), max_batch=4, max_length=16)
+    options = {"poolers": ("mean", "max"), "dtype": "float32"}
+    first, more = np.arange(0, len(MANY), 3), np.arange(0, len(MANY), 2)
+    encoded = _rows_encoded(encoder, monkeypatch)
+    with bank_module.stage_rows(first):
+        stage = build_bank(encoder, MANY, tmp_path / "a", **options)
+    assert sum(encoded) == len(first) and stage.meta["partial"]
+    assert not [p for p in (tmp_path / "a" / "banks").iterdir() if not p.name.startswith(".")]  # nothing published
+    whole = build_bank(Encoder(str(tiny_bert_dir), max_batch=4, max_length=16), MANY, tmp_path / "b", **options)
+    np.testing.assert_allclose(stage.vectors[:, :, first], whole.vectors[:, :, first], atol=1e-5)
+    np.testing.assert_allclose(stage.mixes[:, :, first], whole.mixes[:, :, first], atol=1e-5)
+    encoded.clear()
+    with bank_module.stage_rows(more):
+        build_bank(encoder, MANY, tmp_path / "a", **options)
+    assert sum(encoded) == len(np.setdiff1d(more, first))  # only the new rows
+    encoded.clear()
+    final = build_bank(encoder, MANY, tmp_path / "a", **options)
+    assert sum(encoded) == len(MANY) - len(np.union1d(first, more))
+    assert "partial" not in final.meta and not list((tmp_path / "a" / "banks").glob(".*.partial"))
+    np.testing.assert_allclose(final.vectors, whole.vectors, atol=1e-5)
+    assert final.meta["truncated"] == whole.meta["truncated"]

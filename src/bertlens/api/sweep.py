@@ -78,6 +78,14 @@ class SweepOptions(EncoderOptions, DataOptions):
     each; repeat for several), e.g. --prompts 'e5=query: |passage: '"""
     resamples: int = 1000
     """bootstrap resamples"""
+    rows: Literal["auto", "all"] = "auto"
+    """auto: on 30,000 rows or more, look at growing stages (10,000, 20,000, 40,000, ... rows, seeded, classes spread
+    evenly) and stop when no candidate can be ahead of the pick by more than --settle-tolerance, with every interval
+    widened for the looks (Bonferroni) so they keep 95% coverage; the report says where it stopped and the time saved.
+    Fewer rows, retrieval and texts alone: every row. all: every row"""
+    settle_tolerance: float = 0.005
+    """--rows auto: how far ahead of the pick (in the task's metric) another candidate may still be when the sweep
+    stops"""
     protocols: str | Sequence[str] | None = None
     """comma list of protocols to run (default: all the task supports). Similarity: cosine (no training; what a
     recommendation is made by) and probe (a ridge probe on pair features, costly under cross-validation);
@@ -122,6 +130,12 @@ class SweepOptions(EncoderOptions, DataOptions):
 
         at_least(self, "resamples", MIN_RESAMPLES, "a 95% interval's tails need draws of their own")
         at_least(self, "ray_workers", 1, "a Ray pool has one actor or more")
+        if not 0 < self.settle_tolerance < 1:
+            raise OptionError(
+                f"{{settle_tolerance}} {self.settle_tolerance} is not between 0 and 1 (a difference in the task's "
+                "metric, e.g. 0.005)",
+                "settle_tolerance",
+            )
         check_seed(self.seed)
         if self.texts is not None and self.labels is None:
             given = [name for name in LABELLED_ONLY if getattr(self, name)]
@@ -205,10 +219,11 @@ class SweepRun(RowsResult):
 
     def _repr_html_(self) -> str:
         """A notebook's view: what was recommended and why, and the top of the main leaderboard."""
-        from bertlens.reports.sweep import leaderboard, recommended_score
+        from bertlens.reports.sweep import interval_level, leaderboard, recommended_score
 
         main = self.result.main
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in ("#", "candidate", "score [95% CI]", ""))
+        level = interval_level(self.result)
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in ("#", "candidate", f"score [{level} CI]", ""))
         body = "".join(
             "<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in row) + "</tr>"
             for row in leaderboard(main)
@@ -254,7 +269,15 @@ def _config(options: SweepOptions, encoder, **more):
     from bertlens.representation.choices import parse_layers
 
     layers = parse_layers(options.layers, encoder.num_layers) if options.layers else None
-    return SweepConfig(poolers=options.poolers, layers=layers, seed=options.seed, bank_dtype=options.bank_dtype, **more)
+    return SweepConfig(
+        poolers=options.poolers,
+        layers=layers,
+        seed=options.seed,
+        bank_dtype=options.bank_dtype,
+        rows=options.rows,
+        settle_tolerance=options.settle_tolerance,
+        **more,
+    )
 
 
 def on_engine(options, model):

@@ -29,15 +29,18 @@ def run(options) -> None:
 
 
 def _report(outcome, out: Path) -> None:
-    from bertlens.reports.sweep import leaderboard, recommended_score
+    from bertlens.reports.sweep import interval_level, leaderboard, recommended_score
 
     result = outcome.result
+    level = interval_level(result)
     for name, protocol in result.protocols.items():
         print_table(
-            f"{result.task}: {name} ({protocol.metric}, {protocol.split}, 95% CI)",
-            ("#", "candidate", "score [95% CI]", ""),
+            f"{result.task}: {name} ({protocol.metric}, {protocol.split}, {level} CI)",
+            ("#", "candidate", f"score [{level} CI]", ""),
             leaderboard(protocol),
         )
+    if result.staging is not None:
+        say(result.notes[-1])
     if result.disagreement:
         STDERR.print(f"[yellow]note:[/] {result.disagreement}")
     STDERR.print(f"recommended [bold]{result.recommended.name}[/] ({recommended_score(result)}): {result.basis}")

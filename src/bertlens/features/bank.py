@@ -130,6 +130,32 @@ def _open(path: Path, meta: dict) -> Bank:
     return Bank(path, vectors, mixes, tuple(meta["poolers"]), tuple(meta["mix_names"]), meta["texts"], meta)
 
 
+_STAGE_ROWS: ContextVar = ContextVar("bank_stage_rows", default=None)  # the rows a staged sweep's stage asks for
+
+
+@contextlib.contextmanager
+def stage_rows(rows: np.ndarray) -> Iterator[None]:
+    """Within this block, build_bank encodes only `rows` (indices into its texts), for a sweep that looks at growing
+    stages of its data. The bank keeps the key of all its texts (a later build with more rows, or with all, carries
+    on from the rows already done) and stays unpublished until every row is asked for; the Bank returned then reads
+    the staging arrays, and only the rows asked for (and any done before) hold vectors."""
+    token = _STAGE_ROWS.set(np.asarray(rows, dtype=np.int64))
+    try:
+        yield
+    finally:
+        _STAGE_ROWS.reset(token)
+
+
+def _wanted(count: int) -> np.ndarray | None:
+    """[count] bool: the rows this build encodes inside stage_rows(), or None for every row."""
+    rows = _STAGE_ROWS.get()
+    if rows is None:
+        return None
+    wanted = np.zeros(count, dtype=bool)
+    wanted[rows] = True
+    return None if wanted.all() else wanted
+
+
 _ENGINE: ContextVar = ContextVar("bank_engine", default=None)  # the engine of the run that set one (encoded_by)
 
 
@@ -158,6 +184,8 @@ def build_bank(
     variant: str | None = None,
 ) -> Bank:
     """Encode once and store every layer x pooler; reuse the stored bank when its key matches and it verifies.
+
+    Inside `stage_rows(rows)` only those rows of `texts` are encoded (a staged sweep: see stage_rows).
 
     `variant` names a bank that differs from the plain one in how it was encoded (e.g. a seeded dropout view,
     encoded under `Encoder.dropout_active`): it is part of the cache key, so the two never mix.
@@ -199,8 +227,10 @@ def build_bank(
     # A build with dropout on (a seeded view) starts from zero: rows encoded again after a stop would draw other
     # dropout masks than one uninterrupted run, so the same seed would not give the same bank.
     staging = private_staging(final) if encoder.model.training else resumable_staging(final)
+    wanted = _wanted(len(texts))
     with staging as (tmp, resumable):
         vectors, mix_array, state = _staged_arrays(tmp, shape, mix_shape, dtype, resumable)
+        state.wanted = wanted
         pooling = _Pooling(tuple(poolers), include_special, mixes, dtype)
         if long_text is not None:
             _fill_from_pieces(encoder, texts, long_text, pooling, vectors, mix_array, state, progress, engine)
@@ -210,6 +240,9 @@ def build_bank(
         else:
             truncated = _fill(encoder, texts, pooling, vectors, mix_array, state, progress)
         state.save()
+        if wanted is not None:  # a stage: the rows asked for are done and flushed; the bank is not complete yet
+            partial = {"poolers": list(poolers), "mix_names": list(mixes), "texts": len(texts), "partial": True}
+            return Bank(tmp, vectors, mix_array, tuple(poolers), tuple(mixes), len(texts), partial)
         state.arrays.clear()
         del vectors, mix_array
         (tmp / DONE_FILE).unlink()
@@ -245,6 +278,15 @@ class _Checkpoints:
         self.path, self.done, self.arrays = folder / DONE_FILE, done, arrays
         self.pending: list[np.ndarray] = []
         self.last = time.monotonic()
+        self.wanted: np.ndarray | None = None  # [N] bool: the rows this build encodes (None: every row)
+
+    def asked(self, texts: int) -> int:
+        """How many rows this build is asked for (what its progress counts to)."""
+        return texts if self.wanted is None else int(self.wanted.sum())
+
+    def to_encode(self) -> np.ndarray:
+        """[N] bool: the rows asked for that are not done yet."""
+        return ~self.done if self.wanted is None else ~self.done & self.wanted
 
     def written(self, rows: np.ndarray) -> None:
         self.pending.append(np.asarray(rows))
@@ -308,7 +350,8 @@ def _fill(encoder, texts, pooling: _Pooling, vectors, mix_array, state: _Checkpo
     """Encode the rows not yet done, pool them into the arrays; returns how many texts were cut at max_length."""
     poolers, include_special, mixes = pooling.poolers, pooling.include_special, pooling.mixes
     rest, tokenized, truncated = _rest(encoder, texts, state)
-    for states in encoder.stream(tokenized, progress, done=len(texts) - len(rest), total=len(texts), on_device=True):
+    total = state.asked(len(texts))
+    for states in encoder.stream(tokenized, progress, done=total - len(rest), total=total, on_device=True):
         rows = rest[states.doc_index.numpy()]  # positions in `texts`
         _store(rows, *_pool_batch(states, poolers, include_special, mixes), vectors, mix_array, state)
     return truncated
@@ -316,8 +359,11 @@ def _fill(encoder, texts, pooling: _Pooling, vectors, mix_array, state: _Checkpo
 
 def _rest(encoder, texts, state: _Checkpoints) -> tuple[np.ndarray, Tokenized, int]:
     """The rows still to encode [R] in input order, their tokens, and how many of all the texts were cut."""
+    rest = np.flatnonzero(state.to_encode())  # [R]
+    if state.wanted is not None:  # a stage: only its rows are read (the truncation count is written at publishing)
+        tokenized = encoder.tokenize([texts[i] for i in rest])
+        return rest, tokenized, tokenized.truncated
     tokenized = encoder.tokenize(texts)
-    rest = np.flatnonzero(~state.done)  # [R]
     if len(rest) == len(texts):
         return rest, tokenized, tokenized.truncated
     ids, special = tokenized.input_ids, tokenized.special_tokens_mask
@@ -337,11 +383,12 @@ def _store(rows, stacked, pooled_mixes, vectors, mix_array, state: _Checkpoints)
 def _fill_remote(engine, encoder, texts, pooling: _Pooling, vectors, mix_array, state, progress) -> int:
     """`_fill` with the encoding done by `engine`'s actors, chunk by chunk in order; returns the texts cut."""
     rest, tokenized, truncated = _rest(encoder, texts, state)
-    done = len(texts) - len(rest)
+    total = state.asked(len(texts))
+    done = total - len(rest)
     for rows, stacked, pooled_mixes in engine.rows(encoder, tokenized, rest, pooling):
         _store(rows, stacked, pooled_mixes, vectors, mix_array, state)
         done += len(rows)
-        progress(counting("encoding", "texts"), done, len(texts))
+        progress(counting("encoding", "texts"), done, total)
     return truncated
 
 
@@ -388,7 +435,8 @@ def _fill_from_pieces(encoder, texts, long_text, pooling: _Pooling, vectors, mix
     """Pool every piece of a group of texts, then aggregate pieces per text into the bank (groups already done in
     an earlier run are skipped); the groups go to `engine`'s actors when there is one."""
     groups = [np.arange(first, min(first + PIECE_GROUP, len(texts))) for first in range(0, len(texts), PIECE_GROUP)]
-    groups = [rows for rows in groups if not state.done[rows].all()]
+    todo = state.to_encode()
+    groups = [rows for rows in groups if todo[rows].any()]  # a stage encodes whole groups holding any of its rows
     if engine is None:
         pooled = (
             (rows, *pool_pieces(encoder, [texts[i] for i in rows], long_text, pooling, int(rows[0]))) for rows in groups

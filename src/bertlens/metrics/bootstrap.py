@@ -31,10 +31,11 @@ MIN_RESAMPLES = 20  # fewer draws leave a 95% interval's 2.5% tails without a dr
 @dataclass(frozen=True)
 class Intervals:
     value: np.ndarray  # [C] point estimate on the full test set
-    low: np.ndarray  # [C] 2.5th percentile
+    low: np.ndarray  # [C] 2.5th percentile (at 95%; (1 - confidence) / 2 in general)
     high: np.ndarray  # [C] 97.5th percentile
     tied_with_best: np.ndarray  # [C] bool: the interval of (best - candidate) includes 0
     best: int
+    confidence: float = 0.95  # the intervals' level (a staged sweep widens it for its looks: metrics/sequential.py)
 
 
 def accuracy(predictions: np.ndarray, gold: np.ndarray) -> np.ndarray:
@@ -128,6 +129,7 @@ def bootstrap(
     resamples: int = 1000,
     seed: int = 0,
     groups: np.ndarray | None = None,
+    confidence: float = 0.95,
 ) -> Intervals:
     """outputs [C, n]: predicted classes (accuracy), similarity scores (spearman), or each example's own
     score for a PER_EXAMPLE metric (a query's nDCG@10: the metric is their mean, `gold` is unused).
@@ -149,8 +151,8 @@ def bootstrap(
         )  # [C, G]
         sizes = np.bincount(group, minlength=counts.shape[1]).astype(np.float64)  # [G]
         samples = (counts @ correct.T).T / (counts @ sizes)[None]  # [C, B]
-        return intervals_from_samples(accuracy(outputs, gold), samples)
-    return intervals_from_samples(*_value_and_samples(outputs, gold, metric, resamples, seed))
+        return intervals_from_samples(accuracy(outputs, gold), samples, confidence)
+    return intervals_from_samples(*_value_and_samples(outputs, gold, metric, resamples, seed), confidence)
 
 
 def point_estimates(outputs: np.ndarray, gold: np.ndarray, metric: str) -> np.ndarray:
@@ -186,26 +188,44 @@ def _value_and_samples(
 
 
 def bootstrap_with_extra(
-    outputs: np.ndarray, extra: np.ndarray, gold: np.ndarray, metric: str, *, resamples: int = 1000, seed: int = 0
+    outputs: np.ndarray,
+    extra: np.ndarray,
+    gold: np.ndarray,
+    metric: str,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
 ) -> tuple[Intervals, Intervals]:
     """Intervals of the candidates `outputs` [C, n] and, from the same resamples (drawn once), of `extra`
     rows [E, n] judged apart (e.g. a cross-validated choice among the candidates)."""
     value, samples = _value_and_samples(np.vstack([outputs, extra]), gold, metric, resamples, seed)
     c = len(outputs)
-    return intervals_from_samples(value[:c], samples[:c]), intervals_from_samples(value[c:], samples[c:])
+    return (
+        intervals_from_samples(value[:c], samples[:c], confidence),
+        intervals_from_samples(value[c:], samples[c:], confidence),
+    )
 
 
-def intervals_from_samples(value: np.ndarray, samples: np.ndarray) -> Intervals:
+def tail_percent(confidence: float) -> float:
+    """The percentile of a two-sided interval's lower end: 2.5 at 95%."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence {confidence} is not between 0 and 1")
+    return 50.0 * (1.0 - confidence)
+
+
+def intervals_from_samples(value: np.ndarray, samples: np.ndarray, confidence: float = 0.95) -> Intervals:
     """Percentile intervals from scores on shared resamples (or subsamples) [C, B]; ties via paired differences
     with the best."""
     finite = np.where(np.isfinite(value), value, -np.inf)
     best = int(np.argmax(finite))
     diff = samples[best][None] - samples  # [C, B]
+    tail = tail_percent(confidence)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows (constant vectors) stay NaN
-        low, high = np.nanpercentile(samples, 2.5, axis=1), np.nanpercentile(samples, 97.5, axis=1)
-        tied = (np.nanpercentile(diff, 2.5, axis=1) <= 0) & np.isfinite(value)
-    return Intervals(value, low, high, tied, best)
+        low, high = np.nanpercentile(samples, tail, axis=1), np.nanpercentile(samples, 100 - tail, axis=1)
+        tied = (np.nanpercentile(diff, tail, axis=1) <= 0) & np.isfinite(value)
+    return Intervals(value, low, high, tied, best, confidence)
 
 
 def paired_difference(
@@ -217,3 +237,22 @@ def paired_difference(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return float(value[1] - value[0]), float(np.nanpercentile(diff, 2.5)), float(np.nanpercentile(diff, 97.5))
+
+
+def gaps_to(
+    outputs: np.ndarray,
+    gold: np.ndarray | None,
+    metric: str,
+    pick: int,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> tuple[np.ndarray, np.ndarray]:
+    """How far each candidate may be ahead of `pick`: (score_c - score_pick [C], the upper end of its paired interval
+    at `confidence` [C]), from shared resamples of `outputs` [C, n]. NaN where a score is undefined."""
+    value, samples = _value_and_samples(outputs, gold, metric, resamples, seed)
+    diff = samples - samples[pick][None]  # [C, B]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return value - value[pick], np.nanpercentile(diff, 100 - tail_percent(confidence), axis=1)

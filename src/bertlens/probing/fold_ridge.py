@@ -62,20 +62,21 @@ class _Sums:
         return self + _Sums(-other.gram, -other.total, -other.cross, -other.target_total, -other.rows)
 
 
-def _targets_matrix(targets: np.ndarray, classes: int | None) -> torch.Tensor:
-    """[N, K] float32: one-hot for class ids (classes given), one column for real values, a label set's columns."""
+def _targets_matrix(targets: np.ndarray, classes: int | None, device: torch.device) -> torch.Tensor:
+    """[N, K] float32 on `device`: one-hot for class ids (classes given), one column for real values, a label set's
+    columns."""
     if np.ndim(targets) == 2:  # label sets [N, L]: one 0/1 column per label, solved together
-        return torch.as_tensor(np.asarray(targets, dtype=np.float32))
+        return torch.as_tensor(np.asarray(targets, dtype=np.float32), device=device)
     if classes is None:
-        return torch.as_tensor(np.asarray(targets, dtype=np.float32))[:, None]
-    onehot = torch.zeros(len(targets), classes)
-    onehot[torch.arange(len(targets)), torch.as_tensor(targets, dtype=torch.long)] = 1.0
+        return torch.as_tensor(np.asarray(targets, dtype=np.float32), device=device)[:, None]
+    onehot = torch.zeros(len(targets), classes, device=device)
+    onehot[torch.arange(len(targets), device=device), torch.as_tensor(targets, dtype=torch.long, device=device)] = 1.0
     return onehot
 
 
 def _sums(x: torch.Tensor, y: torch.Tensor, rows: np.ndarray) -> _Sums:
     """Sufficient statistics of the given rows. x [C, N, D], y [N, K]."""
-    index = torch.as_tensor(rows)
+    index = torch.as_tensor(rows, device=x.device)
     xs = x[:, index]  # [C, n, D]
     ys = y[index]  # [n, K]
     return _Sums(
@@ -98,11 +99,11 @@ def _solve_one(cov: torch.Tensor, alpha: float, rhs: torch.Tensor) -> torch.Tens
     throughout, so far fewer systems need any.
     """
     factor = _shifted(cov, alpha)  # [C, D, D] float64, factored over itself below
-    info = torch.empty(factor.shape[0], dtype=torch.int32)
+    info = torch.empty(factor.shape[0], dtype=torch.int32, device=factor.device)
     torch.linalg.cholesky_ex(factor, out=(factor, info))
     for i in torch.nonzero(info).flatten().tolist():
         system = _shifted(cov[i : i + 1], alpha)[0]  # [D, D]: the in-place factoring overwrote it
-        eye = torch.eye(system.shape[-1], dtype=system.dtype)
+        eye = torch.eye(system.shape[-1], dtype=system.dtype, device=system.device)
         jitter = 1e-9 * system.diagonal().abs().mean().clamp(min=1e-12)
         while True:
             factor_i, info_i = torch.linalg.cholesky_ex(system + jitter * eye)
@@ -157,7 +158,7 @@ def _outputs(x: torch.Tensor, rows: np.ndarray, mean, scale, weights, offset) ->
     c, a, d, k = weights.shape
     flat = (weights / scale[:, None, :, None]).permute(0, 2, 1, 3).reshape(c, d, a * k)  # [C, D, A*K]
     shift = offset.reshape(-1).repeat(a) - torch.bmm(mean[:, None], flat)  # [C, 1, A*K]
-    raw = torch.baddbmm(shift, x[:, torch.as_tensor(rows)], flat)  # [C, n, A*K]
+    raw = torch.baddbmm(shift, x[:, torch.as_tensor(rows, device=x.device)], flat)  # [C, n, A*K]
     return raw.view(c, -1, a, k).permute(0, 2, 1, 3)  # [C, A, n, K]
 
 
@@ -167,7 +168,7 @@ Chooser = Callable[[torch.Tensor, np.ndarray], np.ndarray]  # (dev outputs [C, A
 def spearman_choice(dev: torch.Tensor, gold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """dev outputs [C, A, n, 1] of a real-valued target, gold [n] -> (each candidate's strength of best dev Spearman
     [C], that Spearman [C]); an undefined Spearman (constant outputs) never wins."""
-    rho = spearman(dev[..., 0].numpy(), gold[None, None])  # [C, A]
+    rho = spearman(dev[..., 0].cpu().numpy(), gold[None, None])  # [C, A]
     chosen = np.nanargmax(np.nan_to_num(rho, nan=-2), axis=1)
     return chosen, rho[np.arange(len(chosen)), chosen]
 
@@ -191,7 +192,7 @@ def ridge_over_folds(
     it keeps the float32 sums well conditioned for the subtraction.
     """
     x = features.sub_(features.mean(dim=1, keepdim=True))  # [C, N, D]
-    y = _targets_matrix(targets, classes)  # [N, K]
+    y = _targets_matrix(targets, classes, x.device)  # [N, K]
     blocks = _held_out_blocks(x, y, folds)
     for k, fold in enumerate(folds):
         if blocks is not None:  # every row but this fold's test and dev rows
@@ -202,7 +203,8 @@ def ridge_over_folds(
         mean, scale, weights, offset = _solve(sums, strengths)
         dev = _outputs(x, fold.dev, mean, scale, weights, offset)  # [C, A, n_dev, K]
         chosen = choose(dev, fold.dev)  # [C]
-        picked = weights[torch.arange(len(chosen)), torch.as_tensor(chosen)][:, None]  # [C, 1, D, K]
+        picked = weights[torch.arange(len(chosen), device=x.device), torch.as_tensor(chosen, device=x.device)][:, None]
+        # [C, 1, D, K]
         test = _outputs(x, fold.test, mean, scale, picked, offset)[:, 0]  # [C, n_test, K]
         yield FoldOutputs(dev, test, chosen)
 

@@ -78,11 +78,12 @@ class _Board:
         self.per_fold[k, ids] = dev_f1
 
 
-def _screen(source: FeatureSource, jobs: list[ScreenJob], folds, targets: np.ndarray, board: _Board, progress) -> None:
+def _screen(source: FeatureSource, jobs: list[ScreenJob], folds, targets: np.ndarray, board: _Board, progress, device):
     """Ridge onto the indicator matrix for every candidate, strength and thresholds chosen on each fold's dev."""
     picked: dict[str, tuple] = {}  # the fold's choice, kept by choose() for the figures below
 
     def choose(dev: torch.Tensor, rows: np.ndarray) -> np.ndarray:
+        dev = dev.cpu()
         chosen, thresholds, f1 = _choose(dev.numpy(), targets[rows])
         picked["fold"] = (thresholds, f1, dev.numpy()[np.arange(len(chosen)), chosen])
         return chosen
@@ -90,22 +91,22 @@ def _screen(source: FeatureSource, jobs: list[ScreenJob], folds, targets: np.nda
     for number, job in enumerate(jobs):
         progress(counting("screening (ridge, label sets)", "jobs"), number, len(jobs))
         chosen_folds = [folds[k] for k in job.fold_ids]
-        features = source(job.ids, None, job.features_of)  # [C, N, D], centred in place by the fit
+        features = source(job.ids, None, job.features_of).to(device)  # [C, N, D], centred in place by the fit
         outputs = ridge_over_folds(features, targets, chosen_folds, SCREEN_ALPHAS, choose, None, True)
         for k, out in zip(job.fold_ids, outputs, strict=True):
             thresholds, f1, dev_scores = picked["fold"]
-            board.write(job.ids, k, out.test.numpy(), thresholds, dev_scores, f1)
+            board.write(job.ids, k, out.test.cpu().numpy(), thresholds, dev_scores, f1)
     progress(counting("screening (ridge, label sets)", "jobs"), len(jobs), len(jobs))
 
 
-def _logistic(source: FeatureSource, batch: list[int], folds: list[Fold], targets, strengths, board: _Board) -> None:
+def _logistic(source: FeatureSource, batch: list[int], folds: list[Fold], targets, strengths, board: _Board, device):
     """One-vs-rest logistic probes of a batch, fold by fold from zero: C and each label's threshold on dev."""
     for k, fold in enumerate(folds):
         order = np.concatenate([fold.train, fold.dev, fold.test])
-        x = source(batch, order, k)  # [C, n, D]
+        x = source(batch, order, k).to(device)  # [C, n, D]
         n_train, n_dev = len(fold.train), len(fold.dev)
         fit = fit_logistic(x[:, :n_train], targets[fold.train], strengths, max_iter=NEWTON_STEPS, tol=NEWTON_TOL)
-        held_out = torch.sigmoid(fit.decision(x[:, n_train:])).numpy()  # [C, R, n_dev + n_test, L]
+        held_out = torch.sigmoid(fit.decision(x[:, n_train:])).cpu().numpy()  # [C, R, n_dev + n_test, L]
         chosen, thresholds, f1 = _choose(held_out[:, :, :n_dev], targets[fold.dev])
         best = held_out[np.arange(len(chosen)), chosen]  # [C, n_dev + n_test, L]
         board.write(batch, k, best[:, n_dev:], thresholds, best[:, :n_dev], f1)
@@ -120,11 +121,14 @@ def label_set_probe(
     strengths: tuple[float, ...] = C_GRID,
     progress: Progress = silent,
     always: tuple[int, ...] = (),
+    device: torch.device | str = "cpu",
 ) -> tuple[ProbeScores, np.ndarray]:
     """Screen every candidate, then one-vs-rest logistic probes for the contenders. targets [N, L] bool.
 
     Returns the probe's figures (predictions [C, n_test_total, L] bool; dev predictions likewise) and the scores the
-    test label sets were cut from [C, n_test_total, L] (probabilities where the logistic probe scored)."""
+    test label sets were cut from [C, n_test_total, L] (probabilities where the logistic probe scored). `device`: where
+    the fits run (each job's features moved there once)."""
+    device = torch.device(device)
     rows = max(len(f.train) + len(f.dev) + len(f.test) for f in folds)
     labels = targets.shape[1]
     board = _Board(len(widths), folds, labels)
@@ -132,7 +136,7 @@ def label_set_probe(
     dev_rows = max(len(f.dev) for f in folds)
     screen_cost = lambda w: screen_bytes(w, rows, dev_rows, len(folds), labels)  # noqa: E731
     groups = width_batches(list(range(len(widths))), widths, screen_cost, SCREEN_BYTES)
-    _screen(source, screen_jobs(groups, fold_specific, len(folds)), folds, targets, board, progress)
+    _screen(source, screen_jobs(groups, fold_specific, len(folds)), folds, targets, board, progress, device)
     screened = time.perf_counter() - start
     ranked = np.argsort(-board.per_fold.mean(axis=0), kind="stable").tolist()
     fitted = ranked[:MAX_CONTENDERS] + [i for i in always if i not in ranked[:MAX_CONTENDERS]]
@@ -141,7 +145,7 @@ def label_set_probe(
     # base size on the full GoEmotions would hold several GB; the columns' Newton solves are independent either way
     for number, i in enumerate(fitted):
         progress(counting(f"logistic probes ({len(fitted)} contenders)", "candidates"), number, len(fitted))
-        _logistic(source, [i], folds, targets, strengths, board)
+        _logistic(source, [i], folds, targets, strengths, board, device)
     progress(counting(f"logistic probes ({len(fitted)} contenders)", "candidates"), len(fitted), len(fitted))
     scored_by = tuple(LOGISTIC if i in fitted else SCREEN for i in range(len(widths)))
     seconds = (screened, time.perf_counter() - start)

@@ -99,11 +99,12 @@ def _standardise(features: torch.Tensor, dtype: torch.dtype, params: torch.dtype
     """Per-candidate mean [C,1,D], scale [C,1,D], whitening basis [C,D,D], eigenvalues [C,D] and the
     whitened features [C,n,D] in `dtype`, built one candidate at a time so no second full float32 copy is held."""
     count, n, dim = features.shape
-    mean = torch.empty(count, 1, dim)
-    scale = torch.empty(count, 1, dim)
-    basis = torch.empty(count, dim, dim, dtype=params)
-    values = torch.empty(count, dim, dtype=params)
-    x = torch.empty(count, n, dim, dtype=dtype)  # [C, n, D]
+    on = features.device  # every tensor of the fit lives where the features are (a GPU's when the sweep runs there)
+    mean = torch.empty(count, 1, dim, device=on)
+    scale = torch.empty(count, 1, dim, device=on)
+    basis = torch.empty(count, dim, dim, dtype=params, device=on)
+    values = torch.empty(count, dim, dtype=params, device=on)
+    x = torch.empty(count, n, dim, dtype=dtype, device=on)  # [C, n, D]
     for c in range(count):
         block = features[c]  # [n, D]
         mean[c, 0] = block.mean(dim=0)
@@ -203,7 +204,8 @@ def fit_logistic(
     label_sets = np.ndim(labels) == 2
     if label_sets and compute_dtype == torch.bfloat16:  # Newton's curvature products need float32's digits
         compute_dtype = torch.float32
-    y = torch.as_tensor(labels, dtype=torch.float32 if label_sets else torch.long)  # [n] or [n, L]
+    on = features.device
+    y = torch.as_tensor(labels, dtype=torch.float32 if label_sets else torch.long, device=on)  # [n] or [n, L]
     outputs = y.shape[1] if label_sets else logit_width(int(y.max()) + 1)
     count, n, dim = features.shape
     params = (
@@ -213,14 +215,14 @@ def fit_logistic(
     if candidate_strengths is not None:
         strengths = (0.0,)  # one strength per candidate: the grid has a single, per-candidate column
     width = len(strengths) * outputs
-    coef = torch.zeros(count, dim, width, dtype=params, requires_grad=True)  # [C, D, R*K] whitened coefficients
-    bias = torch.zeros(count, 1, width, dtype=params, requires_grad=True)  # [C, 1, R*K]
+    coef = torch.zeros(count, dim, width, dtype=params, device=on, requires_grad=True)  # [C, D, R*K] whitened
+    bias = torch.zeros(count, 1, width, dtype=params, device=on, requires_grad=True)  # [C, 1, R*K]
     if candidate_strengths is not None:
-        per_strength = torch.as_tensor(1.0 / (2.0 * np.asarray(candidate_strengths, dtype=np.float64)), dtype=params)[
-            :, None
-        ]  # [C, 1]
+        per_strength = torch.as_tensor(
+            1.0 / (2.0 * np.asarray(candidate_strengths, dtype=np.float64)), dtype=params, device=on
+        )[:, None]  # [C, 1]
     else:
-        per_strength = torch.tensor([1.0 / (2.0 * c) for c in strengths], dtype=params)[None].expand(
+        per_strength = torch.tensor([1.0 / (2.0 * c) for c in strengths], dtype=params, device=on)[None].expand(
             count, -1
         )  # [C, R]
     if warm_path is None:

@@ -72,13 +72,14 @@ def screen_job(features, folds: list[Fold], targets: np.ndarray, classes: int) -
     x = features if isinstance(features, torch.Tensor) else torch.from_numpy(np.array(features))  # [C, N, D], own copy
 
     def choose(dev: torch.Tensor, rows: np.ndarray) -> np.ndarray:
-        return (dev.argmax(-1).numpy() == targets[rows]).mean(-1).argmax(-1)  # [C]; ties: the weakest strength
+        return (dev.argmax(-1).cpu().numpy() == targets[rows]).mean(-1).argmax(-1)  # [C]; ties: the weakest strength
 
     out = []
     for fold_out in ridge_over_folds(x, targets, folds, SCREEN_ALPHAS, choose, classes, True):
-        picks = torch.arange(len(fold_out.chosen)), torch.as_tensor(fold_out.chosen)
+        on = fold_out.dev.device
+        picks = torch.arange(len(fold_out.chosen), device=on), torch.as_tensor(fold_out.chosen, device=on)
         out.append(
-            (fold_out.dev[picks].argmax(-1).numpy(), fold_out.test.argmax(-1).numpy())
+            (fold_out.dev[picks].argmax(-1).cpu().numpy(), fold_out.test.argmax(-1).cpu().numpy())
         )  # [C, n_dev], [C, n_test]
     return out
 
@@ -116,7 +117,12 @@ def _screen(
     jobs = screen_jobs(groups, fold_specific, len(folds))
     runner = runner_for(max(len(f.train) + len(f.dev) + len(f.test) for f in folds))
     calls = (
-        (_shipped(source(job.ids, None, job.features_of), runner), [folds[k] for k in job.fold_ids], targets, classes)
+        (
+            _shipped(source(job.ids, None, job.features_of), runner),
+            [folds[k] for k in job.fold_ids],
+            targets,
+            classes,
+        )
         for job in jobs
     )  # features read when their job is reached: one group's at a time here, a few in flight on a runner
 
@@ -134,9 +140,17 @@ def _screen(
     return _Screen(predictions, per_fold, dev_correct, dev_predictions)
 
 
+def _moved(source: FeatureSource, device: torch.device) -> FeatureSource:
+    """The same features, each call's moved once to `device` (nothing moves on the CPU)."""
+    if device.type == "cpu":
+        return source
+    return lambda ids, rows, k: source(ids, rows, k).to(device)
+
+
 def _shipped(features: torch.Tensor, runner: JobRunner | None):
-    """Features as a job receives them: the tensor here, its array (zero-copy in Ray's object store) on a runner."""
-    return features if runner is None else features.numpy()
+    """Features as a job receives them: the tensor here (on the probes' device); its array (zero-copy in Ray's
+    object store) on a runner, whose workers fit on their own CPUs."""
+    return features if runner is None else features.cpu().numpy()
 
 
 def contenders(dev_correct: np.ndarray, z: float = CONTENDER_Z, slack: float = CONTENDER_SLACK) -> list[int]:
@@ -228,9 +242,11 @@ def _logistic(source: FeatureSource, batch, folds, targets, strengths, scores: P
         return features, rows, len(fold.train), len(fold.dev), targets[fold.train], targets[fold.dev], strengths
 
     if runner is not None:
-        everything = runner.share(source(batch, None, 0).numpy()) if shared else None  # [C, N, D], once
+        everything = runner.share(source(batch, None, 0).cpu().numpy()) if shared else None  # [C, N, D], once
         calls = (
-            fold_args(k, everything, order[k]) if shared else fold_args(k, source(batch, order[k], k).numpy(), None)
+            fold_args(k, everything, order[k])
+            if shared
+            else fold_args(k, source(batch, order[k], k).cpu().numpy(), None)
             for k in range(len(folds))
         )
         fitted = runner.ordered(logistic_job, calls, len(folds), done)
@@ -259,14 +275,18 @@ def screened_probe(
     strengths: tuple[float, ...] = C_GRID,
     progress: Progress = silent,
     always: tuple[int, ...] = (),
+    device: torch.device | str = "cpu",
 ) -> ProbeScores:
     """Screen every candidate, then logistic probes (C chosen on each fold's dev) for the contenders.
 
     widths [C]: each candidate's feature width; fold_specific: candidates whose features are
     learned per fold (ScalarMix). Targets are class ids 0..K-1. `always`: candidates the logistic probe
     fits even when the screen rules them out (the last-layer default: the pick's gain over it must compare
-    two logistic figures, not a logistic figure with a screen figure).
+    two logistic figures, not a logistic figure with a screen figure). `device`: where the fits run (the encoder's:
+    a GPU's when it has one), each job's features moved there once; a Ray runner's jobs stay on its workers' CPUs.
     """
+    device = torch.device(device)
+    source = _moved(source, device)
     classes = int(targets.max()) + 1
     rows = max(len(f.train) + len(f.dev) + len(f.test) for f in folds)
     dev_rows = max(len(f.dev) for f in folds)
@@ -292,7 +312,8 @@ def screened_probe(
     # (about 20 bytes x outputs)
     per_unit, extra = rows * 8, outputs * 20 // 8
     for batch in width_batches(fitted, widths, lambda w: per_unit * (w + extra), LOGISTIC_BYTES):
-        side = 2 * per_unit * sum(widths[i] + extra for i in batch) <= LOGISTIC_BYTES
+        side = 2 * per_unit * sum(widths[i] + extra for i in batch) <= LOGISTIC_BYTES and device.type == "cpu"
+        # side by side on the CPU's cores; one fold at a time on one GPU
         shared = not fold_specific.intersection(batch)
         _logistic(source, batch, folds, targets, strengths, scores, progress, side, shared)
     return replace(scores, seconds=(screened, time.perf_counter() - start))

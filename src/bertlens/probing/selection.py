@@ -36,7 +36,7 @@ def logistic_on_dev(
 ) -> Selected:
     """features [C, n_train + n_dev + n_rest, D] (rows in that order): fit on train, choose on dev, predict the rest."""
     fit = fit_logistic(features[:, :n_train], y_train, strengths, candidate_strengths=candidate_strengths)
-    held_out = fit.predict(features[:, n_train:]).numpy()  # [C, R, n_dev + n_rest]
+    held_out = fit.predict(features[:, n_train:]).cpu().numpy()  # [C, R, n_dev + n_rest]
     dev_acc = (held_out[..., :n_dev] == y_dev).mean(axis=-1)  # [C, R]
     chosen = dev_acc.argmax(axis=1)  # [C]
     picks = np.arange(len(chosen))

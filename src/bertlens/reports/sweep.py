@@ -43,6 +43,8 @@ def result_rows(result: SweepResult) -> list[dict]:
                     "validation": _num(protocol.validation[i]),
                     "seed": result.seed,
                     "n": protocol.n_test,
+                    "rows_used": result.rows,
+                    "confidence": t.confidence,
                     **{name: _num(values[i]) for name, values in protocol.reported.items()},
                 }
             )
@@ -115,6 +117,9 @@ def to_json(result: SweepResult) -> dict:
             for name, p in result.protocols.items()
         },
         "rows": result_rows(result),
+        "staging": result.staging.as_dict()
+        if result.staging is not None
+        else {"rows": "all", "rows_used": result.rows},
         **({"late_interaction": late_interaction_json(result)} if result.late_interaction is not None else {}),
         **({"label_free": label_free_json(result)} if result.label_free is not None else {}),
     }
@@ -224,6 +229,50 @@ SETTLING = (
 )
 
 
+def interval_level(result: SweepResult) -> str:
+    """How the intervals read: '95%', or for a staged sweep '95% over 5 looks (99% each)'."""
+    if result.staging is None:
+        return "95%"
+    each = f"{result.staging.confidence:.2%}".rstrip("0").rstrip(".")
+    return f"95% over {len(result.staging.planned)} looks ({each} each)"
+
+
+def staging_lines(result: SweepResult) -> list[str]:
+    """`--rows auto`: every look, its pick and the largest gap any candidate may still have over it."""
+    staging = result.staging
+    if staging is None:
+        return []
+    lines = [
+        "## Rows: stages and where the sweep stopped",
+        "",
+        f"`--rows auto` looked at up to {len(staging.planned)} stages "
+        f"({', '.join(f'{n:,}' for n in staging.planned)} rows; seeded, every class spread evenly over the order) "
+        f"and stops when no candidate can be ahead of the pick by more than {staging.tolerance:g} (the upper end "
+        f"of its paired gap, at {interval_level(result)}). Every interval is widened for the looks planned "
+        "(Bonferroni), so the reported intervals keep 95% coverage however the stop fell.",
+        "",
+        "| stage | rows | pick | largest gap to the pick (upper end) | candidate | settled | seconds |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for number, look in enumerate(staging.looks, start=1):
+        gap = f"{look.largest_gap:+.4f}" if np.isfinite(look.largest_gap) else "-"
+        lines.append(
+            f"| {number} | {look.rows:,} | `{look.pick}` | {gap} | {look.ahead or '-'} | "
+            f"{'yes' if look.settled else 'no'} | {look.seconds:.1f} |"
+        )
+    if staging.settled:
+        lines += [
+            "",
+            f"Stopped on {staging.rows:,} of {staging.total:,} rows; every row would have taken about "
+            f"{staging.estimated_all_seconds:,.0f} s (this run's bank rate per row, its last stage's probes scaled by "
+            f"rows), this took {staging.seconds:,.0f} s: about {staging.saved_seconds:,.0f} s saved. To score every "
+            "row: the same command with `--rows all` (`rows='all'` from Python); it reuses the rows encoded here.",
+        ]
+    else:
+        lines += ["", f"The choice did not settle before the last stage: all {staging.total:,} rows were scored."]
+    return lines + [""]
+
+
 def scored_on(protocol: ProtocolResult) -> str:
     if protocol.split_name:
         return f"on {protocol.split_name} ({protocol.n_test} texts each)"
@@ -310,10 +359,10 @@ def markdown(result: SweepResult, images: dict[str, str]) -> str:
             f"## Protocol: {name}",
             "",
             protocol.description
-            + f"; {protocol.metric} {scored_on(protocol)}, 95% paired-bootstrap intervals. "
+            + f"; {protocol.metric} {scored_on(protocol)}, {interval_level(result)} paired-bootstrap intervals. "
             + TIED,
             "",
-            f"| rank | candidate | {protocol.split} [95% CI] | |",
+            f"| rank | candidate | {protocol.split} [{interval_level(result)} CI] | |",
             "|---|---|---|---|",
         ]
         lines += [f"| {r} | `{c}` | {v} | {t} |" for r, c, v, t in leaderboard(protocol, top=15)]
@@ -323,6 +372,7 @@ def markdown(result: SweepResult, images: dict[str, str]) -> str:
     if result.trust is not None:
         lines += ["## Can the label-free pick be trusted here?", ""] + [f"- {x}" for x in trust_lines(result.trust)]
         lines += ["", SETTLING, "", f"![label-free vs labelled]({images['trust']})", ""]
+    lines += staging_lines(result)
     lines += ["## Timings", ""] + [f"- {k}: {v:.1f}" for k, v in result.timings.items()]
     lines += ["", "## Limits", ""] + [f"- {n}" for n in result.notes]
     return "\n".join(lines) + "\n"

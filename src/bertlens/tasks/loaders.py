@@ -221,7 +221,7 @@ def _check_label_sets(data: TaskData, where: str) -> TaskData:
     """Labels too rare for what follows (the folds under cross-validation, two training rows otherwise) are set
     aside from every split, named in the notes; fewer than two labels left is one line."""
     fitted = data.splits.get("train") or data.splits["all"]
-    floor = _class_floor(data, "all" if data.uses_cv else "train")
+    floor = class_floor(data, "all" if data.uses_cv else "train")
     counts = fitted.targets.sum(axis=0)  # [L]
     rare = np.flatnonzero(counts < floor)
     kept = np.flatnonzero(counts >= floor)
@@ -615,7 +615,7 @@ def check_max_examples(max_examples: int | None) -> None:
         check_whole("max_examples", max_examples, 1, "leave it out for no limit")
 
 
-def _class_floor(data: TaskData, split: str) -> int:
+def class_floor(data: TaskData, split: str) -> int:
     """Texts every kept class needs in `split` for what follows: the folds under cross-validation, two in a
     training split (a fit and a held-out choice of strength), one elsewhere."""
     if split == "all":
@@ -659,7 +659,7 @@ def _draw(data: TaskData, name: str, split: Split, max_examples: int, rng, seed:
     rows = np.sort(rng.choice(len(split), max_examples, replace=False))
     if not data.kind.classes:
         return split.subset(rows), [], False
-    floor = _class_floor(data, name)
+    floor = class_floor(data, name)
     full = Counter(split.targets.tolist())
     drawn = Counter(split.targets[rows].tolist())
     if all(drawn[c] >= floor for c, n in full.items() if n >= floor):
@@ -699,7 +699,7 @@ def limit_examples(data: TaskData, max_examples: int | None, seed: int) -> TaskD
             if stratified:
                 notes.append(
                     f"--max-examples {max_examples}: the {name} split drawn by class, so every class keeps at least "
-                    f"{_class_floor(data, name)} texts"
+                    f"{class_floor(data, name)} texts"
                 )
         splits[name] = split
     if dropped:

@@ -55,7 +55,7 @@ class Clustering:
             "v_measure",
             candidates,
             value,
-            intervals_from_samples(value, samples),
+            intervals_from_samples(value, samples, ctx.config.confidence),
             min(len(rows), SUBSAMPLE_SIZE),
             {},
             plan.description,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from bertlens.errors import BertlensError, OptionError, did_you_mean, literal
 from bertlens.io.run_context import check_seed
 from bertlens.metrics.bootstrap import check_resamples
+from bertlens.metrics.sequential import FIRST_STAGE, SETTLE_TOLERANCE
 from bertlens.probing.candidates import PromptSet
 from bertlens.probing.fold_ridge import ALPHA_GRID
 from bertlens.probing.selection import C_GRID
@@ -32,6 +33,16 @@ class SweepConfig:
     prompt_sets: tuple[PromptSet, ...] = ()  # retrieval: also score every candidate with each prompt set
     long_documents: bool = False  # retrieval: also score ways of reading long documents (a pass per way of cutting)
     max_texts: int | None = None  # texts alone (run_texts_sweep): a seeded sample of this many (at least 8)
+    rows: str = (
+        "auto"  # auto: look at growing stages and stop when the choice is settled (experiments/sweep/stages.py);
+    )
+    # all: score every row
+    settle_tolerance: float = SETTLE_TOLERANCE  # auto: how far ahead of the pick a candidate may still be at the stop
+    first_stage: int = FIRST_STAGE  # auto: rows at the first look (staged only when there are more than 2x as many)
+    confidence: float = 0.95  # the intervals' level (a staged sweep sets it from its number of looks)
+
+
+ROWS = ("auto", "all")
 
 
 def check_config(config: SweepConfig, kind: TaskKind, task_name: str) -> None:
@@ -39,6 +50,14 @@ def check_config(config: SweepConfig, kind: TaskKind, task_name: str) -> None:
     caller gets the same line as the CLI, never a setting silently ignored."""
     check_seed(config.seed)
     check_resamples(config.resamples)
+    if config.rows not in ROWS:
+        raise OptionError(f"{{rows}} is auto or all, not {literal(str(config.rows))}", "rows")
+    if not 0 < config.settle_tolerance < 1:
+        raise OptionError(
+            f"{{settle_tolerance}} {config.settle_tolerance} is not between 0 and 1 (a difference in the task's "
+            "metric, e.g. 0.005)",
+            "settle_tolerance",
+        )
     for name in config.poolers:
         check_pooler(name)
     if not config.poolers:

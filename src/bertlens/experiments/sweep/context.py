@@ -83,6 +83,12 @@ class SweepContext:
         return f"{own_pooler(self.encoder.ref)}/L{self.bank.num_layers}"
 
     @property
+    def probe_device(self) -> torch.device:
+        """Where the probes run: the encoder's device (a GPU when it encodes there), each job's rows moved there once.
+        On the CPU this is the path there always was: the probes are torch on either."""
+        return getattr(self.encoder, "device", torch.device("cpu"))
+
+    @property
     def test_gold(self) -> np.ndarray:
         return self.ex.targets[np.concatenate([f.test for f in self.folds])]
 

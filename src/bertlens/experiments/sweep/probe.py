@@ -157,7 +157,7 @@ def classification_probe(ctx: SweepContext, candidates: list[Candidate]) -> Scor
     given = _screened_inputs(ctx, candidates, fit_classification_mix)
     scores = screened_probe(
         given.source, given.widths, given.fold_specific, folds, ex.targets, ctx.config.strengths, ctx.progress,
-        given.always,
+        given.always, ctx.probe_device,
     )  # fmt: skip
     dev_gold = ex.targets[np.concatenate([f.dev for f in folds])]
     return Scored(scores.predictions, scores.per_fold, given.mix_weights, scores, scores.dev_predictions, dev_gold)
@@ -169,7 +169,7 @@ def label_set_probe_scored(ctx: SweepContext, candidates: list[Candidate]) -> Sc
     given = _screened_inputs(ctx, candidates, fit_target_mix)
     scores, cut_from = label_set_probe(
         given.source, given.widths, given.fold_specific, folds, ex.targets, ctx.config.strengths, ctx.progress,
-        given.always,
+        given.always, ctx.probe_device,
     )  # fmt: skip
     dev_gold = ex.targets[np.concatenate([f.dev for f in folds])]
     reported = label_set_figures(scores.predictions, cut_from, ctx.test_gold)
@@ -213,14 +213,14 @@ def score_probe(ctx: SweepContext, candidates: list[Candidate]) -> Scored:
 
     def choose(dev: torch.Tensor, rows: np.ndarray) -> np.ndarray:
         chosen, rho = spearman_choice(dev, ex.targets[rows])
-        picked.update(rho=rho, dev=dev[np.arange(len(chosen)), chosen, :, 0].numpy())
+        picked.update(rho=rho, dev=dev[np.arange(len(chosen)), chosen, :, 0].cpu().numpy())
         return chosen
 
     for ids, fold_ids, mixes in _ridge_jobs(ctx, candidates, per_fold_mixes):
-        features = ctx.stack(candidates, ids, every_row, mixes)  # [C, N, D]
+        features = ctx.stack(candidates, ids, every_row, mixes).to(ctx.probe_device)  # [C, N, D], moved once
         fits = ridge_over_folds(features, ex.targets, [folds[k] for k in fold_ids], alphas, choose, relative=relative)
         for k, out in zip(fold_ids, fits, strict=True):
-            outputs[ids, test_at[k] : test_at[k + 1]] = out.test[..., 0].numpy()
+            outputs[ids, test_at[k] : test_at[k + 1]] = out.test[..., 0].cpu().numpy()
             per_fold[k, ids] = picked["rho"]
             dev_outputs[ids, dev_at[k] : dev_at[k + 1]] = picked["dev"]
     if not regression:

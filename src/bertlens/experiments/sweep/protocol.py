@@ -82,10 +82,14 @@ def scored_result(ctx: SweepContext, plan: Plan, scored: Scored) -> ProtocolResu
             scored.per_fold, scored.outputs, ctx.folds, plan.candidates, ctx.bank, scores, scored_by, own
         )
         intervals, selection = bootstrap_with_extra(
-            scored.outputs, chosen_outputs[None], gold, task.metric, resamples=config.resamples, seed=config.seed
-        )
+            scored.outputs, chosen_outputs[None], gold, task.metric, resamples=config.resamples, seed=config.seed,
+            confidence=config.confidence,
+        )  # fmt: skip
     else:
-        intervals = bootstrap(scored.outputs, gold, task.metric, resamples=config.resamples, seed=config.seed)
+        intervals = bootstrap(
+            scored.outputs, gold, task.metric, resamples=config.resamples, seed=config.seed,
+            confidence=config.confidence,
+        )  # fmt: skip
     result = ProtocolResult(
         plan.protocol,
         task.metric,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bertlens.metrics.bootstrap import Intervals
+from bertlens.metrics.sequential import Look
 from bertlens.probing.candidates import Candidate
 from bertlens.probing.label_free import LabelFreeScores
 from bertlens.probing.label_trust import Trust
@@ -64,6 +65,59 @@ class LateInteractionPick:
 
 
 @dataclass(frozen=True)
+class Staging:
+    """How a `--rows auto` sweep used its rows: every look, where it stopped, and what it saved."""
+
+    looks: tuple[Look, ...]
+    planned: tuple[int, ...]  # rows at each planned look (the last is every row)
+    confidence: float  # every interval's level: 1 - 0.05 / len(planned)
+    tolerance: float
+    seconds: float  # wall time of every look
+    estimated_all_seconds: float  # every row scored, from this run's own per-row costs (see `_estimate_all`)
+
+    @property
+    def rows(self) -> int:
+        return self.looks[-1].rows
+
+    @property
+    def total(self) -> int:
+        return self.planned[-1]
+
+    @property
+    def settled(self) -> bool:
+        """The rule stopped it before every row was read."""
+        return self.looks[-1].settled and self.rows < self.total
+
+    @property
+    def saved_seconds(self) -> float:
+        return max(0.0, self.estimated_all_seconds - self.seconds)
+
+    def as_dict(self) -> dict:
+        return {
+            "rows": self.rows,
+            "total_rows": self.total,
+            "planned": list(self.planned),
+            "settled": self.settled,
+            "confidence": self.confidence,
+            "settle_tolerance": self.tolerance,
+            "seconds": round(self.seconds, 1),
+            "estimated_all_seconds": round(self.estimated_all_seconds, 1),
+            "saved_seconds": round(self.saved_seconds, 1),
+            "looks": [
+                {
+                    "rows": look.rows,
+                    "pick": look.pick,
+                    "settled": look.settled,
+                    "largest_gap": None if not np.isfinite(look.largest_gap) else round(look.largest_gap, 6),
+                    "ahead": look.ahead,
+                    "seconds": round(look.seconds, 1),
+                }
+                for look in self.looks
+            ],
+        }
+
+
+@dataclass(frozen=True)
 class SweepResult:
     task: str
     kind: TaskKind
@@ -81,6 +135,8 @@ class SweepResult:
     label_free: LabelFreeScores | None = None  # every label-free component, when the label_free protocol ran
     trust: Trust | None = None  # a labelled task: how far the label-free pick can be trusted on it
     late_interaction: LateInteractionPick | None = None  # retrieval with --protocols ...,late_interaction
+    staging: Staging | None = None  # --rows auto on a task large enough to stage: its looks and where it stopped
+    rows: int | None = None  # the rows (examples, or queries) the figures come from
 
     @property
     def main(self) -> ProtocolResult:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -11,7 +12,7 @@ import torch
 
 from bertlens.encoding.encoder import Encoder
 from bertlens.errors import BertlensError, OptionError, literal
-from bertlens.features.bank import build_bank
+from bertlens.features.bank import build_bank, stage_rows
 from bertlens.io.cache import default_cache_dir
 from bertlens.io.memory import release_freed_memory
 from bertlens.probing.candidates import candidate_features
@@ -30,6 +31,7 @@ from .late_interaction import PROTOCOL, with_late_interaction
 from .registry import OPT_IN, PROTOCOLS
 from .results import SweepResult
 from .retrieval import retrieval_dimension_loss, retrieval_protocols
+from .stages import staged, staged_sweep
 
 
 def run_sweep(
@@ -56,6 +58,9 @@ def run_sweep(
             "long_text",
             "long_documents",
         )
+    if staged(task, config):
+        encoder, base = _prepared(encoder, base, config)
+        return staged_sweep(task, encoder, base, cache_dir, config, progress, _bank_sweep)
     return SWEEPS[task.kind.target](task, encoder, base, cache_dir, config, progress)
 
 
@@ -72,11 +77,20 @@ def _prepared(encoder, base: Recipe, config: SweepConfig) -> tuple[Encoder, Reci
     return encoder, base.replace(model=model, max_length=encoder.max_length)
 
 
-def _bank_sweep(task: TaskData, encoder, base: Recipe, cache_dir, config: SweepConfig, progress) -> SweepResult:
-    """Labels or scores per text (or pair): one bank of every layer x pooler, then every protocol the kind lists."""
+def _bank_sweep(
+    task: TaskData, encoder, base: Recipe, cache_dir, config: SweepConfig, progress, bank_texts: list[str] | None = None
+) -> SweepResult:
+    """Labels or scores per text (or pair): one bank of every layer x pooler, then every protocol the kind lists.
+
+    `bank_texts`: the bank's rows when `task` is a stage of a larger task (its texts are among them): the bank keeps
+    the whole task's key and encodes only this stage's rows (features/bank.py, `rows`)."""
     encoder, base = _prepared(encoder, base, config)
-    texts = task.all_texts()
-    bank, timings = _bank(encoder, texts, base, cache_dir, config, progress)
+    texts = task.all_texts() if bank_texts is None else bank_texts
+    rows = None
+    if bank_texts is not None:
+        position = {text: i for i, text in enumerate(bank_texts)}
+        rows = np.array([position[text] for text in task.all_texts()], dtype=np.int64)
+    bank, timings = _bank(encoder, texts, base, cache_dir, config, progress, rows)
     release_freed_memory()  # the encoding pass's activations: not needed by the probes
     ex, where = examples(task, {text: i for i, text in enumerate(texts)})
     folds = sweep_folds(task, ex.targets, where, config)
@@ -98,7 +112,7 @@ def _bank_sweep(task: TaskData, encoder, base: Recipe, cache_dir, config: SweepC
     result = make_result(task, encoder, base, config, bank.width, protocols, timings, ctx.fitted, f"{len(folds)} folds")
     if task.kind.target == SCORE and task.kind.pair:  # cosine of the two texts: what a shorter width loses
         result = replace(result, recipe=result.recipe.replace(dimension_loss=_dimension_loss(result, ctx)))
-    return replace(result, label_free=label_free, trust=trust)
+    return replace(result, label_free=label_free, trust=trust, rows=len(ex.targets))
 
 
 def _wanted(task: TaskData, config: SweepConfig) -> tuple[str, ...]:
@@ -128,7 +142,9 @@ def _retrieval_sweep(task, encoder, base: Recipe, cache_dir, config: SweepConfig
             "needs more documents than dimensions); the plain candidates are scored",
         )
     recipe = result.recipe.replace(dimension_loss=loss)
-    result = replace(result, label_free=free, trust=trust, recipe=recipe, notes=notes)
+    result = replace(
+        result, label_free=free, trust=trust, recipe=recipe, notes=notes, rows=len(task.collection.queries)
+    )
     if config.protocols and PROTOCOL in config.protocols:
         result = with_late_interaction(result, task, encoder, scores, cache_dir, config, progress)
     return result
@@ -163,19 +179,21 @@ def _dimension_loss(result: SweepResult, ctx: SweepContext):
     return similarity_loss(first, second, ex.targets[rows]) or None
 
 
-def _bank(encoder: Encoder, texts: list[str], base: Recipe, cache_dir, config: SweepConfig, progress) -> tuple:
-    """The one encoding pass (every layer x pooler, as the shared recipe settings say) and its wall time."""
+def _bank(encoder: Encoder, texts: list[str], base: Recipe, cache_dir, config: SweepConfig, progress, rows=None):
+    """The one encoding pass (every layer x pooler, as the shared recipe settings say; only `rows` of `texts` when
+    given) and its wall time."""
     start = time.perf_counter()
-    bank = build_bank(
-        encoder,
-        texts,
-        default_cache_dir(cache_dir),
-        poolers=config.poolers,
-        include_special=base.include_special,
-        dtype=config.bank_dtype,
-        long_text=base.long_text_strategy,
-        progress=progress,
-    )
+    with stage_rows(rows) if rows is not None else contextlib.nullcontext():
+        bank = build_bank(
+            encoder,
+            texts,
+            default_cache_dir(cache_dir),
+            poolers=config.poolers,
+            include_special=base.include_special,
+            dtype=config.bank_dtype,
+            long_text=base.long_text_strategy,
+            progress=progress,
+        )
     return bank, {"bank_seconds": time.perf_counter() - start}
 
 
@@ -211,4 +229,4 @@ def run_texts_sweep(
     protocol, scores = score_texts(bank, encoder, texts, base, cache_dir, config, progress)
     timings["label_free_seconds"] = time.perf_counter() - start
     result = make_result(task, encoder, base, config, bank.width, {"label_free": protocol}, timings, {}, "")
-    return replace(result, label_free=scores)
+    return replace(result, label_free=scores, rows=len(texts))
