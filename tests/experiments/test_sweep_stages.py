@@ -59,10 +59,8 @@ def test_a_staged_sweep_reports_its_looks_and_widens_its_intervals_for_them(stag
 
 def test_the_same_seed_gives_the_same_looks(staged, subj, encoder, tmp_path):
     again = _sweep(subj, encoder, tmp_path, STAGED)
-    assert again.staging.looks == tuple(
-        type(look)(look.rows, look.pick, look.settled, look.largest_gap, look.ahead, again.staging.looks[i].seconds)
-        for i, look in enumerate(staged.staging.looks)
-    )
+    decided = lambda looks: [(k.rows, k.pick, k.settled, k.largest_gap, k.ahead) for k in looks]  # noqa: E731
+    assert decided(again.staging.looks) == decided(staged.staging.looks)  # everything but the seconds
     assert np.array_equal(again.main.test.value, staged.main.test.value)
 
 
