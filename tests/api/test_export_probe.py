@@ -62,3 +62,44 @@ def test_probe_from_python_and_the_shell_give_the_same_scores(tmp_path, tiny_ber
         bertlens.probe(max_sentences=0)
     with pytest.raises(bertlens.BertlensError, match="^unknown probing task 'upso'"):
         bertlens.probe(tasks="upso")
+
+
+def test_parity_texts_are_drawn_at_random_not_the_files_first(tmp_path):
+    """A file sorted by genre (STS-B's training file runs from captions to headlines) must not check, calibrate and
+    judge an export on its first genre only: the sample is seeded, spans the file, and the record says so."""
+    from bertlens.api.export import ExportOptions, parity_texts
+
+    path = tmp_path / "sorted.txt"
+    path.write_text("".join(f"caption {i}\n" for i in range(600)) + "".join(f"headline {i}\n" for i in range(600)))
+    options = ExportOptions(format="onnx", out=tmp_path / "out", texts=path, samples=100)
+    texts, source = parity_texts(options)
+    assert len(texts) == len(set(texts)) == 100
+    headlines = sum(t.startswith("headline") for t in texts)
+    assert 30 <= headlines <= 70  # the file's first 100 lines hold none
+    assert texts[:10] != sorted(texts[:10])  # a random order: a token budget cutting the first texts keeps a sample
+    assert parity_texts(options) == (texts, source)  # seeded
+    assert "100 of 1200 distinct texts, drawn at random (seed 0)" in source
+    every, said = parity_texts(ExportOptions(format="onnx", out=tmp_path / "out", texts=path, samples=5000))
+    assert sorted(every) == sorted(set(path.read_text().split("\n")) - {""}) and "all 1200 distinct texts" in said
+
+
+def test_calibration_texts_are_at_most_512_drawn_at_random(tmp_path):
+    from bertlens.api.export import CALIBRATION_TEXTS, ExportOptions, _calibration
+
+    path = tmp_path / "sorted.txt"
+    path.write_text("".join(f"caption {i}\n" for i in range(1000)) + "".join(f"headline {i}\n" for i in range(1000)))
+    options = ExportOptions(format="onnx", out=tmp_path / "out", quantize="int8", calibration=path)
+    texts = _calibration(options)
+    assert len(texts) == len(set(texts)) == CALIBRATION_TEXTS == 512
+    assert 200 <= sum(t.startswith("headline") for t in texts) <= 312
+
+
+def test_without_texts_or_a_data_directory_the_export_asks_for_texts(tmp_path, monkeypatch):
+    from bertlens.api.export import ExportOptions, parity_texts
+    from bertlens.errors import OptionError
+
+    monkeypatch.setenv("BERTLENS_DATA", str(tmp_path / "none"))
+    with pytest.raises(
+        OptionError, match=r"no parity texts: data directory .* does not exist; give texts \(.*\) or data_dir$"
+    ):
+        parity_texts(ExportOptions(format="onnx", out=tmp_path / "out"))

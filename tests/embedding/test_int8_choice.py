@@ -117,9 +117,13 @@ def test_ranking_uses_only_a_few_texts(monkeypatch):
     monkeypatch.setattr(int8_choice, "SENSITIVITY_TEXTS", 8)
     choice = choose_kept(model, groups, counting, texts, Gate(0.9999, 0.999), lambda exclude: runner(texts)())
     assert sizes == [64, 8] and choice.ranked[0].mean_cosine is not None  # the search's texts, then the ranking's
+    assert choice.ranking_texts == 8
+    sizes.clear()
+    few = choose_kept(model, groups, counting, texts, Gate(0.9999, 0.999), lambda e: runner(texts)(), ranking=2)
+    assert sizes == [64, 2] and few.ranking_texts == 2  # documents: as many texts as reach the ranking's tokens
     sizes.clear()
     easy = choose_kept(model, groups, counting, texts, Gate(0.5, 0.5), lambda exclude: runner(texts)())
-    assert sizes == [64] and easy.kept == 0  # every module int8 passes at once: nothing to rank
+    assert sizes == [64] and easy.kept == 0 and easy.ranking_texts == 0  # every module int8 passes: nothing ranked
     assert [t.kept for t in easy.trials] == [0, 0] and [t.where for t in easy.trials] == ["pytorch", "onnx"]
     with pytest.raises(KeyError):
         choose_kept(model, {"missing": ("n",)}, runner, texts, Gate(0.5, 0.5), lambda e: None)

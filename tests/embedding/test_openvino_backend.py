@@ -76,6 +76,8 @@ def test_the_openvino_export_records_its_ir_and_both_checks(exports):
     assert record["format"] == "openvino" and {"openvino_model.xml", "openvino_model.bin"} <= set(record["sha256"])
     assert record["precision"] == "fp32" and "openvino_parity" in record  # model.onnx stays fp32; the IR is int8
     assert record["openvino_int8"]["method"].startswith("NNCF") and "judged_on" in record["openvino_int8"]
+    judged = record["openvino_int8"]
+    assert judged["below_floor"] is not None and f"of the {judged['texts']} judging texts" in judged["vouches_for"]
     from bertlens.embedding.openvino_int8 import rest_precision
 
     assert record["openvino_precision"] == rest_precision()  # the rest runs as it was judged: bf16 where the CPU has it

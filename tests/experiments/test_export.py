@@ -72,6 +72,9 @@ def test_the_int8_gate_refuses_and_writes_nothing_then_force_records_it(tiny_ber
     record = json.loads((tmp_path / "q" / "export.json").read_text())
     assert not forced.passed and record["int8"]["forced"] and not record["int8"]["passed"]
     assert len(record["int8"]["sensitivity_mean_cosine_alone"]) == 12  # 2 layers x (q, k, v, out, ffn in, ffn out)
+    judged = record["int8"]["texts"]
+    assert record["int8"]["below_floor"] == judged  # the impossible gate's minimum 1.0: every judging text under it
+    assert f"{judged} of the {judged} judging texts fell under" in record["int8"]["vouches_for"]
     vectors = OnnxEmbedder(tmp_path / "q").encode(TEXTS)
     assert np.isfinite(vectors).all() and vectors.shape == (len(TEXTS), 32)
 
@@ -85,6 +88,22 @@ def test_int8_that_passes_keeps_the_most_sensitive_modules_in_fp32_first(tiny_be
     assert outcome.quantized_modules + len(outcome.kept_fp32) == 12
     if outcome.passed:
         assert outcome.int8.mean_cosine >= 0.9999 and outcome.int8.min_cosine >= 0.999
+
+
+def test_the_choice_runs_on_a_token_budget_of_the_choosing_texts(tiny_bert_dir, tmp_path, monkeypatch):
+    """Documents: the choice's passes run on the choosing texts up to CALIBRATION_TOKENS (at least
+    MIN_CALIBRATION_TEXTS), not all of them; the judging half is judged whole."""
+    import bertlens.experiments.export as export_module
+
+    monkeypatch.setattr(export_module, "CALIBRATION_TOKENS", 20)
+    monkeypatch.setattr(export_module, "MIN_CALIBRATION_TEXTS", 2)
+    calibration = [f"{text} {i}" for i, text in enumerate(TEXTS * 2)]
+    run_export_onnx(Recipe(model=str(tiny_bert_dir)), tmp_path / "q", TEXTS, "t",
+                    int8=Int8Options(calibration=calibration, gate=Gate(0.5, 0.5)))  # fmt: skip
+    record = json.loads((tmp_path / "q" / "export.json").read_text())["int8"]
+    half = len(calibration) // 2
+    chose = int(record["judged_on"].split("the other ")[1].split()[0])
+    assert 2 <= chose < half and record["texts"] == len(calibration) - half
 
 
 def test_a_damaged_export_is_refused(tiny_bert_dir, tmp_path):

@@ -68,7 +68,15 @@ def test_recommend_on_200_labelled_rows(tiny_bert_dir, tmp_path, monkeypatch):
     assert tuned.decision in (TUNE, FROZEN) and "paired difference" in tuned.evidence
     assert "own ONNX int8 exported and gated on your texts" in result.decisions[4].evidence  # and timed with the rest
     assert (tmp_path / "out" / "onnx-int8" / "export.json").is_file()
+    import bertlens.workflows.recommend as recommend_module
+
+    timed = []  # the latency step times and calibrates on the first texts it gets: a seeded draw, not the file's head
+    step = recommend_module.step_latency
+    monkeypatch.setattr(
+        recommend_module, "step_latency", lambda r, texts, *a: timed.append(texts) or step(r, texts, *a)
+    )
     rerun = run_recommend(task, str(tiny_bert_dir), RunContext(tmp_path / "out"), RecommendOptions(10, own_int8=False))
+    assert sorted(timed[0]) == sorted(task.all_texts()) and timed[0][:20] != task.all_texts()[:20]
     assert [d.evidence for d in rerun.decisions[:4]] == [d.evidence for d in result.decisions[:4]]  # resumed
     assert "own ONNX int8" not in rerun.decisions[4].evidence  # the latency step's settings changed: measured again
     paths = write_outputs(result, tmp_path / "out")

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from bertlens.api.options import at_least, finite, one_of, python_call
 from bertlens.api.recipe_options import RecipeOptions, recipe_of
 from bertlens.api.results import RowsResult
-from bertlens.errors import OptionError, literal
+from bertlens.errors import BertlensError, OptionError, literal
 from bertlens.progress import Progress, silent
 
 FORMATS = ("onnx", "openvino", "sentence-transformers")
@@ -37,19 +37,20 @@ class ExportOptions(RecipeOptions):
     out: Path | None = None
     """directory to write"""
     texts: Path | None = None
-    """texts to check parity on (default: 512 STS-B training sentences from --data-dir): .txt (one a line),
-    .csv/.tsv/.parquet or .jsonl (with --column)"""
+    """texts to check parity on, drawn at random from the file (default: STS-B's training sentences from
+    --data-dir): .txt (one a line), .csv/.tsv/.parquet or .jsonl (with --column)"""
     column: str | None = None
     """for --texts CSV/TSV/Parquet/JSONL: the text column (header name or 0-based index) or field"""
     samples: int | None = None
-    """how many texts to check parity on (default: up to 512; onnx and openvino stop earlier at 16,384 tokens, so
-    that documents are checked in seconds)"""
+    """how many texts to check parity on, drawn at random (seed 0) (default: up to 512; onnx and openvino stop
+    earlier at 16,384 tokens, so that documents are checked in seconds)"""
     quantize: Literal["int8", "int8-static", "bf16"] | None = None
     """onnx, openvino: int8 gated by fidelity to fp32; int8 is dynamic (activations scaled per batch), int8-static
     calibrates activation ranges on --calibration texts; openvino only: bf16, OpenVINO computing in bf16 where the
     CPU has bf16 instructions, behind the same gate"""
     calibration: Path | None = None
-    """int8: texts to choose fp32 modules on and judge the gate on (default: --texts)"""
+    """int8: texts to choose fp32 modules on and judge the gate on, 512 drawn at random from the file (default: the
+    parity texts); a random sample of what you will embed: the gate vouches for texts like them"""
     gate_mean: float = 0.995
     """int8 gate: mean cosine to fp32"""
     gate_min: float = 0.98
@@ -126,6 +127,8 @@ class ExportRun(RowsResult):
 
 DEFAULT_SAMPLES = 512  # parity texts unless --samples says
 PARITY_TOKENS = 16_384  # ... and, for the graph formats, tokens: 512 sentences, 64 documents at 256 tokens
+CALIBRATION_TEXTS = 512  # --calibration: at most this many of the file's texts, drawn at random (each pass of the
+# int8 choice runs over half of them: a whole 100k-line file would take hours)
 
 
 def parity_texts(options: ExportOptions) -> tuple[list[str], str]:
@@ -137,7 +140,12 @@ def parity_texts(options: ExportOptions) -> tuple[list[str], str]:
         texts = list(dict.fromkeys(file_texts(options.texts, options.column)))
         source = str(options.texts)
     else:
-        path = data_dir(options.data_dir) / "stsb" / "train.csv"
+        try:
+            path = data_dir(options.data_dir) / "stsb" / "train.csv"
+        except BertlensError as missing:  # a pip install has no data directory: the user's own texts are the answer
+            where = str(missing).split(";")[0]  # "data directory X does not exist", without the shell's advice
+            raise OptionError(f"no parity texts: {literal(where)}; give {{texts}} (texts like the ones you embed) or "
+                              "{data_dir}", "texts", "data_dir") from None  # fmt: skip
         if not path.is_file():
             raise OptionError(
                 f"no parity texts: {literal(path)} is missing; give {{texts}} (texts like the ones you embed)", "texts"
@@ -147,7 +155,20 @@ def parity_texts(options: ExportOptions) -> tuple[list[str], str]:
         source = f"STS-B training sentences ({path})"
     if len(texts) < 2:
         raise OptionError(f"{literal(source)}: need at least 2 distinct non-empty texts to check the export", "texts")
-    return texts[: options.samples or DEFAULT_SAMPLES], source
+    chosen = drawn(texts, options.samples or DEFAULT_SAMPLES)
+    if len(chosen) == len(texts):
+        return chosen, f"{source}: all {len(texts)} distinct texts, in a seeded random order"
+    return chosen, f"{source}: {len(chosen)} of {len(texts)} distinct texts, drawn at random (seed 0)"
+
+
+def drawn(texts: list[str], count: int) -> list[str]:
+    """`count` of `texts` in a seeded random order (seed 0). Not the file's first ones: a file sorted by genre, label
+    or date (STS-B's training file runs from captions to news headlines) would check, calibrate and judge an export
+    on one corner of the texts it is meant for. The order is random too, so a token budget that keeps the first
+    texts keeps a random sample."""
+    import numpy as np
+
+    return [texts[i] for i in np.random.default_rng(0).permutation(len(texts))[:count]]
 
 
 def _calibration(options: ExportOptions) -> list[str] | None:
@@ -162,7 +183,7 @@ def _calibration(options: ExportOptions) -> list[str] | None:
             "needs at least 4 (half choose what stays fp32, half judge the gate)",
             "calibration",
         )
-    return calibration
+    return drawn(calibration, CALIBRATION_TEXTS)
 
 
 def run_export_command(options: ExportOptions, *, progress: Progress = silent) -> ExportRun:

@@ -25,11 +25,13 @@ class Fidelity:
     max_abs_diff: float
     mean_cosine: float
     min_cosine: float
+    below_floor: int | None = None  # texts whose cosine is under the gate's minimum (when measured against one)
 
 
-def measure(got: np.ndarray, reference: np.ndarray) -> Fidelity:
+def measure(got: np.ndarray, reference: np.ndarray, floor: float | None = None) -> Fidelity:
     cos = row_cosine(got.astype(np.float64), reference.astype(np.float64))
-    return Fidelity(len(got), float(np.abs(got - reference).max()), float(cos.mean()), float(cos.min()))
+    below = None if floor is None else int((cos < floor).sum())
+    return Fidelity(len(got), float(np.abs(got - reference).max()), float(cos.mean()), float(cos.min()), below)
 
 
 def write_record(staging: Path, record: dict) -> dict:

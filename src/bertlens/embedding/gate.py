@@ -30,3 +30,26 @@ class Gate:
 
     def passes(self, mean: float, minimum: float) -> bool:
         return mean >= self.mean_cosine and minimum >= self.min_cosine
+
+
+def share_below_bound(judged: int, below: int, confidence: float = 0.95) -> float:
+    """The most texts like the judging ones that can fall under the gate's minimum, as a share: the one-sided upper
+    Clopper-Pearson bound (Clopper & Pearson 1934) from `below` of `judged`. Why: a minimum over 150 judging texts
+    says nothing of the minimum over 1,000; it bounds how often a text falls under it (2.0% for 0 of 150)."""
+    if below >= judged:
+        return 1.0
+    if below == 0:
+        return 1.0 - (1.0 - confidence) ** (1.0 / judged)
+    from scipy.stats import beta
+
+    return float(beta.ppf(confidence, below + 1, judged - below))
+
+
+def vouches_for(gate: Gate, judged: int, below: int) -> str:
+    """What a gate judged on `judged` held-out calibration texts says of other texts, in the record's words."""
+    bound = share_below_bound(judged, below)
+    return (
+        f"texts like the calibration texts: {below} of the {judged} judging texts fell under the minimum cosine "
+        f"{gate.min_cosine}, so at most {bound:.1%} of such texts do (95%, Clopper-Pearson); texts of another kind "
+        "are not vouched for: calibrate on a random sample of what you embed"
+    )

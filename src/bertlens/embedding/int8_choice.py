@@ -4,11 +4,13 @@ The export used to quantize, write and re-encode the whole ONNX graph once per l
 over 10 minutes for all-mpnet-base-v2 on 2 cores), then once more per module it kept. Now:
 0. smooth: SmoothQuant's alpha chosen on the choosing texts (embedding/smoothing.py; 0 is none);
 1. rank: each module alone under the int8 emulation (embedding/fake_quant.py: the same rounding as ONNX
-   Runtime, rank correlation 0.9997 with the real graphs' figures), on a few of the choosing texts: one PyTorch
-   pass per module, nothing written (32 texts kept the same modules as 64 on all-mpnet-base-v2, docs/results.md);
+   Runtime, rank correlation 0.9997 with the real graphs' figures), on a few of the choosing texts (32, or fewer
+   reaching RANKING_TOKENS: 2 reviews): one PyTorch pass per module, nothing written (32 texts kept the same
+   modules as 64 on all-mpnet-base-v2, docs/results.md);
 2. search: every module int8 first (ranking is skipped when that passes), else the fewest modules kept fp32,
-   most sensitive first, by bisection over the ranked list on all the choosing texts, against the gate with a
-   margin, so that the judging texts (which chose nothing) pass when the choosing ones do;
+   most sensitive first, by bisection over the ranked list on the choosing texts (the export passes those up to
+   CALIBRATION_TOKENS: every sentence, 32 reviews), against the gate with a margin, so that the judging texts
+   (which chose nothing) pass when the choosing ones do;
 3. confirm: the ONNX graph quantized once with that choice and scored on the choosing texts; where ONNX Runtime
    and the emulation disagree (a CPU whose int8 kernels saturate), more modules are kept, one real graph at a time.
 """
@@ -31,7 +33,10 @@ from bertlens.errors import BertlensError
 from bertlens.metrics.geometry import row_cosine
 from bertlens.progress import Progress, counting, silent
 
-SENSITIVITY_TEXTS = 32  # of the choosing texts rank the modules (each module costs one pass over them)
+SENSITIVITY_TEXTS = 32  # of the choosing texts rank the modules (each module costs one pass over them) ...
+RANKING_TOKENS = 512  # ... or fewer, as many as reach these tokens: ~32 sentences, 2 reviews at 256 (3 ranked as 8 did)
+CALIBRATION_TOKENS = 8192  # the choice's checks (and static ranges) run on the choosing texts up to these tokens: every
+MIN_CALIBRATION_TEXTS = 16  # choosing sentence, 32 reviews at 256 tokens (not 150: at base size, minutes, not 25+)
 MEAN_MARGIN_SE = 3.0  # the choosing texts' mean cosine must clear the gate by 3 standard errors of that mean ...
 MIN_MARGIN = 0.25  # ... and their minimum by a quarter of the loss the gate allows (0.985 for a 0.98 gate)
 
@@ -57,6 +62,7 @@ class Int8Choice:
     ranked: tuple[Sensitivity, ...]  # most sensitive first
     kept: int  # how many of `ranked` stay fp32
     trials: tuple[Trial, ...]  # every evaluation of the search, in order
+    ranking_texts: int = 0  # the texts the modules were ranked on (0: not ranked, every module int8 passed)
 
     @property
     def kept_modules(self) -> tuple[Sensitivity, ...]:
@@ -115,10 +121,13 @@ def choose_kept(
     onnx_vectors: Callable[[tuple[str, ...]], np.ndarray],
     static: bool = False,
     progress: Progress = silent,
+    ranking: int | None = None,
 ) -> Int8Choice:
     """The fewest modules to keep fp32 (most sensitive first) for the int8 graph to pass `gate` with its margin on
     `texts`. groups: ONNX module scope -> its nodes (quantize.linear_modules); runner(texts) -> a pass of the
-    PyTorch graph; onnx_vectors(excluded nodes) -> the real int8 graph's vectors of `texts` (ONNX Runtime)."""
+    PyTorch graph; onnx_vectors(excluded nodes) -> the real int8 graph's vectors of `texts` (ONNX Runtime);
+    ranking: how many of `texts` rank the modules (default SENSITIVITY_TEXTS)."""
+    ranking = SENSITIVITY_TEXTS if ranking is None else ranking
     run_all = runner(texts)
     with input_ranges(graph, groups) as found:  # static int8's MinMax calibration ranges, from the fp32 pass
         reference = run_all()  # [N, D]
@@ -139,9 +148,7 @@ def choose_kept(
 
     low = 0
     if not emulated(0):  # every module int8 fails: rank them, then the fewest kept fp32 (all kept passes by definition)
-        ranked = rank_modules(
-            graph, groups, runner(texts[:SENSITIVITY_TEXTS]), reference[:SENSITIVITY_TEXTS], ranges, progress
-        )
+        ranked = rank_modules(graph, groups, runner(texts[:ranking]), reference[:ranking], ranges, progress)
         low, high = 1, len(ranked)
         while low < high:
             middle = (low + high) // 2
@@ -163,7 +170,8 @@ def choose_kept(
     while passing - failed > 1:
         middle = (failed + passing) // 2
         failed, passing = (failed, middle) if real(middle) else (middle, passing)
-    return Int8Choice(tuple(ranked), passing, tuple(trials))
+    ranked_on = min(ranking, len(texts)) if ranked[0].mean_cosine is not None else 0
+    return Int8Choice(tuple(ranked), passing, tuple(trials), ranked_on)
 
 
 def _trial(count: int, cosines: np.ndarray, gate: Gate, where: str) -> Trial:

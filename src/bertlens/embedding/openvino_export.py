@@ -26,7 +26,7 @@ from bertlens.embedding.export_record import (
     split_calibration,
     write_record,
 )
-from bertlens.embedding.gate import Gate
+from bertlens.embedding.gate import Gate, vouches_for
 from bertlens.embedding.onnx_backend import MODEL_FILE
 from bertlens.embedding.openvino_backend import IR_FILE, OpenVinoEmbedder
 from bertlens.errors import BertlensError
@@ -100,9 +100,10 @@ def openvino_ir(staging: Path, encoder, reference_embedder, parity_texts, record
         known = dict(zip(texts, reference, strict=True))  # the parity texts' vectors, computed once
         missing = [t for t in dict.fromkeys(judge) if t not in known]
         known |= dict(zip(missing, reference_embedder.encode(missing), strict=True)) if missing else {}
-        judged = measure(embedder.encode(judge), np.stack([known[t] for t in judge]))  # [n, D] each
+        judged = measure(embedder.encode(judge), np.stack([known[t] for t in judge]), gate.min_cosine)  # [n, D]
         passed = gate.passes(judged.mean_cosine, judged.min_cosine)
         details = {**details, **asdict(judged), "judged_on": f"{len(judge)} held-out calibration texts",
+                   "vouches_for": vouches_for(gate, judged.texts, judged.below_floor),
                    "passed": passed, "forced": force and not passed,
                    "seconds": round(time.perf_counter() - started, 1)}  # fmt: skip
         record = {**record, "openvino_int8": details}

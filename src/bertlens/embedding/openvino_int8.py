@@ -9,7 +9,7 @@ had not ended after 14 minutes on 2 cores (issue #62). Here, on the choosing hal
 2. check: the all-int8 graph on those texts against the gate with the ONNX path's margin
    (int8_choice.passes_with_margin); done when it passes;
 3. rank: each linear module alone in int8, emulated in PyTorch with static ranges (int8_choice.rank_modules), on the
-   first RANKING_TOKENS tokens: the tokens of some 24 sentences (the ONNX path ranks on 32), not 32 documents;
+   first RANKING_TOKENS tokens: the tokens of some 24 sentences, 2 reviews, not 32 documents (as the ONNX path);
 4. search: bisection over the ranking for the fewest modules kept in floating point. Each candidate is the calibrated
    graph with the kept products given back their fp32 input and weights (`keep_float`: nothing recalibrated), run
    by OpenVINO on the checking texts.
@@ -34,16 +34,22 @@ import numpy as np
 from bertlens.embedding.export_record import calibration_feeds
 from bertlens.embedding.fake_quant import input_ranges
 from bertlens.embedding.gate import Gate
-from bertlens.embedding.int8_choice import Sensitivity, Trial, graph_runner, passes_with_margin, rank_modules
+from bertlens.embedding.int8_choice import (
+    CALIBRATION_TOKENS,
+    MIN_CALIBRATION_TEXTS,
+    RANKING_TOKENS,
+    Sensitivity,
+    Trial,
+    graph_runner,
+    passes_with_margin,
+    rank_modules,
+)
 from bertlens.embedding.onnx_backend import MAX_BATCH, MAX_TOKENS
 from bertlens.embedding.openvino_backend import PRECISIONS
 from bertlens.encoding.tokens import token_prefix, tokenize
 from bertlens.metrics.geometry import row_cosine
 from bertlens.progress import DETAIL, Progress, counting
 
-CALIBRATION_TOKENS = 8192  # NNCF's activation ranges and the checks: 32 reviews at 256 tokens, or every choosing text
-MIN_CALIBRATION_TEXTS = 16
-RANKING_TOKENS = 512  # the ranking's texts: the tokens of ~24 sentences, 2 reviews at 256 (3 ranked as 8 did)
 CALIBRATION_BATCH = 8  # texts a batch of the checks (NNCF collects its statistics per batch)
 SMOOTHING_MARK = "nncf_smooth_quant"  # NNCF names the Multiply it inserts for SmoothQuant with this
 # the choice's cost in passes of the reference over the checking texts, measured on all-mpnet-base-v2 (for the ETA):

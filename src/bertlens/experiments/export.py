@@ -27,10 +27,13 @@ from bertlens.embedding.export_record import (
     split_calibration,
     write_record,
 )
-from bertlens.embedding.gate import Gate
+from bertlens.embedding.gate import Gate, vouches_for
 from bertlens.embedding.int8_choice import (
+    CALIBRATION_TOKENS,
     MEAN_MARGIN_SE,
+    MIN_CALIBRATION_TEXTS,
     MIN_MARGIN,
+    RANKING_TOKENS,
     SENSITIVITY_TEXTS,
     Int8Choice,
     Smoothing,
@@ -99,7 +102,9 @@ def _choose_kept(source: Path, work: Path, graph: RecipeGraph, encoder, texts, g
         return graph_runner(graph, encoder.tokenizer, encoder.max_length, subset, MAX_BATCH, MAX_TOKENS)
 
     groups = emulable_groups(graph, linear_modules(source))
-    return choose_kept(graph, groups, runner, texts, gate, onnx_vectors, feeds is not None, progress)
+    lengths = tokenize(encoder.tokenizer, texts, encoder.max_length).lengths
+    ranking = min(SENSITIVITY_TEXTS, token_prefix(lengths, RANKING_TOKENS, 2))  # 32 sentences, 2 reviews
+    return choose_kept(graph, groups, runner, texts, gate, onnx_vectors, feeds is not None, progress, ranking)
 
 
 def _smoothed_choice(staging: Path, fp32: Path, work: Path, encoder, recipe: Recipe, choose, gate, feeds, progress):
@@ -176,6 +181,10 @@ def _quantize_gated(staging: Path, encoder, reference_embedder, calibration, opt
         raise BertlensError("--quantize int8 needs at least 4 calibration texts (half choose, half judge)")
     started = time.perf_counter()
     choose, judge = split_calibration(calibration)
+    # the choice runs on the choosing texts up to CALIBRATION_TOKENS (every sentence; 32 reviews of 256 tokens):
+    # each emulated pass over 150 reviews took a minute at base size; the judging half is judged whole
+    lengths = tokenize(encoder.tokenizer, choose, encoder.max_length).lengths
+    choose = choose[: token_prefix(lengths, CALIBRATION_TOKENS, MIN_CALIBRATION_TEXTS)]
     fp32_path = staging / "model.fp32.onnx"
     (staging / MODEL_FILE).rename(fp32_path)
     work = _work_dir(staging)
@@ -192,14 +201,17 @@ def _quantize_gated(staging: Path, encoder, reference_embedder, calibration, opt
     ) + (f"; SmoothQuant alpha {smoothing.alpha:g})" if smoothing.alpha else ")")
     record = write_record(staging, {**record, "precision": kind})
     int8_embedder = OnnxEmbedder(staging)
-    fid = measure(int8_embedder.encode(judge), reference_embedder.encode(judge))
+    fid = measure(int8_embedder.encode(judge), reference_embedder.encode(judge), gate.min_cosine)
     passed = choice.quantized > 0 and gate.passes(fid.mean_cosine, fid.min_cosine)
     evaluation = compare_on_task(reference_embedder, int8_embedder, eval_task) if eval_task is not None else None
     if evaluation is not None:
         passed = passed and evaluation.difference[0] >= -gate.max_task_drop
     kept = tuple(_shown(s.module, smoothing) for s in choice.kept_modules)
     details = _int8_record(choice, smoothing, gate, len(choose), len(judge), passed, force)
-    record = {**record, "int8": {**asdict(fid), **details}}
+    record = {
+        **record,
+        "int8": {**asdict(fid), **details, "vouches_for": vouches_for(gate, fid.texts, fid.below_floor)},
+    }
     record["int8"]["evaluation"] = asdict(evaluation) if evaluation is not None else None
     record["int8"]["choice_seconds"] = round(time.perf_counter() - started, 1)
     if not passed and not force:
@@ -246,7 +258,7 @@ def _int8_record(
         "modules_kept_fp32": [_shown(s.module, smoothing) for s in choice.kept_modules],
         "sensitivity_mean_cosine_alone": {_shown(s.module, smoothing): round(s.mean_cosine, 6) for s in ranked},
         "sensitivity_texts": (
-            f"{min(SENSITIVITY_TEXTS, choosing)} choosing texts, int8 emulated in PyTorch"
+            f"{choice.ranking_texts} choosing texts, int8 emulated in PyTorch"
             if ranked
             else "not ranked: every module in int8 passed"
         ),
