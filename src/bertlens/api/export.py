@@ -20,7 +20,7 @@ from typing import Any, Literal
 from bertlens.api.options import at_least, finite, one_of, python_call
 from bertlens.api.recipe_options import RecipeOptions, recipe_of
 from bertlens.api.results import RowsResult
-from bertlens.errors import BertlensError, OptionError, literal
+from bertlens.errors import OptionError, literal
 from bertlens.progress import Progress, silent
 
 FORMATS = ("onnx", "openvino", "sentence-transformers")
@@ -142,10 +142,9 @@ def parity_texts(options: ExportOptions) -> tuple[list[str], str]:
     else:
         try:
             path = data_dir(options.data_dir) / "stsb" / "train.csv"
-        except BertlensError as missing:  # a pip install has no data directory: the user's own texts are the answer
-            where = str(missing).split(";")[0]  # "data directory X does not exist", without the shell's advice
-            raise OptionError(f"no parity texts: {literal(where)}; give {{texts}} (texts like the ones you embed) or "
-                              "{data_dir}", "texts", "data_dir") from None  # fmt: skip
+        except OptionError as missing:  # a pip install has no data directory: the user's own texts are the answer
+            raise OptionError(f"no parity texts: {missing.template}, or give {{texts}} (texts like the ones you embed)",
+                              *missing.options, "texts", values=missing.values) from None  # fmt: skip
         if not path.is_file():
             raise OptionError(
                 f"no parity texts: {literal(path)} is missing; give {{texts}} (texts like the ones you embed)", "texts"

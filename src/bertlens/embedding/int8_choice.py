@@ -170,7 +170,7 @@ def choose_kept(
     while passing - failed > 1:
         middle = (failed + passing) // 2
         failed, passing = (failed, middle) if real(middle) else (middle, passing)
-    ranked_on = min(ranking, len(texts)) if ranked[0].mean_cosine is not None else 0
+    ranked_on = min(ranking, len(texts)) if ranked and ranked[0].mean_cosine is not None else 0
     return Int8Choice(tuple(ranked), passing, tuple(trials), ranked_on)
 
 

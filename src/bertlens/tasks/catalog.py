@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertlens.errors import BertlensError, OptionError, did_you_mean, literal
+from bertlens.errors import OptionError, did_you_mean, literal
 from bertlens.tasks.kinds import TaskKind, task_kind
 
 
@@ -125,5 +125,7 @@ def data_dir(explicit: str | os.PathLike | None = None) -> Path:
     """--data-dir, else $BERTLENS_DATA, else ../shared/data next to the current directory."""
     candidate = Path(explicit or os.environ.get("BERTLENS_DATA") or Path.cwd().parent / "shared" / "data")
     if not candidate.is_dir():
-        raise BertlensError(f"data directory {candidate} does not exist; set BERTLENS_DATA or pass --data-dir")
+        raise OptionError(
+            f"data directory {literal(candidate)} does not exist; set BERTLENS_DATA or pass {{data_dir}}", "data_dir"
+        )
     return candidate
