@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from common import DATA, lscpu_summary
@@ -40,6 +41,59 @@ def _status(pid: int) -> dict[str, int]:
     return fields
 
 
+@dataclass(frozen=True)
+class SampledRun:
+    """One `bertlens` run sampled from /proc: exit code, wall seconds, the largest values per stage, every sample."""
+
+    returncode: int
+    wall: float
+    peaks: dict[str, dict[str, int]]
+    samples: list[dict]
+
+    @property
+    def peak_rss(self) -> int:
+        """The process's peak RSS (VmHWM) in MB, as last sampled."""
+        return max((top["VmHWM"] for top in self.peaks.values()), default=0)
+
+
+def run_sampled(argv: list[str], every: float) -> SampledRun:
+    """Run `bertlens ARGV` in a fresh process, its stderr passed through, sampling /proc every `every` seconds."""
+    command = [str(Path(sys.executable).with_name("bertlens")), *argv]
+    start = time.perf_counter()
+    child = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    stage = ["start"]
+
+    def follow() -> None:
+        for line in child.stderr:
+            sys.stderr.write(line)
+            named = [s for s in STAGES if s in line.lower()]
+            if named:
+                stage[0] = named[0]
+
+    reader = threading.Thread(target=follow, daemon=True)
+    reader.start()
+    peaks: dict[str, dict[str, int]] = {}
+    samples = []
+    while child.poll() is None:
+        fields = _status(child.pid)
+        if fields:
+            samples.append({"t": round(time.perf_counter() - start, 1), "stage": stage[0], **fields})
+            top = peaks.setdefault(stage[0], {"RssAnon": 0, "RssFile": 0, "VmHWM": 0})
+            for key, value in fields.items():
+                top[key] = max(top[key], value)
+        time.sleep(every)
+    reader.join()
+    return SampledRun(child.returncode, time.perf_counter() - start, peaks, samples)
+
+
+def print_peaks(run: SampledRun) -> None:
+    """The largest RssAnon and RssFile per stage, and the peak RSS so far, as a markdown table."""
+    print("| stage | RssAnon MB | RssFile MB | VmHWM so far MB |")
+    print("|---|---|---|---|")
+    for name, top in run.peaks.items():
+        print(f"| {name} | {top['RssAnon']:,} | {top['RssFile']:,} | {top['VmHWM']:,} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--texts", type=int, default=100000)
@@ -55,43 +109,15 @@ def main() -> None:
         work.mkdir(parents=True, exist_ok=True)
         write_csv(rows, work / "task.csv")
         argv = [
-            *(str(Path(sys.executable).with_name("bertlens")), "sweep", "--data", str(work / "task.csv")),
-            *("--text-col", "text", "--label-col", "label", "--model", args.model, "--precision", "auto"),
+            *("sweep", "--data", str(work / "task.csv"), "--text-col", "text", "--label-col", "label"),
+            *("--model", args.model, "--precision", "auto"),
             *("--out", str(work / "sweep"), "--cache-dir", str(work / "cache")),
             *(("--rows", args.rows) if args.rows else ()),
         ]
-        start = time.perf_counter()
-        child = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
-        stage = ["start"]
-
-        def follow() -> None:
-            for line in child.stderr:
-                sys.stderr.write(line)
-                words = line.lower()
-                named = [s for s in STAGES if s in words]
-                if named:
-                    stage[0] = named[0]
-
-        reader = threading.Thread(target=follow, daemon=True)
-        reader.start()
-        peaks: dict[str, dict[str, int]] = {}
-        samples = []
-        while child.poll() is None:
-            fields = _status(child.pid)
-            if fields:
-                samples.append({"t": round(time.perf_counter() - start, 1), "stage": stage[0], **fields})
-                top = peaks.setdefault(stage[0], {"RssAnon": 0, "RssFile": 0, "VmHWM": 0})
-                for key, value in fields.items():
-                    top[key] = max(top[key], value)
-            time.sleep(args.every)
-        reader.join()
-        wall = time.perf_counter() - start
-        (work / "rss_samples.json").write_text(json.dumps(samples) + "\n", encoding="utf-8")
-        print(f"sweep exit {child.returncode}, wall {wall:.1f} s", flush=True)
-        print("| stage | RssAnon MB | RssFile MB | VmHWM so far MB |")
-        print("|---|---|---|---|")
-        for name, top in peaks.items():
-            print(f"| {name} | {top['RssAnon']:,} | {top['RssFile']:,} | {top['VmHWM']:,} |")
+        run = run_sampled(argv, args.every)
+        (work / "rss_samples.json").write_text(json.dumps(run.samples) + "\n", encoding="utf-8")
+        print(f"sweep exit {run.returncode}, wall {run.wall:.1f} s", flush=True)
+        print_peaks(run)
         results = work / "sweep" / "results.json"
         if results.exists():
             timings = json.loads(results.read_text(encoding="utf-8")).get("timings", {})

@@ -4,9 +4,10 @@ Usage: python bench/sweep_rows.py --texts 100000 [--model DIR] [--precision auto
 
 Builds bench/many_classes_data.py's cloze task at `--texts` texts (100 classes, 10-fold CV) and runs `bertlens sweep`
 on it twice, each in a fresh process with its own empty cache: `--rows all` (the baseline: every row) and `--rows
-auto`. Prints each run's wall time, peak RSS, rows read and pick, the ratio of auto's time to all's, and where auto's
-pick stands on every row: its score in the all run and whether it is tied there with that run's best (issue #63's
-acceptance: the same pick or one tied with it on all rows, in at most 30% of the time).
+auto`, each sampled from /proc by stage (bench/sweep_memory.py). Prints each run's wall time, memory by stage, peak
+RSS, rows read and pick, the ratio of auto's time to all's, and where auto's pick stands on every row: its score in
+the all run and whether it is tied there with that run's best (issue #63's acceptance: the same pick or one tied with
+it on all rows, in at most 30% of the time).
 """
 
 from __future__ import annotations
@@ -16,19 +17,25 @@ import json
 import tempfile
 from pathlib import Path
 
-from common import DATA, lscpu_summary, run_measured
+from common import DATA, lscpu_summary
 from many_classes_data import cloze_task, write_csv
+from sweep_memory import print_peaks, run_sampled
 
 
 def _sweep(work: Path, rows: str, model: str, precision: str) -> tuple[float, float, dict]:
+    """One sweep in a fresh process with its own empty cache, its memory sampled by stage (printed)."""
     out = work / f"sweep-{rows}"
     argv = [
         *("sweep", "--data", str(work / "task.csv"), "--text-col", "text", "--label-col", "label"),
-        *("--model", model, "--precision", precision, "--rows", rows, "--quiet"),
+        *("--model", model, "--precision", precision, "--rows", rows),
         *("--out", str(out), "--cache-dir", str(work / f"cache-{rows}")),
     ]
-    seconds, peak = run_measured(argv)
-    return seconds, peak, json.loads((out / "results.json").read_text(encoding="utf-8"))
+    run = run_sampled(argv, every=2.0)
+    if run.returncode != 0:
+        raise RuntimeError(f"bertlens sweep --rows {rows} exited {run.returncode}")
+    print(f"--rows {rows}: wall {run.wall:.1f} s; memory by stage:", flush=True)
+    print_peaks(run)
+    return run.wall, run.peak_rss, json.loads((out / "results.json").read_text(encoding="utf-8"))
 
 
 def main() -> None:
