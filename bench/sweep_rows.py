@@ -72,7 +72,8 @@ def main() -> None:
     )
     looks = runs["auto"][2]["staging"].get("looks", [])
     for number, look in enumerate(looks, start=1):
-        print(f"  stage {number}: {look['rows']:,} rows, pick {look['pick']}, largest gap {look['largest_gap']}, "
+        print(f"  stage {number}: {look['rows']:,} rows, pick {look['pick']}, largest gap {look['largest_gap']} "
+              f"({look['ahead']}), projected to every row {look['projected_gap']} ({look['reaching']}), "
               f"settled {look['settled']}, {look['seconds']} s")  # fmt: skip
     print("auto stages:", json.dumps({k: v for k, v in runs["auto"][2]["staging"].items() if k != "looks"}))
     print("all timings:", json.dumps(every["timings"]))

@@ -38,3 +38,32 @@ def test_pickle_weights_are_refused(tmp_path):
 def test_offline_hub_id_is_a_clear_error():
     with pytest.raises(BertlensError, match="could not be fetched"):
         resolve_model("nobody/no-such-model-xyz")
+
+
+def test_weights_saved_in_float16_load_in_float32(tiny_bert_dir, tmp_path):
+    """A model published in float16 (common on the Hub; transformers 5 keeps the saved dtype) encodes at every
+    precision: the encoder is float32 whatever the file holds (it failed with 'mixed dtype' under bf16 autocast)."""
+    import json
+    import shutil
+
+    import numpy as np
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from bertlens.embedding.embedder import Embedder
+    from bertlens.representation.recipe import Recipe
+
+    half, rounded = tmp_path / "half", tmp_path / "rounded"
+    for folder, dtype in ((half, torch.float16), (rounded, torch.float32)):
+        shutil.copytree(tiny_bert_dir, folder)
+        weights = load_file(tiny_bert_dir / "model.safetensors")
+        save_file({k: v.half().to(dtype) for k, v in weights.items()}, folder / "model.safetensors", {"format": "pt"})
+        config = json.loads((folder / "config.json").read_text())
+        config = {k: v for k, v in config.items() if k not in ("dtype", "torch_dtype")}  # as many Hub configs
+        (folder / "config.json").write_text(json.dumps({**config, "torch_dtype": str(dtype).split(".")[1]}))
+    texts = ["a float16 checkpoint", "read as float32"]
+    from_half = Embedder(Recipe(model=str(half)))
+    assert {p.dtype for p in from_half.encoder.model.parameters()} == {torch.float32}
+    # float16 -> float32 is exact: the same vectors as the same weights saved in float32
+    assert np.array_equal(from_half.embed(texts).vectors, Embedder(Recipe(model=str(rounded))).embed(texts).vectors)
+    assert np.isfinite(Embedder(Recipe(model=str(half), precision="bf16")).embed(texts).vectors).all()

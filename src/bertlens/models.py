@@ -201,8 +201,9 @@ def _read_once(key: tuple, read):
 
 
 def load_encoder(ref: ModelRef, *, eager_attention: bool = False, trust_remote_code: bool = False):
-    """The bare encoder in eval mode: SDPA attention where the family has it (eager when attention weights are
-    needed, or the family has no SDPA: DeBERTa-v2, MPNet); an architecture not in the table tries SDPA, then eager."""
+    """The bare encoder in eval mode, in float32 whatever dtype its weights were saved in (`--precision` casts from
+    there): SDPA attention where the family has it (eager when attention weights are needed, or the family has no
+    SDPA: DeBERTa-v2, MPNet); an architecture not in the table tries SDPA, then eager."""
     from transformers import AutoModel
     from transformers.utils import logging as hf_logging
 
@@ -215,12 +216,16 @@ def load_encoder(ref: ModelRef, *, eager_attention: bool = False, trust_remote_c
         try:
             return _read_once(
                 (ref.fingerprint, str(ref.path), implementation, trust_remote_code),
-                lambda implementation=implementation: AutoModel.from_pretrained(
-                    ref.path,
-                    use_safetensors=True,
-                    trust_remote_code=trust_remote_code,
-                    attn_implementation=implementation,
-                ).eval(),
+                lambda implementation=implementation: (
+                    AutoModel.from_pretrained(
+                        ref.path,
+                        use_safetensors=True,
+                        trust_remote_code=trust_remote_code,
+                        attn_implementation=implementation,
+                    )
+                    .float()  # weights saved in float16/bf16 (transformers 5 keeps their dtype): --precision decides
+                    .eval()
+                ),
             )
         except (OSError, ValueError) as exc:  # no SDPA for this architecture: the next implementation
             error = exc

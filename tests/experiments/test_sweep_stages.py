@@ -15,7 +15,9 @@ from bertlens.tasks.catalog import get_task
 from bertlens.tasks.loaders import load_catalog_task
 from tests.conftest import DATA
 
-STAGED = SweepConfig(resamples=100, poolers=("mean", "cls"), first_stage=500)  # 3,000 rows: 500, 1000, 2000, all
+STAGED = SweepConfig(
+    resamples=100, poolers=("mean", "cls"), first_stage=500, rows="auto"
+)  # 3,000 rows: 500, 1000, 2000, all
 
 
 @pytest.fixture(scope="module")
@@ -65,11 +67,14 @@ def test_the_same_seed_gives_the_same_looks(staged, subj, encoder, tmp_path):
 
 
 def test_a_settled_stop_leaves_rows_unread_and_rows_all_carries_on_from_its_bank(subj, encoder, tmp_path, monkeypatch):
-    """A lax tolerance settles at the first look; `rows='all'` then encodes only the rest."""
-    lax = SweepConfig(resamples=100, poolers=("mean", "cls"), first_stage=500, settle_tolerance=0.9)
+    """A lax tolerance settles at the second look (the first has no trend to carry to every row); `rows='all'` then
+    encodes only the rest."""
+    lax = SweepConfig(resamples=100, poolers=("mean", "cls"), first_stage=500, settle_tolerance=0.9, rows="auto")
     stopped = _sweep(subj, encoder, tmp_path, lax)
     looks = stopped.staging.looks
-    assert stopped.staging.settled and len(looks) == 1 and looks[0].settled
+    assert stopped.staging.settled and len(looks) == 2 and looks[1].settled and not looks[0].settled
+    assert np.isinf(looks[0].projected_gap) and np.isfinite(looks[1].projected_gap)
+    assert to_json(stopped)["staging"]["looks"][0]["projected_gap"] is None
     assert stopped.staging.rows < 3000 and stopped.main.n_test == stopped.staging.rows
     assert "--rows all scores every row" in stopped.notes[-1]
     encoded: list[int] = []
@@ -96,7 +101,7 @@ def test_small_tasks_retrieval_and_rows_all_score_every_row(encoder, tmp_path):
 
 
 def test_a_stage_encodes_only_its_rows(subj, encoder, tmp_path, monkeypatch):
-    """The first stage's bank holds vectors for its own texts only: the rest of the task is not encoded."""
+    """Each stage's bank holds vectors for its own texts only: the rest of the task is not encoded."""
     seen: list[int] = []
     build = bank_module.build_bank
 
@@ -106,9 +111,9 @@ def test_a_stage_encodes_only_its_rows(subj, encoder, tmp_path, monkeypatch):
         return build(*args, **kwargs)
 
     monkeypatch.setattr("bertlens.experiments.sweep.run.build_bank", recording)
-    one_look = SweepConfig(resamples=100, poolers=("mean",), first_stage=500, settle_tolerance=0.9)
-    _sweep(subj, encoder, tmp_path, one_look)
-    assert seen == [500]  # the stage asks for its own rows (subj: one text per row), settled there
+    two_looks = SweepConfig(resamples=100, poolers=("mean",), first_stage=500, settle_tolerance=0.9, rows="auto")
+    _sweep(subj, encoder, tmp_path, two_looks)
+    assert seen == [500, 1000]  # each stage asks for its own rows (subj: one text per row), settled at the second
 
 
 def test_results_json_of_a_staged_run_is_valid_json(staged):

@@ -68,3 +68,19 @@ def test_label_sets_fold_by_iterative_stratification():
     assert max(rare) - min(rare) <= 1  # every fold holds its share of the rare label
     for f in folds:
         assert not set(f.dev) & set(f.train) and targets[f.dev].any(axis=0).all()
+
+
+def test_a_class_of_one_row_trains_and_the_rest_stay_stratified():
+    """A fold's training rows can hold a class once (a sample of a 100-class task): that row cannot be on both sides
+    of the dev split, so it trains; the other classes keep their shares (scikit-learn refused the whole split)."""
+    targets = np.array([0] * 40 + [1] * 20 + [2] + [3])
+    rows = np.arange(len(targets))
+    kept, dev = carve_dev(rows, targets, seed=0, stratify=True, fraction=0.25)
+    assert {60, 61} <= set(kept) and not {60, 61} & set(dev)
+    assert sorted(np.concatenate([kept, dev])) == list(rows)
+    assert np.bincount(targets[dev], minlength=4)[:2].tolist() == [10, 5]
+    every_class_once = carve_dev(np.arange(5), np.arange(5), seed=0, stratify=True)
+    assert len(every_class_once[1]) == 1 and len(every_class_once[0]) == 4
+    folds = make_folds({"all": np.arange(80)}, np.array([0] * 60 + [1] * 18 + [2, 2]), stratify=True, cv_folds=10,
+                       seed=0)  # fmt: skip
+    assert sorted(np.concatenate([f.test for f in folds]).tolist()) == list(range(80))

@@ -78,11 +78,13 @@ class SweepOptions(EncoderOptions, DataOptions):
     each; repeat for several), e.g. --prompts 'e5=query: |passage: '"""
     resamples: int = 1000
     """bootstrap resamples"""
-    rows: Literal["auto", "all"] = "auto"
-    """auto: on 30,000 rows or more, look at growing stages (10,000, 20,000, 40,000, ... rows, seeded, classes spread
-    evenly) and stop when no candidate can be ahead of the pick by more than --settle-tolerance, with every interval
-    widened for the looks (Bonferroni) so they keep 95% coverage; the report says where it stopped and the time saved.
-    Fewer rows, retrieval and texts alone: every row. all: every row"""
+    rows: Literal["auto", "all"] = "all"
+    """all (the default): score every row. auto: on 30,000 rows or more, look at growing stages (10,000, 20,000,
+    40,000, ... rows, seeded, classes spread evenly) and stop when no candidate can be ahead of the pick by more than
+    --settle-tolerance on the rows read, nor on its trend carried to every row, every interval widened for the looks
+    (Bonferroni) so they keep 95% coverage; the report says where it stopped and the time saved. It settles the
+    choice at the rows read: a wide candidate whose gain comes late can still win on every row (measured: see
+    docs/guide.md, "Large data"). Fewer rows, retrieval and texts alone: every row"""
     settle_tolerance: float = 0.005
     """--rows auto: how far ahead of the pick (in the task's metric) another candidate may still be when the sweep
     stops"""

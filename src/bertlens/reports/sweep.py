@@ -248,17 +248,21 @@ def staging_lines(result: SweepResult) -> list[str]:
         f"`--rows auto` looked at up to {len(staging.planned)} stages "
         f"({', '.join(f'{n:,}' for n in staging.planned)} rows; seeded, every class spread evenly over the order) "
         f"and stops when no candidate can be ahead of the pick by more than {staging.tolerance:g} (the upper end "
-        f"of its paired gap, at {interval_level(result)}). Every interval is widened for the looks planned "
-        "(Bonferroni), so the reported intervals keep 95% coverage however the stop fell.",
+        f"of its paired gap, at {interval_level(result)}), on the rows read and on every row: each gap is carried to "
+        f"all {staging.total:,} rows at the candidate's gain on the pick per doubling of the rows since the previous "
+        "stage (learning curves cross; a first stage has no trend, so it does not stop). Every interval is widened "
+        "for the looks planned (Bonferroni), so the reported intervals keep 95% coverage however the stop fell.",
         "",
-        "| stage | rows | pick | largest gap to the pick (upper end) | candidate | settled | seconds |",
-        "|---|---|---|---|---|---|---|",
+        "| stage | rows | pick | largest gap to the pick (upper end) | candidate | projected to every row | candidate "
+        "| settled | seconds |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for number, look in enumerate(staging.looks, start=1):
         gap = f"{look.largest_gap:+.4f}" if np.isfinite(look.largest_gap) else "-"
+        reach = f"{look.projected_gap:+.4f}" if np.isfinite(look.projected_gap) else "no trend yet"
         lines.append(
-            f"| {number} | {look.rows:,} | `{look.pick}` | {gap} | {look.ahead or '-'} | "
-            f"{'yes' if look.settled else 'no'} | {look.seconds:.1f} |"
+            f"| {number} | {look.rows:,} | `{look.pick}` | {gap} | {look.ahead or '-'} | {reach} | "
+            f"{look.reaching or '-'} | {'yes' if look.settled else 'no'} | {look.seconds:.1f} |"
         )
     if staging.settled:
         lines += [

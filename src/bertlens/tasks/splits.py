@@ -54,6 +54,14 @@ def carve_dev(
             f"{len(rows)} rows leave fewer than {min_kept} to train on after holding out {held}; add data"
         )
     labels = targets[rows] if stratify and targets is not None else None
+    if labels is not None and labels.ndim == 1:
+        values, counts = np.unique(labels, return_counts=True)
+        lone = np.isin(labels, values[counts < 2])  # [n] rows of a class with one row here: they cannot be on both
+        if lone.all():  # sides, so they train; every class that lone: nothing to stratify by
+            labels = None
+        elif lone.any():  # (a fold's training rows of a sample of a many-class task, say)
+            kept, out = carve_dev(rows[~lone], targets, seed, stratify, fraction, limit=limit)
+            return np.sort(np.concatenate([kept, rows[lone]])), out
     size = held if limit is not None else fraction  # a fraction: scikit-learn's rounding, as every figure used
     if labels is not None and labels.ndim == 1:  # a stratified hold-out takes a row of every class at least
         classes = len(np.unique(labels))

@@ -198,7 +198,7 @@ def build_student(
     """Write the student as a model directory at `target`; returns how it was initialised (for the record)."""
     from transformers import AutoModel
 
-    teacher = AutoModel.from_pretrained(teacher_dir, use_safetensors=True, trust_remote_code=trust_remote_code)
+    teacher = AutoModel.from_pretrained(teacher_dir, use_safetensors=True, trust_remote_code=trust_remote_code).float()
     tokenizer = _load_tokenizer(teacher_dir)
     if spec.keep is not None:
         student, note = teacher, _keep_layers(teacher, spec.keep)

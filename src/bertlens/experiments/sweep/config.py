@@ -33,10 +33,8 @@ class SweepConfig:
     prompt_sets: tuple[PromptSet, ...] = ()  # retrieval: also score every candidate with each prompt set
     long_documents: bool = False  # retrieval: also score ways of reading long documents (a pass per way of cutting)
     max_texts: int | None = None  # texts alone (run_texts_sweep): a seeded sample of this many (at least 8)
-    rows: str = (
-        "auto"  # auto: look at growing stages and stop when the choice is settled (experiments/sweep/stages.py);
-    )
-    # all: score every row
+    rows: str = "all"  # all: score every row; auto: look at growing stages and stop when the choice is settled
+    # (experiments/sweep/stages.py). Not the default: learning curves cross (docs/guide.md, "Large data")
     settle_tolerance: float = SETTLE_TOLERANCE  # auto: how far ahead of the pick a candidate may still be at the stop
     first_stage: int = FIRST_STAGE  # auto: rows at the first look (staged only when there are more than 2x as many)
     confidence: float = 0.95  # the intervals' level (a staged sweep sets it from its number of looks)

@@ -110,6 +110,8 @@ class Staging:
                     "settled": look.settled,
                     "largest_gap": None if not np.isfinite(look.largest_gap) else round(look.largest_gap, 6),
                     "ahead": look.ahead,
+                    "projected_gap": None if not np.isfinite(look.projected_gap) else round(look.projected_gap, 6),
+                    "reaching": look.reaching,
                     "seconds": round(look.seconds, 1),
                 }
                 for look in self.looks

@@ -4,11 +4,12 @@ Every stage is the sweep as it is (one bank, every protocol, the recommendation)
 (tasks/staging.py: seeded, each class spread evenly over the order); the bank keeps the whole task's key and each
 stage encodes only its new rows, so `--rows all` later carries on from them. After each stage the stopping rule
 (metrics/sequential.py) reads the main protocol's per-row outputs: it stops when no candidate can be ahead of the pick
-by more than the tolerance. Every interval of every stage is computed at 1 - 0.05 / K for the K looks planned (fixed
-by the data's size before the first), so the intervals reported at the stop keep 95% coverage under the repeated
-looks. Tasks under LAST_STEP x 2 x the first stage's rows (30,000 by default) have fewer than three looks and score
-every row, as do retrieval (its queries are few; the corpus, which every stage needs whole, is the cost) and texts
-without labels (no score to settle on).
+by more than the tolerance, on the rows read nor projected to every row from its trend since the previous stage
+(learning curves cross: a wider candidate gains more from more rows). Every interval of every stage is computed at
+1 - 0.05 / K for the K looks planned (fixed by the data's size before the first), so the intervals reported at the
+stop keep 95% coverage under the repeated looks. Tasks under LAST_STEP x 2 x the first stage's rows (30,000 by
+default) have fewer than three looks and score every row, as do retrieval (its queries are few; the corpus, which
+every stage needs whole, is the cost) and texts without labels (no score to settle on).
 """
 
 from __future__ import annotations
@@ -72,16 +73,16 @@ def staged_sweep(
     orders = stage_orders(task, config.seed)
     texts = task.all_texts()  # the bank's rows: those of `--rows all`, so its cache carries over
     last: dict = {"bank_seconds": 0.0, "seconds": 0.0}
-    rule = Rule(config.settle_tolerance, confidence, config.resamples, config.seed)
+    rule = Rule(config.settle_tolerance, confidence, config.resamples, config.seed, total=planned[-1])
 
-    def look_at(rows: int) -> Look:
+    def look_at(rows: int, previous: Look | None) -> Look:
         start = time.perf_counter()
         shown = _stage_progress(progress, planned.index(rows) + 1, len(planned), rows)
         result = sweep(first_rows(task, orders, rows), encoder, base, cache_dir, looking, shown, bank_texts=texts)
         main = result.main
         names = [c.name for c in main.candidates]
         pick = names.index(result.recommended.name)
-        look = judge(main.outputs, main.gold, main.metric, names, pick, rows, rule)
+        look = judge(main.outputs, main.gold, main.metric, names, pick, rows, rule, previous)
         seconds = time.perf_counter() - start
         last.update(result=result, bank_seconds=last["bank_seconds"] + result.timings["bank_seconds"])
         last["seconds"] += seconds
@@ -102,8 +103,8 @@ def _note(staging: Staging) -> str:
     if staging.settled:
         how = (
             f"stopped at stage {len(staging.looks)} of {looks} on {staging.rows:,} of {staging.total:,} rows: no "
-            f"candidate can be ahead of the pick by more than "
-            f"{staging.tolerance:g} (saved about {staging.saved_seconds:,.0f} s of an estimated "
+            f"candidate can be ahead of the pick by more than {staging.tolerance:g}, on the rows read nor on its "
+            f"trend since the previous stage carried to every row (saved about {staging.saved_seconds:,.0f} s of an estimated "
             f"{staging.estimated_all_seconds:,.0f} s for every row); --rows all scores every row. The scores are "
             "those of probes trained on the rows read (more rows usually raise them): what is settled is the choice"
         )
