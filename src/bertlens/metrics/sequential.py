@@ -78,9 +78,8 @@ class Look:
     seconds: float = 0.0
     projected_gap: float = float("nan")  # the largest gap's upper end projected to every row (`projected_gaps`)
     reaching: str = ""  # the candidate with that projected gap
-    gaps: tuple[
-        tuple[str, float], ...
-    ] = ()  # each candidate's gap to the pick (point estimates): the next look's trend
+    # each candidate's gap to the pick (point estimates): where the next look reads its trend from
+    gaps: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)

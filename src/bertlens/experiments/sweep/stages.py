@@ -104,8 +104,9 @@ def _note(staging: Staging) -> str:
         how = (
             f"stopped at stage {len(staging.looks)} of {looks} on {staging.rows:,} of {staging.total:,} rows: no "
             f"candidate can be ahead of the pick by more than {staging.tolerance:g}, on the rows read nor on its "
-            f"trend since the previous stage carried to every row (saved about {staging.saved_seconds:,.0f} s of an estimated "
-            f"{staging.estimated_all_seconds:,.0f} s for every row); --rows all scores every row. The scores are "
+            "trend since the previous stage carried to every row (saved about "
+            f"{staging.saved_seconds:,.0f} s of an estimated {staging.estimated_all_seconds:,.0f} s for every row); "
+            "--rows all scores every row. The scores are "
             "those of probes trained on the rows read (more rows usually raise them): what is settled is the choice"
         )
     else:
