@@ -37,6 +37,7 @@ EXTRAS = {
     "datasets": Extra(("datasets",), "--task hf:NAME (a Hugging Face dataset)"),
     "catalog": Extra(("ir_datasets",), "bertlens data fetch cranfield|npl (through ir_datasets)"),
     "openvino": Extra(("openvino",), "--backend openvino, export --format openvino (with the onnx extra)"),
+    "excel": Extra(("openpyxl",), "Excel workbooks (.xlsx, .xlsm) as --data, --texts, embed and index input"),
     "openvino-int8": Extra(("nncf",), "export --format openvino --quantize int8|int8-static (NNCF)"),
 }
 # Left out of `all`: NNCF caps numpy (< 2.5) and networkx (<= 3.6.1), so installing it would replace a user's newer

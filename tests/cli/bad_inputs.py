@@ -56,6 +56,7 @@ def make_files(tmp: Path, model: Path) -> None:
     (tmp / "small-class.csv").write_text(
         "text,label\n" + "".join(f"t{i},{'rare' if i < 6 else i % 2}\n" for i in range(60))
     )
+    _sheet_files(tmp)
     (tmp / "blank-corpus.txt").write_text("   \n\t\n \n")
     (tmp / "short-corpus.txt").write_text("one short line of text\n")
     notok = tmp / "no-tokenizer"
@@ -938,6 +939,105 @@ CASES += [  # issue #60: a kind the data cannot be
         "line 5: 'x' in a label column; --label-cols reads one 0/1 column per label",
     ),
 ]  # fmt: skip
+
+
+CASES += [  # issue #73: spreadsheets as users keep them; a reading that would change the answer stops
+    (
+        "a label column of one-off ids (recommend)",
+        ["recommend", "--data", "{tmp}/ids.csv", "--text-col", "text", "--label-col", "annotator", "--model", "{model}",
+         "--out", "{tmp}/o"],
+        "does not read as classes",
+    ),
+    (
+        "a label column of one-off ids (sweep, --folds given)",
+        [*SWEEP, "--data", "{tmp}/ids.csv", "--text-col", "text", "--label-col", "annotator", "--folds", "3"],
+        "does not read as classes",
+    ),
+    (
+        "a score column with a few words among the numbers",
+        ["recommend", "--data", "{tmp}/words-among-numbers.csv", "--text-col", "text", "--label-col", "score",
+         "--model", "{model}", "--out", "{tmp}/o"],
+        "reads as numbers on 60 of 61 rows",
+    ),
+    (
+        "a score column mixing decimal marks",
+        [*SWEEP, "--data", "{tmp}/mixed-marks.csv", "--text-col", "text", "--label-col", "score"],
+        "holds both decimal marks",
+    ),
+    (
+        "decimal commas read with --decimal point",
+        [*SWEEP, "--data", "{tmp}/decimal-comma.csv", "--text-col", "text", "--label-col", "score", "--decimal",
+         "point"],
+        "decimal commas ('0,5') that --decimal point does not read",
+    ),
+    (
+        "a comma that is a decimal or a thousands separator",
+        [*SWEEP, "--data", "{tmp}/thousands.csv", "--text-col", "text", "--label-col", "n"],
+        "say which with --decimal comma or --decimal point",
+    ),
+    (
+        "--decimal on a classification task",
+        [*SWEEP, "--data", "{tmp}/ok.csv", "--text-col", "text", "--label-col", "label", "--decimal", "comma",
+         "--task-type", "classification"],
+        "--decimal reads the numbers of a score column",
+    ),
+    (
+        "--decimal with a catalog task",
+        [*SWEEP, "--task", "sst2", "--decimal", "comma"],
+        "--decimal applies to --data tables",
+    ),
+    (
+        "a tags column whose reading is not certain",
+        [*SWEEP, "--data", "{tmp}/few-tags.csv", "--text-col", "text", "--label-col", "tags"],
+        "pass --label-sep '|' for a multi-label task",
+    ),
+    (
+        "an old .xls workbook",
+        [*SWEEP, "--data", "{tmp}/old.xls", "--text-col", "text", "--label-col", "label"],
+        "an old Excel workbook: save it as .xlsx",
+    ),
+    (
+        "a sheet that is not in the workbook",
+        [*SWEEP, "--data", "{tmp}/book.xlsx", "--text-col", "text", "--label-col", "label", "--sheet", "Sheet2"],
+        "--sheet 'Sheet2' is not in book.xlsx",
+    ),
+    (
+        "--sheet on a CSV",
+        ["embed", "{tmp}/ok.csv", "--column", "text", "--sheet", "0", "--model", "{model}", "--out", "{tmp}/o.npy"],
+        "--sheet applies to Excel workbooks",
+    ),
+    (
+        "a label a spreadsheet turned into a date",
+        [*SWEEP, "--data", "{tmp}/date-labels.xlsx", "--text-col", "text", "--label-col", "label"],
+        "row 4: column 'label' holds a date (2024-03-04",
+    ),
+]  # fmt: skip
+
+
+def _sheet_files(tmp: Path) -> None:
+    """The inputs of issue #73's cases: labels that are not classes, decimal marks, tags and workbooks."""
+    import datetime
+
+    import openpyxl
+
+    (tmp / "ids.csv").write_text("text,annotator\n" + "".join(f"t{i},A{(i * 7919) % 450}\n" for i in range(600)))
+    numbers = "".join(f"t{i},{1 + (i % 37) * 0.11:.2f}\n" for i in range(60))
+    (tmp / "words-among-numbers.csv").write_text("text,score\n" + numbers + "odd,unsure\n")
+    marks = "".join(f't{i},"{1 + i * 0.1:.1f}"\n' if i % 2 else f't{i},"{1 + i * 0.1:.1f}"\n'.replace(".", ",")
+                    for i in range(40))  # fmt: skip
+    (tmp / "mixed-marks.csv").write_text("text,score\n" + marks)
+    (tmp / "decimal-comma.csv").write_text("text;score\n" + "".join(f"t{i};{i % 9},5\n" for i in range(40)))
+    (tmp / "thousands.csv").write_text("text;n\n" + "".join(f"t{i};{i % 9 + 1},{i % 7}00\n" for i in range(40)))
+    tags = ["joy", "anger", "joy|love", "anger|fear", "love|pride", "fear|sadness"]
+    (tmp / "few-tags.csv").write_text("text,tags\n" + "".join(f"t{i},{tags[i % 6]}\n" for i in range(60)))
+    (tmp / "old.xls").write_bytes(b"\xd0\xcf\x11\xe0")
+    book = openpyxl.Workbook()
+    book.active.append(["text", "label"])
+    for i in range(30):
+        book.active.append([f"t{i}", "pos" if i % 2 else "neg"])
+    book.save(tmp / "book.xlsx")
+    book.active.cell(row=4, column=2, value=datetime.date(2024, 3, 4))
+    book.save(tmp / "date-labels.xlsx")
 
 
 def expand(argv: list[str], tmp: Path, model: Path, data: Path) -> list[str]:

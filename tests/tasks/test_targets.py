@@ -106,3 +106,82 @@ def test_label_options_refuse_another_kind(tmp_path):
     with pytest.raises(OptionError) as error:
         load_user_task(path, UserTable("classification", ("text",), "score", label_sep=","))
     assert error.value.options == ("label_sep", "task_type")
+
+
+# --- decimal marks -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "value, mark, number",
+    [
+        ("0,347", "comma", 0.347),
+        ("-1,5", "comma", -1.5),
+        ("1.234,5", "comma", 1234.5),
+        ("1 234,5", "comma", 1234.5),
+        ("12", "comma", 12.0),
+        ("0.347", "comma", None),
+        ("0,025", "point", None),  # a leading zero never starts a thousands group
+        ("1,234.5", "point", 1234.5),
+        ("0.347", "point", 0.347),
+        ("1,5,2", "comma", None),
+    ],
+)
+def test_numbers_are_read_in_either_mark(value, mark, number):
+    from bertlens.tasks.targets import number_in
+
+    assert number_in(value, mark) == number
+
+
+def test_a_decimal_comma_column_reads_as_the_same_numbers_said_and_forced_marks_are_kept():
+    from bertlens.tasks.targets import read_decimal
+
+    reading = read_decimal(["0,347", "-1,5", "1.234,5", "2"], "label column 'Score'")
+    assert reading.mark == "comma" and "decimal comma" in reading.note and "--decimal point" in reading.note
+    assert [reading.rewrite(v) for v in ("0,347", "-1,5", "1.234,5", "2")] == ["0.347", "-1.5", "1234.5", "2"]
+    assert read_decimal(["0.5", "1.25"], "c").mark is None  # a point: as always
+    assert read_decimal(["pos", "neg"], "c").mark is None
+    assert read_decimal(["0.5", "0,5"], "c").mark is None  # mixed: neither (the guard names --decimal)
+    assert read_decimal(["1,5", "2,5"], "c", forced="point").mark is None
+    with pytest.raises(OptionError, match="decimal comma \\(1,234 = 1.234\\) or a thousands separator") as error:
+        read_decimal(["1,234", "2,500", "3"], "label column 'n'")
+    assert error.value.options == ("decimal",)
+
+
+# --- the guard -----------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "values, words",
+    [
+        (["0.5", "0,25", "1.75", "2,5"] * 5, "both decimal marks"),
+        ([f"{0.1 * i:.1f}" for i in range(30)] + ["unsure", "?"], "2 values that are not numbers"),
+    ],
+)
+def test_numbers_in_disguise_are_refused_naming_the_options(values, words):
+    from bertlens.tasks.targets import numbers_in_disguise
+
+    refusal = numbers_in_disguise(values, "label column 'Score'")
+    assert refusal is not None and words in str(refusal) and "task_type" in refusal.options
+    assert numbers_in_disguise(["1", "2", "3", "unsure"] * 5, "c") is None  # a scale of a few integers: classes
+    assert numbers_in_disguise(["pos", "neg", "0.5"], "c") is None  # mostly words: classes
+
+
+def test_rare_classes_refuse_a_column_mostly_in_tiny_classes_and_keep_a_few():
+    from bertlens.tasks.targets import RARE_SHARE, rare_classes
+
+    ids = {f"A{i}": 1 for i in range(50)} | {"B": 40, "C": 30}
+    refusal = rare_classes(ids, 3, "label column 'annotator'")
+    assert refusal is not None and "50 of its 52 classes" in str(refusal) and "label_col" in refusal.options
+    few = {"a": 100, "b": 100, "c": 1, "d": 2}  # 3 of 203 rows: set aside, as before
+    assert rare_classes(few, 3, "c") is None and 3 / 203 <= RARE_SHARE
+
+
+# --- tag columns ---------------------------------------------------------------------------------------------------
+def test_tags_are_read_as_label_sets_and_commas_inside_class_names_are_not():
+    from bertlens.tasks.targets import read_tags
+
+    emotions = ["joy", "love", "pride", "anger", "fear"]
+    tags = [*emotions, "joy|love", "love|pride", "anger|fear", "joy|pride|love", "fear|joy", "pride|anger"]
+    reading = read_tags(tags)
+    assert reading is not None and reading.strong and reading.sep == "|" and reading.labels == 5
+    assert read_tags(["Arts, Culture", "Science, Tech", "Sports", "Politics, Law", "Food"]) is None
+    paths = ["Books, Fiction", "Books, Poetry", "Music, Jazz", "Music, Rock", "Film"]
+    assert read_tags(paths) is None or not read_tags(paths).strong  # no label stands alone: not tags
+    weak = read_tags(["a|b", "a", "b", "c"])  # one joined value: a hint for a refusal, no more
+    assert weak is not None and not weak.strong and "label_sep" in weak.hint()

@@ -63,6 +63,8 @@ class EmbedOptions(BackendOptions, RecipeOptions, EmbedInput):
     """the file's encoding (e.g. latin-1); a UTF-16/32 file with a byte-order mark is read as such"""
     delimiter: str | None = None
     """CSV: comma, semicolon, tab or pipe (default: detected from the file)"""
+    sheet: str | None = None
+    """an Excel workbook's (.xlsx, .xlsm) sheet, by name or 0-based index (default: the first)"""
     field: str | None = None
     """JSONL field holding the text (the same as --column)"""
     empty: Literal["error", "skip", "keep"] = "error"
@@ -260,6 +262,7 @@ def run_embed_command(options: EmbedOptions, *, progress: Progress = silent) -> 
 def _table_spec(options: EmbedOptions, folder: Path):
     """The input as a table spec: a file as given, a list of texts written to a JSON-lines file (one field)."""
     from bertlens.io.dialect import parse_delimiter
+    from bertlens.io.sheets import parse_sheet
     from bertlens.io.tables import TableSpec, parse_column
 
     if isinstance(options.input, str | Path):
@@ -271,6 +274,7 @@ def _table_spec(options: EmbedOptions, folder: Path):
             encoding=options.encoding,
             multiline=options.multiline,
             delimiter=parse_delimiter(options.delimiter),
+            sheet=parse_sheet(options.sheet),
         )
     import json
 

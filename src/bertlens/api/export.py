@@ -40,7 +40,10 @@ class ExportOptions(RecipeOptions):
     """texts to check parity on, drawn at random from the file (default: STS-B's training sentences from
     --data-dir): .txt (one a line), .csv/.tsv/.parquet or .jsonl (with --column)"""
     column: str | None = None
-    """for --texts CSV/TSV/Parquet/JSONL: the text column (header name or 0-based index) or field"""
+    """for --texts CSV/TSV/Parquet/JSONL/Excel: the text column (header name or 0-based index) or field"""
+    sheet: str | None = None
+    """for --texts and --calibration Excel workbooks (.xlsx, .xlsm): the sheet, by name or 0-based index (default:
+    the first)"""
     samples: int | None = None
     """how many texts to check parity on, drawn at random (seed 0) (default: up to 512; onnx and openvino stop
     earlier at 16,384 tokens, so that documents are checked in seconds)"""
@@ -137,7 +140,7 @@ def parity_texts(options: ExportOptions) -> tuple[list[str], str]:
     from bertlens.tasks.catalog import data_dir
 
     if options.texts is not None:
-        texts = list(dict.fromkeys(file_texts(options.texts, options.column)))
+        texts = list(dict.fromkeys(file_texts(options.texts, options.column, options.sheet)))
         source = str(options.texts)
     else:
         try:
@@ -175,7 +178,7 @@ def _calibration(options: ExportOptions) -> list[str] | None:
 
     if options.calibration is None:
         return None
-    calibration = list(dict.fromkeys(file_texts(options.calibration, options.column)))
+    calibration = list(dict.fromkeys(file_texts(options.calibration, options.column, options.sheet)))
     if len(calibration) < 4:
         raise OptionError(
             f"{{calibration}} {literal(options.calibration)}: {len(calibration)} distinct texts; int8 calibration "

@@ -50,6 +50,8 @@ class IndexOptions(BackendOptions, RecipeOptions):
     """tables: the document id column (default: line numbers)"""
     encoding: str = "utf-8"
     """the corpus files' text encoding"""
+    sheet: str | None = None
+    """an Excel workbook's (.xlsx, .xlsm) sheet, by name or 0-based index (default: the first)"""
     drop_invalid: bool = False
     """drop empty documents and rows without an id (counted in the summary) instead of stopping"""
     batch: int = 512
@@ -124,6 +126,7 @@ def run_index_command(options: IndexOptions, *, progress: Progress = silent) -> 
     """Check the options (before any model loads), read the corpus, and embed it into the store (a rerun continues
     where a killed one stopped)."""
     from bertlens.experiments.index import run_index
+    from bertlens.io.sheets import parse_sheet
     from bertlens.stores.open import open_store
     from bertlens.tasks.corpus import load_corpus
 
@@ -132,7 +135,7 @@ def run_index_command(options: IndexOptions, *, progress: Progress = silent) -> 
         readable = _documents_file(checked, Path(folder))
         try:
             corpus = load_corpus(readable.data, readable.text_col, readable.id_col, readable.encoding,
-                                 drop_invalid=readable.drop_invalid)  # fmt: skip
+                                 drop_invalid=readable.drop_invalid, sheet=parse_sheet(readable.sheet))  # fmt: skip
         except OptionError as error:  # about the temporary file: worded about the in-memory data
             raise OptionError(in_memory_words(error.template, folder), *error.options, values=error.values) from None
         except BertlensError as error:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from bertlens.errors import BertlensError, OptionError, literal
 from bertlens.io.dialect import parse_delimiter
+from bertlens.io.sheets import parse_sheet
 from bertlens.io.tables import is_blank, iter_texts, parse_column
 from bertlens.tasks.catalog import CATALOG
 from bertlens.tasks.catalog_fetch import load_catalog
@@ -89,6 +90,12 @@ class DataOptions:
     file that is not UTF-8 is refused with the encoding it reads as"""
     delimiter: str | None = None
     """for --data CSV: comma, semicolon, tab or pipe (default: detected from the file, and said in the report)"""
+    decimal: Literal["comma", "point"] | None = None
+    """for --data: the decimal mark of a score column (0,347 or 0.347; default: read per column, never mixed, and
+    said in the report)"""
+    sheet: str | None = None
+    """for --data, --test, --dev Excel workbooks (.xlsx, .xlsm; needs `pip install 'bertlens[excel]'`): the sheet,
+    by name or 0-based index (default: the first, said in the report)"""
 
     def check_source(self) -> None:
         """Exactly one source of data, and labels only beside texts given as a list."""
@@ -143,6 +150,14 @@ def load_task(args: Any) -> "TaskData":
         raise BertlensError(
             f"--{own_split[0].replace('_', '-')} applies to --data tables (catalog tasks, --label-first files and "
             "retrieval data bring their own splits)"
+        )
+    file_only = [flag for flag in ("sheet", "decimal") if getattr(args, flag, None) is not None]
+    if file_only and (args.task or args.label_first):
+        raise OptionError(
+            f"{{{file_only[0]}}} applies to {{data}} tables (CSV, TSV, JSONL, Parquet, Excel); "
+            f"{'a catalog task' if args.task else 'a --label-first text file'} has none: leave it out",
+            file_only[0],
+            "data",
         )
     if args.data is not None and not args.data.exists():
         raise OptionError(
@@ -208,6 +223,8 @@ def load_task(args: Any) -> "TaskData":
         split_col=parse_column(args.split_col) if args.split_col else None,
         split_files=_split_files(args),
         delimiter=parse_delimiter(args.delimiter),
+        decimal=args.decimal,
+        sheet=parse_sheet(args.sheet),
     )
     return load_user_task(
         args.data, table, drop_invalid=args.drop_invalid, folds=folds, max_examples=max_examples, seed=args.seed
@@ -231,13 +248,16 @@ def _user_retrieval(args: Any) -> "TaskData":
     if args.task_type not in (None, RETRIEVAL.name):
         raise BertlensError(f"--data {args.data} is a directory: only --task-type retrieval reads one (a BEIR layout)")
     texts = tuple(parse_column(c) for c in (args.text_col, args.text_col2) if c is not None)
-    table = UserTable(RETRIEVAL.name, texts, None, header=not args.no_header, encoding=args.encoding)
+    table = UserTable(
+        RETRIEVAL.name, texts, None, header=not args.no_header, encoding=args.encoding, sheet=parse_sheet(args.sheet)
+    )
     return load_user_task(args.data, table, drop_invalid=args.drop_invalid)
 
 
-def file_texts(path: Path, column: str | None) -> list[str]:
-    """Non-blank texts of a .txt/.csv/.tsv/.jsonl/.parquet file."""
-    return [t for t in iter_texts(path, parse_column(column) if column else None) if not is_blank(t)]
+def file_texts(path: Path, column: str | None, sheet: str | None = None) -> list[str]:
+    """Non-blank texts of a .txt/.csv/.tsv/.jsonl/.parquet file or an Excel workbook's sheet (the first: None)."""
+    chosen = parse_column(column) if column else None
+    return [t for t in iter_texts(path, chosen, sheet=parse_sheet(sheet)) if not is_blank(t)]
 
 
 LABELLED_FLAGS = (
@@ -264,7 +284,8 @@ def unlabelled_texts(args: Any) -> tuple[list[str], str]:
         )
     if args.text_col is not None:
         raise BertlensError("--texts reads its column from --column, not --text-col")
-    lines = list(iter_texts(args.texts, parse_column(args.column) if args.column else None))
+    chosen = parse_column(args.column) if args.column else None
+    lines = list(iter_texts(args.texts, chosen, sheet=parse_sheet(getattr(args, "sheet", None))))
     kept = [t for t in lines if not is_blank(t)]
     texts = list(dict.fromkeys(kept))
     if len(texts) < MIN_UNLABELLED:
@@ -329,6 +350,8 @@ def _label_columns(args: Any) -> tuple:
 
 
 RETRIEVAL_UNUSED = (
+    "decimal",
+    "sheet",
     "folds",
     "split_col",
     "test",

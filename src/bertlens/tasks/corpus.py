@@ -32,6 +32,7 @@ def load_corpus(
     encoding: str = "utf-8",
     *,
     drop_invalid: bool = False,
+    sheet: str | int | None = None,
 ) -> Corpus:
     """Every document; one line naming the file and the rows for an empty text, an empty id (both dropped and
     counted with `drop_invalid`) or a repeated id (never dropped: which copy is meant is the user's to say)."""
@@ -41,7 +42,7 @@ def load_corpus(
             raise OptionError(f"{{text_col}} and {{id_col}} apply to tables; {literal(path)} is a BEIR directory "
                               "(corpus.jsonl)", "text_col", "id_col")  # fmt: skip
         return Corpus(*load_beir_corpus(path, drop_invalid=drop_invalid, encoding=encoding))
-    records = _table_records(path, text_col, id_col, encoding)
+    records = _table_records(path, text_col, id_col, encoding, sheet)
     ids = [str(fields[1]).strip() if id_col is not None else str(line) for line, fields in records]
     texts = [fields[0] for _, fields in records]
     blank = {line for (line, _), text in zip(records, texts, strict=True) if is_blank(text)}
@@ -69,7 +70,7 @@ def load_corpus(
     return Corpus({i: text for _, i, text in kept}, dropped)
 
 
-def _table_records(path: Path, text_col: str | None, id_col: str | None, encoding: str) -> list:
+def _table_records(path: Path, text_col: str | None, id_col: str | None, encoding: str, sheet=None) -> list:
     if not path.exists():
         raise OptionError(f"{{data}} {literal(path)} does not exist; give a BEIR directory or a corpus file", "data")
     text_file = path.suffix == ".txt"
@@ -80,7 +81,7 @@ def _table_records(path: Path, text_col: str | None, id_col: str | None, encodin
         raise OptionError(f"{literal(path)}: name the text column with {{text_col}} (and the ids with {{id_col}})",
                           "text_col", "id_col")  # fmt: skip
     columns = () if text_file else tuple(parse_column(c) for c in (text_col, id_col) if c is not None)
-    records = list(iter_records(TableSpec(path, columns, encoding=encoding)))
+    records = list(iter_records(TableSpec(path, columns, encoding=encoding, sheet=sheet)))
     if not records:
         raise BertlensError(f"{path} holds no documents")
     return records

@@ -16,7 +16,7 @@ from bertlens.errors import BertlensError, OptionError, check_whole, did_you_mea
 from bertlens.extras import require
 from bertlens.io.tables import TableSpec, check_file, describe_reading, first_lines, iter_records
 from bertlens.tasks.catalog import TaskSpec
-from bertlens.tasks.fitted_folds import DEFAULT_FOLDS, class_fits, fit_folds
+from bertlens.tasks.fitted_folds import DEFAULT_FOLDS, MIN_CLASS_ROWS, class_fits, fit_folds
 from bertlens.tasks.kinds import JUDGEMENTS, RETRIEVAL, SCORE, TEXTS, TaskKind, task_kind, user_kinds
 from bertlens.tasks.retrieval import Collection, load_beir, load_pairs
 from bertlens.tasks.targets import (
@@ -24,7 +24,11 @@ from bertlens.tasks.targets import (
     classes_note,
     indicator_field,
     label_flag,
+    numbers_in_disguise,
     parse_label_set,
+    rare_classes,
+    read_decimal,
+    read_tags,
     read_target_kind,
 )
 
@@ -144,6 +148,7 @@ class LabelColumn:
     name: str = "label column"
     sep: str | None = None
     text_cols: tuple[str, ...] = ()
+    decimal: str | None = None  # the decimal mark of a numeric label column, as the caller forced it (None: read)
 
 
 TEXT_OPTIONS = ("text_col", "text_col2")  # the options naming a user's first and second text column
@@ -259,10 +264,17 @@ def _check_classes(data: TaskData, where: str) -> TaskData:
                 raise OptionError(
                     f"{literal(where)}: class {literal(repr(data.class_names[rare]))} has {counts[rare]} examples, "
                     f"{short} the {data.folds} folds; add examples, merge classes, lower {{folds}} or leave it out "
-                    "(the default fits the data)",
+                    f"(the default fits the data){_tag_hint(data)}",
                     "folds",
+                    "label_sep",
                 )
     return data
+
+
+def _tag_hint(data: TaskData) -> str:
+    """'; if a value holds several labels separated by ...' when the class names look like joined labels."""
+    tags = read_tags(list(data.class_names))
+    return tags.hint() if tags else ""
 
 
 def build_task(
@@ -280,8 +292,16 @@ def build_task(
     """Rows checked (`wheres`: the file of each split, when they differ) and turned into splits; `label` says how
     to read the label field and what to call it. `kind` None: read from the labels (tasks/targets.py), and said in
     the notes."""
+    read = kind is None  # the kind is read from the labels, so the guard checks that reading
+    kind, label, tag_notes = _read_tags(kind, raw_splits, label)
+    raw_splits, decimal_notes = _read_decimals(kind, raw_splits, label)
     label_sep, label_column = label.sep, label.name
     kind, notes = _read_kind(kind, raw_splits, label_column)
+    notes = (*tag_notes, *decimal_notes, *notes)
+    if read and kind.single_text_classes:
+        refusal = numbers_in_disguise(_plain_targets(raw_splits), label_column, label.decimal)
+        if refusal is not None:
+            raise refusal
     if folds is not None:
         check_whole("folds", folds, 2, "cross-validation needs two folds or more")
     if kind.target == SCORE and not kind.pair:
@@ -300,7 +320,63 @@ def build_task(
     splits = {split: _to_split(rows, kind, index, label_sep) for split, rows in cleaned.items()}
     chosen = DEFAULT_FOLDS if folds is None else folds
     data = TaskData(name, kind, splits, tuple(index) if index else (), chosen, dropped, source, notes)
-    return _check_classes(_fit_folds(replace(data, folds_chosen=folds is not None)), where)
+    data = replace(data, folds_chosen=folds is not None)
+    _guard_rare_classes(data, label_column)
+    return _check_classes(_fit_folds(data), where)
+
+
+def _read_tags(kind, raw_splits: dict[str, list], label: LabelColumn) -> tuple:
+    """(kind, label, notes): a label column read as classes whose values are sets of labels joined by a separator
+    (tasks/targets.py: read_tags) is read as multi-label, split on it, and said, when the evidence is strong; weaker
+    evidence is refused naming both readings; otherwise as given."""
+    if kind is not None:
+        return kind, label, ()
+    values = _plain_targets(raw_splits)
+    tags = read_tags(values)
+    if tags is None or read_target_kind(values, label.name).kind != "classification":
+        return kind, label, ()
+    if not tags.strong:
+        raise tags.refusal(label.name)
+    with_sep = sum(tags.sep in v for v in values)
+    return task_kind("multi_label"), replace(label, sep=tags.sep), (tags.note(label.name, len(values), with_sep),)
+
+
+def _read_decimals(kind, raw_splits: dict[str, list], label: LabelColumn) -> tuple[dict[str, list], tuple[str, ...]]:
+    """A score column's numbers written with a decimal comma rewritten with a point (tasks/targets.py: read_decimal),
+    and said; a column of classes (or of label sets) is left as written."""
+    if kind is not None and task_kind(kind).target != SCORE:
+        if label.decimal is not None:
+            raise OptionError(
+                f"{{decimal}} reads the numbers of a score column; a {task_kind(kind).name} task's labels are classes: "
+                "leave it out",
+                "decimal",
+            )
+        return raw_splits, ()
+    reading = read_decimal(_plain_targets(raw_splits), label.name, label.decimal)
+    if reading.mark is None:
+        return raw_splits, ()
+    rewritten = {
+        split: [(line, (*values[:-1], reading.rewrite(values[-1]))) for line, values in rows]
+        for split, rows in raw_splits.items()
+    }
+    return rewritten, (reading.note,)
+
+
+def _guard_rare_classes(data: TaskData, column: str) -> None:
+    """A class column whose rows sit mostly in classes too small for any folds is refused (tasks/targets.py:
+    rare_classes): under cross-validation, fewer than MIN_CLASS_ROWS (what fitted folds set aside); in a training
+    split, fewer than two. Classes too small for the folds a caller gave are refused by name (_check_classes)."""
+    if not data.kind.classes:
+        return
+    fitted = "all" if data.uses_cv else "train"
+    if fitted not in data.splits:
+        return
+    floor = MIN_CLASS_ROWS if data.uses_cv else 2
+    targets = data.splits[fitted].targets
+    counts = {data.class_names[c]: n for c, n in sorted(Counter(targets.tolist()).items())}
+    refusal = rare_classes(counts, floor, column, _tag_hint(data))
+    if refusal is not None:
+        raise refusal
 
 
 def _fit_folds(data: TaskData) -> TaskData:
@@ -389,6 +465,8 @@ class UserTable:
     label_sep: str | None = None  # multi-label: the labels of a row in the label column, separated by this
     label_cols: tuple[str | int, ...] = ()  # multi-label: one 0/1 column per label instead of a label column
     delimiter: str | None = None  # CSV: None reads it from the file (io/dialect.py)
+    decimal: str | None = None  # a score column's decimal mark, comma or point (None: read per column)
+    sheet: str | int | None = None  # a workbook's sheet, by name or 0-based index (None: the first)
 
 
 def load_user_task(
@@ -425,7 +503,7 @@ def load_user_task(
         )
         return _check_fold_size(limit_examples(data, max_examples, seed), str(path))
     if kind is not None and kind.target == JUDGEMENTS:
-        return _user_retrieval(path, text_cols, header, drop_invalid, encoding)
+        return _user_retrieval(path, table, drop_invalid)
     needed = 2 if kind is not None and kind.pair else 1
     if len(text_cols) != needed:
         raise BertlensError(
@@ -434,7 +512,14 @@ def load_user_task(
     labels = table.label_cols or (label_col,)
     columns = (*text_cols, *labels, *(() if split_col is None else (split_col,)))
     spec = TableSpec(
-        path, columns, header, encoding, texts=len(text_cols), multiline=multiline, delimiter=table.delimiter
+        path,
+        columns,
+        header,
+        encoding,
+        texts=len(text_cols),
+        multiline=multiline,
+        delimiter=table.delimiter,
+        sheet=table.sheet,
     )
     said: list[str] = []  # what each file was read as (io/dialect.py), for the report
 
@@ -463,7 +548,10 @@ def load_user_task(
         source=str(path),
         wheres=wheres,
         label=LabelColumn(
-            f"label column {label_col!r}" if not table.label_cols else "label columns", table.label_sep, text_cols
+            f"label column {label_col!r}" if not table.label_cols else "label columns",
+            table.label_sep,
+            text_cols,
+            table.decimal,
         ),
     )
     data = replace(data, notes=(*data.notes, *said))
@@ -580,8 +668,9 @@ def retrieval_task(name: str, collection: Collection, source: str) -> TaskData:
     )
 
 
-def _user_retrieval(path: Path, text_cols: tuple, header: bool, drop_invalid: bool, encoding: str) -> TaskData:
+def _user_retrieval(path: Path, table: UserTable, drop_invalid: bool) -> TaskData:
     """A BEIR directory, or a table of (query, relevant document) rows (--text-col, --text-col2)."""
+    text_cols, encoding = table.text_cols, table.encoding
     if path.is_dir():
         return retrieval_task(path.name, load_beir(path, drop_invalid=drop_invalid, encoding=encoding), str(path))
     if len(text_cols) != 2:
@@ -589,7 +678,9 @@ def _user_retrieval(path: Path, text_cols: tuple, header: bool, drop_invalid: bo
             f"{path}: a retrieval table needs --text-col (the query) and --text-col2 (a relevant document); "
             "or pass a BEIR directory (corpus.jsonl, queries.jsonl, qrels/test.tsv)"
         )
-    collection = load_pairs(path, *text_cols, header=header, drop_invalid=drop_invalid, encoding=encoding)
+    collection = load_pairs(
+        path, *text_cols, header=table.header, drop_invalid=drop_invalid, encoding=encoding, sheet=table.sheet
+    )
     return retrieval_task(path.stem, collection, str(path))
 
 

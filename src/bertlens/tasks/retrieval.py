@@ -267,10 +267,11 @@ def load_pairs(
     header: bool = True,
     drop_invalid: bool = False,
     encoding: str = "utf-8",
+    sheet: str | int | None = None,
 ) -> Collection:
     """A table of (query, relevant document) rows: the corpus is every distinct document, each query's
     relevant set the documents it is paired with (grade 1). Scored on every query (no dev split)."""
-    spec = TableSpec(Path(path), (query_col, document_col), header, encoding, texts=2)
+    spec = TableSpec(Path(path), (query_col, document_col), header, encoding, texts=2, sheet=sheet)
     problems = _Problems(drop_invalid)
     rows = list(iter_records(spec))
     blank = [line for line, (q, d) in rows if is_blank(q) or is_blank(d)]
