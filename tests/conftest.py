@@ -53,6 +53,22 @@ def tiny_bert_dir(tmp_path_factory, default_model_dir) -> Path:
     return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), default_model_dir)
 
 
+@pytest.fixture(scope="session")
+def second_tiny_bert_dir(tmp_path_factory, default_model_dir) -> Path:
+    """Another random BERT (3 layers, width 48, seed 1), for sweeps across models: its own weights and depth."""
+    from transformers import BertConfig, BertModel
+
+    path = tmp_path_factory.mktemp("tiny-bert-3")
+    torch.manual_seed(1)
+    config = BertConfig(vocab_size=30522, hidden_size=48, num_hidden_layers=3, num_attention_heads=4,
+                        intermediate_size=96, max_position_embeddings=64)  # fmt: skip
+    BertModel(config).eval().save_pretrained(path, safe_serialization=True)
+    for name in TOKENIZER_FILES:
+        if (default_model_dir / name).exists():
+            shutil.copy(default_model_dir / name, path / name)
+    return path
+
+
 def _fetch_script():
     """scripts/fetch_base_model.py as a module (the script is standard library only; it is not part of the package)."""
     import importlib.util

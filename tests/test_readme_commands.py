@@ -61,6 +61,29 @@ def stand_ins(root) -> None:
     (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(qrels) + "\n")
     kinds_stand_ins(root)
     files_stand_ins(root)
+    sheets_and_models_stand_ins(root)
+
+
+def sheets_and_models_stand_ins(root) -> None:
+    """EmoBank valence as a workbook's 'Ratings' sheet (Text, Score), and a small BERT under the name of the 3-layer
+    model the README compares with the default one (the real one is in ../shared/models, not beside a pip user)."""
+    from bertlens.models import default_model_dir
+    from tests.conftest import make_tiny_bert
+
+    rows = list(csv.reader((root / "emobank.csv").open(newline="", encoding="utf-8")))
+    header = rows[0]
+    book = [(r[header.index("text")], float(r[header.index("V")])) for r in rows[1:]]
+    import openpyxl
+
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    sheet.title = "Ratings"
+    sheet.append(["Text", "Score"])
+    for row in book:
+        sheet.append(list(row))
+    workbook.save(root / "ratings.xlsx")
+    (root / "paraphrase-minilm-l3-v2").mkdir()
+    make_tiny_bert(root / "paraphrase-minilm-l3-v2", default_model_dir())
 
 
 def files_stand_ins(root) -> None:

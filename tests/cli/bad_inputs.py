@@ -1014,6 +1014,47 @@ CASES += [  # issue #73: spreadsheets as users keep them; a reading that would c
 ]  # fmt: skip
 
 
+CASES += [  # issue #74: several models in one sweep
+    (
+        "two names of the same weights",
+        ["sweep", "--task", "trec", "--data-dir", "{data}", "--model", "{model}", "--model", "{model}/", "--out",
+         "{tmp}/o", "--quiet"],
+        "are the same weights",
+    ),
+    (
+        "the same model twice",
+        [*SWEEP, "--task", "trec", "--data-dir", "{data}", "--model", "{model}"],
+        "is given twice; give each model once",
+    ),
+    (
+        "a model that cannot be loaded, named before any encoding",
+        [*SWEEP, "--task", "trec", "--data-dir", "{data}", "--model", "{tmp}/no-such-model"],
+        "no-such-model: model ",
+    ),
+    (
+        "--rows auto with several models",
+        [*SWEEP, "--task", "trec", "--data-dir", "{data}", "--model", "{tmp}/other", "--rows", "auto"],
+        "several models cannot take --rows",
+    ),
+    (
+        "texts alone with several models",
+        [*SWEEP, "--texts", "{tmp}/ok.txt", "--model", "{tmp}/other"],
+        "several models cannot take --texts",
+    ),
+    (
+        "a budget with one model",
+        ["sweep", "--task", "trec", "--data-dir", "{data}", "--model", "{model}", "--max-latency-ms", "5",
+         "--out", "{tmp}/o", "--quiet"],
+        "--max-latency-ms chooses among several models",
+    ),
+    (
+        "a budget that is not a positive number",
+        [*SWEEP, "--task", "trec", "--data-dir", "{data}", "--model", "{tmp}/other", "--min-texts-per-second", "-3"],
+        "--min-texts-per-second must be a positive number",
+    ),
+]  # fmt: skip
+
+
 def _sheet_files(tmp: Path) -> None:
     """The inputs of issue #73's cases: labels that are not classes, decimal marks, tags and workbooks."""
     import datetime

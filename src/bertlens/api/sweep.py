@@ -24,7 +24,7 @@ from bertlens.api.options import at_least, finite, one_of, python_call
 from bertlens.api.recipe_options import EncoderOptions
 from bertlens.api.results import RowsResult, save_options
 from bertlens.api.sources import DataOptions
-from bertlens.errors import OptionError
+from bertlens.errors import OptionError, literal
 from bertlens.io.run_context import check_seed
 from bertlens.progress import Progress, silent
 from bertlens.representation.choices import DEFAULT_POOLERS
@@ -50,6 +50,19 @@ class SweepOptions(EncoderOptions, DataOptions):
     """Every option of `bertlens sweep`, by the name of its long flag (`--max-examples` is `max_examples`); where the
     data comes from: `DataOptions`; the model: `EncoderOptions`."""
 
+    model: str | Sequence[str] | None = None
+    """'default' (all-MiniLM-L6-v2), a local model directory or a hub id; repeat for several (--model A --model B):
+    every model's candidates on the same rows, folds and resamples, one leaderboard across models, each model's price
+    measured on your texts here, and the choice of a (model, reading) by quality and price"""
+    models: Sequence[str] | None = None
+    """Python only: several models (the same as model=[...])"""
+    min_texts_per_second: float | None = None
+    """several models: choose among those whose reading runs at least this fast here (texts/s on your texts)"""
+    max_latency_ms: float | None = None
+    """several models: choose among those that embed one text within this many milliseconds here"""
+    prefer: Literal["speed", "quality"] = "speed"
+    """several models: speed (the default) takes the fastest (model, reading) tied with the best on the choosing
+    data; quality takes the best, naming a cheaper tie beside it"""
     texts: Any = None
     """texts alone, no labels: every candidate scored from label-free measures (effective rank, matrix entropy,
     anisotropy, alignment under dropout and word dropout, uniformity) and the best recommended: .txt (one a line),
@@ -139,6 +152,7 @@ class SweepOptions(EncoderOptions, DataOptions):
                 "settle_tolerance",
             )
         check_seed(self.seed)
+        checked = self._models()
         if self.texts is not None and self.labels is None:
             given = [name for name in LABELLED_ONLY if getattr(self, name)]
             if given:
@@ -148,7 +162,37 @@ class SweepOptions(EncoderOptions, DataOptions):
                     given[0],
                     "data",
                 )
-        return self._parsed()
+        return checked._parsed()
+
+    def _models(self) -> SweepOptions:
+        """`model` (one name or several) and `models` as one tuple; what several models cannot take, refused."""
+        named = [self.model] if isinstance(self.model, str) else list(self.model or ())
+        if self.models is not None and named:
+            raise OptionError("give the models as {model} or as {models}, not both", "model", "models")
+        names = tuple(str(m) for m in (self.models if self.models is not None else named))
+        if len(set(names)) < len(names):
+            repeated = next(n for n in names if names.count(n) > 1)
+            raise OptionError(f"{{model}} {literal(repeated)} is given twice; give each model once", "model")
+        budget = [n for n in ("min_texts_per_second", "max_latency_ms") if getattr(self, n) is not None]
+        if len(names) < 2 and (budget or self.prefer != "speed"):
+            given = budget[0] if budget else "prefer"
+            raise OptionError(f"{{{given}}} chooses among several models; give two or more with {{model}}", given,
+                              "model")  # fmt: skip
+        if len(names) > 1:
+            for name, value, why in (
+                ("texts", self.texts is not None and self.labels is None, "label-free scores measure each model's "
+                 "own geometry, so they do not compare across models: give labelled data with {data}"),
+                ("rows", self.rows == "auto", "each model would stop at its own rows, breaking the pairing: leave "
+                 "{rows} all"),
+            ):  # fmt: skip
+                if value:
+                    raise OptionError(f"several models cannot take {{{name}}}: {why}", name, "data", "model")
+        return dataclasses.replace(self, model=names[0] if len(names) == 1 else list(names) or None, models=None)
+
+    @property
+    def model_names(self) -> tuple[str, ...]:
+        """The models to sweep, once checked: one name, or several (options.json records them under `model`)."""
+        return tuple(self.model) if isinstance(self.model, list | tuple) else ((self.model,) if self.model else ())
 
     def _parsed(self) -> SweepOptions:
         """Poolers, protocols and prompt sets checked by their parsers (one line each for a bad name)."""
@@ -292,10 +336,20 @@ def on_engine(options, model):
     return sweep_on_ray(model, address=options.ray_address, workers=options.ray_workers)
 
 
-def _labelled(options: SweepOptions, notify, progress: Progress) -> SweepResult:
+def _labelled(options: SweepOptions, notify, progress: Progress):
+    """A labelled task swept with the one model, or with several (api/sweep_models.py)."""
+    task = _labelled_task(options, notify)
+    if len(options.model_names) > 1:
+        from bertlens.api.sweep_models import run_across_models
+
+        return run_across_models(options, task, notify, progress, _base_and_encoder, _sweep_task)
+    return _sweep_task(options, task, *_base_and_encoder(options), progress)
+
+
+def _labelled_task(options: SweepOptions, notify):
+    """The task, checked against the sweep's settings, with what the loader did said."""
     from bertlens.api.sources import load_task
-    from bertlens.experiments.sweep import SweepConfig, check_config, run_sweep
-    from bertlens.io.cache import default_cache_dir
+    from bertlens.experiments.sweep import SweepConfig, check_config
     from bertlens.probing.candidates import parse_prompt_set
 
     prompt_sets = tuple(parse_prompt_set(p) for p in options.prompts or ())
@@ -312,7 +366,16 @@ def _labelled(options: SweepOptions, notify, progress: Progress) -> SweepResult:
             notify(f"dropped {task.dropped} invalid rows (--drop-invalid)")
         for note in task.notes:  # what the loader did to the user's splits (overlap dropped, unseen labels)
             notify(f"note: {note}")
-    base, encoder = _base_and_encoder(options)
+    return task
+
+
+def _sweep_task(options: SweepOptions, task, base, encoder, progress: Progress) -> SweepResult:
+    """One model's sweep of a loaded task."""
+    from bertlens.experiments.sweep import run_sweep
+    from bertlens.io.cache import default_cache_dir
+    from bertlens.probing.candidates import parse_prompt_set
+
+    prompt_sets = tuple(parse_prompt_set(p) for p in options.prompts or ())
     config = _config(
         options,
         encoder,
@@ -344,7 +407,7 @@ def _texts_alone(options: SweepOptions, notify, progress: Progress) -> SweepResu
                                progress)  # fmt: skip
 
 
-def run_sweep_command(options: SweepOptions, *, progress: Progress = silent, notify=lambda line: None) -> SweepRun:
+def run_sweep_command(options: SweepOptions, *, progress: Progress = silent, notify=lambda line: None):
     """Check the options (before any model loads), load the data, sweep, and save when `options.out` is given.
     `progress(stage, done, total)` and `notify(line)` (what the loader did) are the front end's to show."""
     from bertlens.api.memory import on_disk
@@ -352,13 +415,20 @@ def run_sweep_command(options: SweepOptions, *, progress: Progress = silent, not
     checked = options.check()
     with on_disk(checked) as readable:
         run = _texts_alone if readable.texts is not None else _labelled
-        outcome = SweepRun(run(readable, notify, progress), checked)
+        result = run(readable, notify, progress)
+    if len(checked.model_names) > 1:
+        from bertlens.api.sweep_models import ModelsSweepRun
+
+        outcome = ModelsSweepRun(result, checked)
+    else:
+        outcome = SweepRun(result, checked)
     if checked.out is not None:
         outcome.save(checked.out)
     return outcome
 
 
-def sweep(**options: Any) -> SweepRun:
+def sweep(**options: Any):
     """Score every token / layer / pooling choice on a task in one encoding pass and recommend one: the keywords
-    are `bertlens sweep`'s long flags (see `SweepOptions`); the data may be given in memory."""
+    are `bertlens sweep`'s long flags (see `SweepOptions`); the data may be given in memory. With several models
+    (`model=[...]` or `models=[...]`) a `ModelsSweepRun`: one leaderboard across models, their prices, the choice."""
     return python_call(SweepOptions, run_sweep_command, options)

@@ -13,6 +13,7 @@ COMMAND = CommandLine(
     "bertlens.api.sweep:SweepOptions",
     "Encode once, score every layer x pooler and layer mix, recommend a recipe.",
     defaults={"out": Path("out/sweep")},
+    python_only=("models",),
 )
 
 
@@ -20,12 +21,49 @@ def run(options) -> None:
     from bertlens.api.sweep import run_sweep_command
 
     source = options.task or Path(options.data or options.texts).stem
+    if len(options.model_names) > 1:
+        source += f" with {len(options.model_names)} models"
     label = f"sweep {source}" + (" (texts alone)" if options.texts is not None else "")
     with progress_bar(label, enabled=not options.quiet) as update:
         outcome = run_sweep_command(options, progress=update, notify=say)
     if options.texts is not None:
         return _report_texts(outcome, options.out)
+    if len(options.model_names) > 1:
+        return _report_models(outcome, options.out)
     _report(outcome, options.out)
+
+
+def _report_models(outcome, out: Path) -> None:
+    """Several models: each one's own and best reading with its price, the leaderboard's top, the choice."""
+    from bertlens.reports.models import TOP, model_rows
+
+    result = outcome.result
+    rows = [
+        (r["model"], f"{r['own_reading']}: {r['own_value']:.4f}" if r["own_reading"] else "-",
+         f"{r['best_reading']}: {r['best_value']:.4f} [{r['best_ci'][0]:.4f}, {r['best_ci'][1]:.4f}]",
+         f"{r['texts_per_s']:,.0f}", f"{r['ms_one_text']:.1f}", str(r["dim"]),
+         "chosen" if r["chosen"] else "tied" if r["tied_with_best"] else "")
+        for r in model_rows(result)
+    ]  # fmt: skip
+    print_table(
+        f"{result.results[0].task}: {len(rows)} models ({result.metric}; texts/s on {result.prices[0].machine})",
+        ("model", "own reading", "best reading [95% CI]", "texts/s", "ms, one text", "dim", ""),
+        rows,
+    )
+    board = result.board
+    tied = [f"{m} {c}" for (m, c), t in zip(result.names, board.tied_with_best, strict=True) if t]
+    say(
+        f"tied with the best across models ({len(tied)}): {', '.join(tied[:TOP])}" + (" ..." if len(tied) > TOP else "")
+    )
+    for note in result.notes:
+        say(f"note: {note}")
+    STDERR.print(f"recommended [bold]{outcome.recommended}[/]: {result.choice.rule}")
+    if result.runner_up:
+        say(f"passed over: {result.runner_up}")
+    say(
+        f"wrote {out / 'report.md'}, {out / 'results.json'}, {out / 'recipe.json'} and each model's sweep under "
+        f"{out / 'models'} (reproduce: bertlens embed FILE --recipe {out / 'recipe.json'})"
+    )
 
 
 def _report(outcome, out: Path) -> None:

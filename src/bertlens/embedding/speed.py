@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Sequence
 
@@ -18,3 +19,16 @@ def texts_per_second(embedders: Sequence, texts: Sequence[str], rounds: int = 2)
             embedder.encode(texts)
             best[i] = max(best[i], len(texts) / (time.perf_counter() - start))
     return best
+
+
+def timing(embedder, texts: Sequence[str], singles: int = 20) -> tuple[float, float]:
+    """(texts/s on `texts` in batches, best of two passes; median ms for one text alone, after a warm-up, over the
+    first `singles` texts): the speed `recommend`'s latency step and a sweep's model prices report."""
+    (rate,) = texts_per_second([embedder], texts)
+    embedder.encode(texts[:1])
+    single = []
+    for text in texts[:singles]:
+        start = time.perf_counter()
+        embedder.encode([text])
+        single.append(1000 * (time.perf_counter() - start))
+    return rate, statistics.median(single)

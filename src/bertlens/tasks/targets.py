@@ -214,6 +214,7 @@ def read_decimal(values: Sequence[str], column: str, forced: str | None = None) 
 # cross-validate (an id, a free-text or a tags column picked as labels), would turn into a recommendation scored on
 # what is left, with exit 0. Those stop in one line naming the option that settles the reading.
 RARE_SHARE = 0.10  # at most this share of the rows may sit in classes too small for the folds
+RARE_CLASSES = 3  # and fewer rare classes than this are a few (set aside, or refused by name), whatever their share
 TAG_SEPARATORS = ("|", ";", ",")
 
 
@@ -313,12 +314,13 @@ def numbers_in_disguise(values: Sequence[str], column: str, forced: str | None =
 
 
 def rare_classes(counts: dict[str, int], floor: int, column: str, hint: str = "") -> OptionError | None:
-    """The refusal for a class column whose classes with fewer than `floor` rows (too few for the folds) hold more
-    than RARE_SHARE of the rows (None when they hold less: those few are set aside, or refused by name)."""
+    """The refusal for a class column whose classes with fewer than `floor` rows (too few for the folds) are
+    RARE_CLASSES or more and hold more than RARE_SHARE of the rows (None otherwise: a few rare classes are set aside,
+    or refused by name)."""
     rows = sum(counts.values())
     rare = {name: n for name, n in counts.items() if n < floor}
     held = sum(rare.values())
-    if not rows or held <= RARE_SHARE * rows:
+    if not rows or len(rare) < RARE_CLASSES or held <= RARE_SHARE * rows:
         return None
     shown = ", ".join(repr(name) for name in list(rare)[:3])
     return OptionError(

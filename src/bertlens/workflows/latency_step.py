@@ -10,12 +10,11 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from bertlens.embedding.backends import BackendSpec, make_encoder
 from bertlens.embedding.embedder import Embedder
-from bertlens.embedding.speed import texts_per_second
+from bertlens.embedding.speed import timing
 from bertlens.encoding.precision import native_bf16
 from bertlens.errors import BertlensError
 from bertlens.progress import Progress, silent
@@ -148,18 +147,6 @@ def own_int8(
     return load_alternative(out), ""
 
 
-def _timing(embedder, sample: list[str]) -> tuple[float, float]:
-    """(texts/s on the sample in batches, best of two passes; median ms for one text alone, after a warm-up)."""
-    (rate,) = texts_per_second([embedder], sample)
-    single = []
-    embedder.encode(sample[:1])
-    for text in sample[:20]:
-        start = time.perf_counter()
-        embedder.encode([text])
-        single.append(1000 * (time.perf_counter() - start))
-    return rate, float(np.median(single))
-
-
 @dataclass(frozen=True)
 class Timing:
     label: str  # "fp32", "bf16" (the recipe itself) or an alternative's label
@@ -204,8 +191,8 @@ def step_latency(
     alternatives = tuple(twin for alternative in alternatives for twin in alternative.on_runtimes())
     precisions = ["fp32"] + (["bf16"] if native_bf16()[0] else [])
     own = [make_encoder(BackendSpec("torch", recipe.replace(precision=p))) for p in precisions]
-    timings = [Timing(p, *_timing(embedder, sample), own=True) for p, embedder in zip(precisions, own)]
-    timings += [Timing(a.label, *_timing(a.embedder(), sample), own=False, fidelity=a.fidelity) for a in alternatives]
+    timings = [Timing(p, *timing(embedder, sample), own=True) for p, embedder in zip(precisions, own)]
+    timings += [Timing(a.label, *timing(a.embedder(), sample), own=False, fidelity=a.fidelity) for a in alternatives]
     evidence = "; ".join(
         f"{t.label}: {t.texts_per_s:,.0f} texts/s, {t.ms_one_text:.1f} ms for one text"
         + (f" ({t.fidelity})" if t.fidelity else "")
