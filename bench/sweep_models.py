@@ -40,8 +40,10 @@ def goemotions_csv(path: Path) -> Path:
 
 
 def task_flags(task: str, work: Path) -> list[str]:
-    if task in ("trec", "stsb", "cranfield"):
+    if task in ("trec", "stsb"):
         return ["--task", task, "--data-dir", str(DATA)]
+    if task == "cranfield":  # with each model's late interaction rows beside its pooled ones
+        return ["--task", task, "--data-dir", str(DATA), "--protocols", "cosine,late_interaction"]
     if task == "emobank":
         return ["--data", str(DATA / "emobank" / "emobank.csv"), "--text-col", "text", "--label-col", "V",
                 "--split-col", "split"]  # fmt: skip

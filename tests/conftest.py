@@ -27,17 +27,17 @@ def default_model_dir() -> Path:
     return locate()
 
 
-def make_tiny_bert(path: Path, tokenizer_dir: Path) -> Path:
-    """A randomly initialised 2-layer BERT (width 32, seed 0) with the given model's tokenizer, at `path`."""
+def make_tiny_bert(path: Path, tokenizer_dir: Path, layers: int = 2, width: int = 32, seed: int = 0) -> Path:
+    """A randomly initialised BERT (2 layers, width 32, seed 0 unless told) with the given model's tokenizer."""
     from transformers import BertConfig, BertModel
 
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     config = BertConfig(
         vocab_size=30522,
-        hidden_size=32,
-        num_hidden_layers=2,
+        hidden_size=width,
+        num_hidden_layers=layers,
         num_attention_heads=4,
-        intermediate_size=64,
+        intermediate_size=2 * width,
         max_position_embeddings=128,
     )
     BertModel(config).eval().save_pretrained(path, safe_serialization=True)
@@ -56,17 +56,7 @@ def tiny_bert_dir(tmp_path_factory, default_model_dir) -> Path:
 @pytest.fixture(scope="session")
 def second_tiny_bert_dir(tmp_path_factory, default_model_dir) -> Path:
     """Another random BERT (3 layers, width 48, seed 1), for sweeps across models: its own weights and depth."""
-    from transformers import BertConfig, BertModel
-
-    path = tmp_path_factory.mktemp("tiny-bert-3")
-    torch.manual_seed(1)
-    config = BertConfig(vocab_size=30522, hidden_size=48, num_hidden_layers=3, num_attention_heads=4,
-                        intermediate_size=96, max_position_embeddings=64)  # fmt: skip
-    BertModel(config).eval().save_pretrained(path, safe_serialization=True)
-    for name in TOKENIZER_FILES:
-        if (default_model_dir / name).exists():
-            shutil.copy(default_model_dir / name, path / name)
-    return path
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert-3"), default_model_dir, layers=3, width=48, seed=1)
 
 
 def _fetch_script():

@@ -31,7 +31,10 @@ def test_the_parser_is_derived_from_the_options():
     its name, a bare command line is Python's defaults (but --out), and each flag lands in its option."""
     arguments = command_app(SWEEP).assemble_argument_collection(parse_docstring=True)
     shown = {a.names[0]: a.field_info.name for a in arguments if a.show}
-    assert shown == flags_of(SWEEP) and set(shown.values()) == {f.name for f in fields(SweepOptions)} - {"labels"}
+    assert shown == flags_of(SWEEP) and set(shown.values()) == {f.name for f in fields(SweepOptions)} - set(
+        SWEEP.hidden()
+    )
+    assert set(SWEEP.hidden()) == {"labels", "models"}  # Python only: labels beside texts in memory, models=[...]
     assert all(a.parameter.help for a in arguments if a.show), "a flag without help: give its field a docstring"
     assert parse_options(SWEEP, ["--task", "stsb"]) == SweepOptions(task="stsb", out=Path("out/sweep"))
     given = parse_options(SWEEP, ["--task", "stsb", "--max-examples", "30", "--layers", "-4:", "--exclude-special",
@@ -78,7 +81,7 @@ def test_recommend_needs_out_on_the_command_line_only(capsys):
     ]
     assert main(["recommend", "--task", "sst2"]) == 1
     assert "bertlens recommend: error: --out is required: the directory" in capsys.readouterr().err
-    assert {f.name for f in fields(RecommendOptions)} - {"labels"} == set(flags_of(RECOMMEND).values())
+    assert {f.name for f in fields(RecommendOptions)} - {"labels", "models"} == set(flags_of(RECOMMEND).values())
 
 
 def test_the_choices_and_the_task_list_are_the_librarys_own():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import shlex
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from bertlens.api.options import at_least, finite, one_of, python_call
 from bertlens.api.results import RowsResult, save_options
 from bertlens.api.sources import DataOptions
+from bertlens.api.sweep_models import model_names
 from bertlens.errors import OptionError
 from bertlens.io.run_context import check_seed
 from bertlens.progress import Progress, silent
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
 
 DATA_FLAGS = (
     *("task", "data", "data_dir", "task_type", "text_col", "text_col2", "label_col", "split_col", "test", "dev"),
-    *("encoding", "folds"),
+    *("encoding", "folds", "label_sep", "label_cols", "delimiter", "decimal", "sheet"),
 )
 DATA_SWITCHES = ("no_header", "label_first", "multiline")
 
@@ -45,8 +47,12 @@ class RecommendOptions(DataOptions):
     """texts alone, no labels: the representation is chosen by label-free measures (and fine-tuning is skipped):
     .txt (one a line), .csv/.tsv/.parquet or .jsonl (with --column); from Python also a list of strings (with
     `labels`, a labelled task)"""
-    model: str = "default"
-    """'default', a local model directory or a hub id"""
+    model: str | Sequence[str] = "default"
+    """'default', a local model directory or a hub id; repeat for several (--model A --model B): a first step chooses
+    the (model, reading) across them, as `sweep --model A --model B` does, on a sample sized to a share of the budget,
+    with --latency-budget-ms and --throughput-target as its price budget; the other steps run on the chosen model"""
+    models: Sequence[str] | None = None
+    """Python only: several models (the same as model=[...])"""
     budget_minutes: float = 15.0
     """time for all measurements (default 15)"""
     latency_budget_ms: float | None = None
@@ -92,11 +98,19 @@ class RecommendOptions(DataOptions):
         at_least(self, "folds", 2, "cross-validation needs two folds or more")
         at_least(self, "ray_workers", 1, "a Ray pool has one actor or more")
         check_seed(self.seed)
+        names = model_names(self.model, self.models)
+        if len(names) > 1 and self.texts is not None and self.labels is None:
+            raise OptionError("several models cannot take {texts}: label-free scores measure each model's own "
+                              "geometry, so they do not compare across models; give labelled data with {data}",
+                              "texts", "data", "model")  # fmt: skip
         from bertlens.probing.candidates import parse_prompt_set
 
         for prompt_set in self.prompts or ():
             parse_prompt_set(prompt_set)
-        return dataclasses.replace(self, alternatives=tuple(Path(p) for p in self.alternatives))
+        model = names[0] if len(names) == 1 else list(names)
+        return dataclasses.replace(
+            self, model=model, models=None, alternatives=tuple(Path(p) for p in self.alternatives)
+        )
 
 
 @dataclass(frozen=True)
@@ -154,7 +168,9 @@ def command_sources(options: Any, in_memory: bool = False):
     if in_memory:
         return CommandSources()
     flags = [
-        f"--{name.replace('_', '-')} {getattr(options, name)}" for name in DATA_FLAGS if getattr(options, name, None)
+        f"--{name.replace('_', '-')} {shlex.quote(str(getattr(options, name)))}"
+        for name in DATA_FLAGS
+        if getattr(options, name, None)
     ]
     flags += [f"--{name.replace('_', '-')}" for name in DATA_SWITCHES if getattr(options, name, False)]
     texts = "TEXTS"
@@ -225,8 +241,17 @@ def _walk(options: RecommendOptions, out: Path, progress: Progress, notify, in_m
     from bertlens.api.sweep import on_engine
     from bertlens.models import resolve_model
 
-    with on_engine(options, resolve_model(options.model)):
-        return run_recommend(task, options.model, RunContext(out, options.cache_dir, options.seed, progress), walk)
+    model, first = options.model, None
+    if isinstance(model, list | tuple):  # several: a first step chooses the encoder (api/recommend_models.py)
+        from bertlens.api.recommend_models import encoder_step
+
+        model, first, seconds = encoder_step(options, task, out, notify, progress, walk.sources.data or "DATA")
+        walk = dataclasses.replace(walk, budget_minutes=max(options.budget_minutes - seconds / 60, 0.5))
+    with on_engine(options, resolve_model(model)):
+        result = run_recommend(task, model, RunContext(out, options.cache_dir, options.seed, progress), walk)
+    if first is None:
+        return result
+    return dataclasses.replace(result, decisions=(first, *result.decisions), seconds=result.seconds + first.seconds)
 
 
 def run_recommend_command(

@@ -24,7 +24,7 @@ from bertlens.api.options import at_least, finite, one_of, python_call
 from bertlens.api.recipe_options import EncoderOptions
 from bertlens.api.results import RowsResult, save_options
 from bertlens.api.sources import DataOptions
-from bertlens.errors import OptionError, literal
+from bertlens.errors import OptionError
 from bertlens.io.run_context import check_seed
 from bertlens.progress import Progress, silent
 from bertlens.representation.choices import DEFAULT_POOLERS
@@ -166,13 +166,9 @@ class SweepOptions(EncoderOptions, DataOptions):
 
     def _models(self) -> SweepOptions:
         """`model` (one name or several) and `models` as one tuple; what several models cannot take, refused."""
-        named = [self.model] if isinstance(self.model, str) else list(self.model or ())
-        if self.models is not None and named:
-            raise OptionError("give the models as {model} or as {models}, not both", "model", "models")
-        names = tuple(str(m) for m in (self.models if self.models is not None else named))
-        if len(set(names)) < len(names):
-            repeated = next(n for n in names if names.count(n) > 1)
-            raise OptionError(f"{{model}} {literal(repeated)} is given twice; give each model once", "model")
+        from bertlens.api.sweep_models import model_names
+
+        names = model_names(self.model, self.models)
         budget = [n for n in ("min_texts_per_second", "max_latency_ms") if getattr(self, n) is not None]
         if len(names) < 2 and (budget or self.prefer != "speed"):
             given = budget[0] if budget else "prefer"

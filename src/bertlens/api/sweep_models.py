@@ -16,8 +16,21 @@ from pathlib import Path
 from typing import Any
 
 from bertlens.api.results import RowsResult, save_options
-from bertlens.errors import BertlensError
+from bertlens.errors import BertlensError, OptionError, literal
 from bertlens.progress import Progress
+
+
+def model_names(model, models) -> tuple[str, ...]:
+    """`model` (one name, or several from the command line or Python) and `models` (Python) as one tuple of names;
+    both given, or a name given twice, is one line."""
+    named = [model] if isinstance(model, str) else list(model or ())
+    if models is not None and named and named != ["default"]:
+        raise OptionError("give the models as {model} or as {models}, not both", "model", "models")
+    names = tuple(str(m) for m in (models if models is not None else named))
+    repeated = [n for n in names if names.count(n) > 1]
+    if repeated:
+        raise OptionError(f"{{model}} {literal(repeated[0])} is given twice; give each model once", "model")
+    return names
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ COMMAND = CommandLine(
     "representation (a sweep), frozen vs fine-tuned, and the serving precision; each decision with its evidence, "
     "rule and confidence. Writes report.md/.html, results.json and recipe.json.",
     required={"out": "the directory the steps, the report and the recipe go to (a rerun reuses finished steps)"},
+    python_only=("models",),
 )
 
 
