@@ -205,3 +205,26 @@ def test_quoted_multiline_cells_and_nested_fields_give_the_rows_of_the_flat_file
     nested = sweep(tmp_path, tmp_path / "nested" / "scores.jsonl", tiny_bert_dir, "n-out", "review.Text",
                    "review.meta.Score")  # fmt: skip
     assert nested["rows"] == reference
+
+
+def test_python_reads_the_same_with_its_keywords(tmp_path, tiny_bert_dir):
+    """sheet= and decimal= are the flags' keywords: a second sheet chosen by name, a decimal comma forced."""
+    pytest.importorskip("openpyxl")
+    pandas = pytest.importorskip("pandas")
+    rows = emobank_rows(120)
+    path = tmp_path / "book.xlsx"
+    with pandas.ExcelWriter(path) as writer:
+        pandas.DataFrame({"note": ["cover sheet"]}).to_excel(writer, sheet_name="About", index=False)
+        pandas.DataFrame({"Text": [t for t, _ in rows], "Score": [v.replace(".", ",") for _, v in rows]}).to_excel(
+            writer, sheet_name="Ratings", index=False
+        )
+    settings = dict(text_col="Text", label_col="Score", model=str(tiny_bert_dir), poolers="mean", layers="-1",
+                    resamples=50, folds=3, quiet=True, cache_dir=tmp_path / "cache")  # fmt: skip
+    run = bertlens.sweep(data=path, sheet="Ratings", decimal="comma", **settings)
+    assert run.result.kind.name == "regression" and any("decimal" in note for note in run.notes)
+    point = write_csv(tmp_path / "book.csv", ("Text", "Score"), rows)
+    figures = [(r["candidate"], r["value"], r["ci_low"], r["ci_high"]) for r in run.rows()]
+    assert figures == [(r["candidate"], r["value"], r["ci_low"], r["ci_high"]) for r in
+                       bertlens.sweep(data=point, **settings).rows()]  # fmt: skip
+    with pytest.raises(OptionError, match="sheet 'Ratngs' is not in book.xlsx: did you mean 'Ratings'"):
+        bertlens.sweep(data=path, sheet="Ratngs", **settings)
