@@ -116,13 +116,11 @@ def choose_model(picks: list[Pick], outputs: np.ndarray | None, gold, metric: st
     picks, in the picks' order), with quality the best itself. A budget no pick meets is one line."""
     meets_any(budget, [p.price for p in picks])
     eligible = np.array([budget.meets(p.price) for p in picks])
-    order = sorted(np.flatnonzero(eligible), key=lambda i: (-picks[i].validation, -picks[i].price.texts_per_s))
-    best = int(order[0])
-    within = outputs[eligible] if outputs is not None else None
+    kept = [int(i) for i in np.flatnonzero(eligible)]  # the picks that meet the budget, in the picks' order
+    best = min(kept, key=lambda i: (-picks[i].validation, -picks[i].price.texts_per_s))
     tied = np.zeros(len(picks), dtype=bool)
-    tied[np.flatnonzero(eligible)] = tied_with_best(
-        int(np.flatnonzero(np.flatnonzero(eligible) == best)[0]), within, gold, metric, seed
-    )
+    if outputs is not None:
+        tied[kept] = tied_with_best(kept.index(best), outputs[kept], gold, metric, seed)
     tied[best] = True
     fastest_tied = max(np.flatnonzero(tied), key=lambda i: picks[i].price.texts_per_s)
     budget_words = f" among those that meet the budget ({budget.describe()})" if budget.describe() else ""
