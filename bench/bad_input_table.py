@@ -1,4 +1,4 @@
-"""The bad-input table of docs/results.md: every case of the command line (hand-written, tests/cli/bad_inputs.py, and
+"""The bad-input table of docs/results-log.md: every case of the command line (hand-written, tests/cli/bad_inputs.py, and
 generated for every typed flag, tests/cli/bad_flag_values.py), of the server's routes (tests/serving/bad_requests.py)
 and of the Python API (tests/api/bad_calls.py), each run for real.
 

@@ -1,7 +1,7 @@
 """Compare two sweeps' results.json row by row: every figure equal, or the differences listed.
 
 Usage: python bench/compare_results.py OLD_DIR NEW_DIR [OLD_DIR NEW_DIR ...]
-(docs/results.md, issue #38: the figures re-run after the restructuring.)
+(docs/results-log.md, issue #38: the figures re-run after the restructuring.)
 """
 
 from __future__ import annotations

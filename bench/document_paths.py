@@ -205,7 +205,7 @@ def main() -> None:
         rate = len(docs) / best[name]
         print(f"| {name} | {rate:.1f} | {best[st_fastest] / best[name]:.2f}x | {cos.min():.4f} | {cos.mean():.5f} |")
     if worker is None:
-        print("not run: sentence-transformers' ONNX and OpenVINO backends (give --st-python; docs/results.md)")
+        print("not run: sentence-transformers' ONNX and OpenVINO backends (give --st-python; docs/results-log.md)")
     print("export seconds: " + ", ".join(f"{n} {s:.0f} s" for n, (_, s) in made.items()))
     sys.stdout.flush()
 

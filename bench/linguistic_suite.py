@@ -2,7 +2,7 @@
 
 Usage: python bench/linguistic_suite.py [MODEL] [OUT]   (MODEL: 'default' or a model directory)
 Runs through the CLI (fresh cache, so encoding is included), then prints the wall time as a
-ratio to the 20-minute budget and the Markdown summary table for docs/results.md.
+ratio to the 20-minute budget and the Markdown summary table for docs/results-log.md.
 """
 
 from __future__ import annotations

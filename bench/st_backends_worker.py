@@ -1,7 +1,7 @@
 """sentence-transformers' ONNX and OpenVINO backends, timed round by round for bench/document_paths.py.
 
 They need `optimum-onnx` and `optimum-intel`, which resolve to other transformers (and, unpinned, a CUDA torch) than
-bertlens' stack, so they run in a venv of their own (docs/results.md says how to make it) as a worker process: the
+bertlens' stack, so they run in a venv of their own (docs/results-log.md says how to make it) as a worker process: the
 bench starts it with that venv's Python, and asks for one timed pass of every backend per round, interleaved with its
 own paths. Protocol (stdin, and stdout lines that start with REPLY; the libraries print other lines there too): `round`
 -> {"path": seconds, ...}; `vectors FILE` -> writes the last pass's vectors (.npz) and answers "ok"; `quit`.

@@ -6,7 +6,7 @@ Builds bench/many_classes_data.py's 100-class cloze at `--texts` texts, runs `be
 process (empty cache) and samples its /proc/PID/status every `--every` seconds. The stage of each sample is the last
 progress line the sweep wrote (stderr is not a terminal, so it writes one line per stage). Prints the largest RssAnon
 and RssFile per stage, the peak RSS (VmHWM), the wall time and the sweep's own stage timings. Why sampled, not only
-the peak: the peak alone does not say which stage holds the memory (docs/results.md, "The 100k sweep's peak memory").
+the peak: the peak alone does not say which stage holds the memory (docs/results-log.md, "The 100k sweep's peak memory").
 """
 
 from __future__ import annotations

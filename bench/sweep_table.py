@@ -1,4 +1,4 @@
-"""Print Markdown rows summarising sweep outputs (for docs/results.md).
+"""Print Markdown rows summarising sweep outputs (for docs/results-log.md).
 
 Usage: python bench/sweep_table.py out/sst2 out/trec ...            one row per sweep
        python bench/sweep_table.py --layers out/stsb-raw [protocol]   a layer x pooler table

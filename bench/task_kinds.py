@@ -4,7 +4,7 @@ Usage: python bench/task_kinds.py [--models default,DIR] [--runs emobank-V,emoba
                                   [--max-examples N] [--out bench/out/kinds]
 
 Each (run, model) is one sweep in a fresh process (wall time and peak RSS of that process), through the Python API
-with the same options as the command line in docs/results.md. It prints the own reading (mean of the last layer:
+with the same options as the command line in docs/results-log.md. It prints the own reading (mean of the last layer:
 the sentence-transformers pooling of both models) and the pick with their test figures and 95% intervals, and the
 pick minus the own reading with its paired-bootstrap interval on the same test rows. A finished run's JSON in --out
 is read, not run again.

@@ -29,7 +29,7 @@ class Family:
     shared_layers: bool = False  # one group of layer weights run at every layer (ALBERT)
     layer_count_key: str = "num_hidden_layers"  # the config field holding the number of layers
     position_offset: int = 0  # positions reserved before the first token (RoBERTa's padding_idx + 1)
-    onnx_opset: int = 23  # opset 23 writes attention as one Attention node (the fast path, docs/results.md)
+    onnx_opset: int = 23  # opset 23 writes attention as one Attention node (the fast path, docs/results-log.md)
 
 
 FAMILIES: tuple[Family, ...] = (

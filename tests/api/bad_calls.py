@@ -1,7 +1,7 @@
 """Bad calls of the Python API: each must raise one BertlensError in the caller's own words (the keyword, never a
 command-line flag), before any model loads where no model is needed.
 
-Shared by tests/api/test_bad_calls.py (asserts) and bench/bad_input_table.py (the table in docs/results.md).
+Shared by tests/api/test_bad_calls.py (asserts) and bench/bad_input_table.py (the table in docs/results-log.md).
 A case is (name, call, expected substring); `call(inputs)` gets an `Inputs` (tmp, model, data).
 """
 

@@ -1,6 +1,6 @@
 """Bad-input cases across every command: each must exit 1 with one clear line, no traceback, nothing half-written.
 
-Shared by tests/cli/test_bad_input.py (asserts) and bench/bad_input_table.py (the table in docs/results.md).
+Shared by tests/cli/test_bad_input.py (asserts) and bench/bad_input_table.py (the table in docs/results-log.md).
 A case is (name, argv, expected substring); argv may use {tmp}, {model} (a tiny BERT), {data} ($BERTLENS_DATA).
 `make_files(tmp, model)` writes every input the cases refer to.
 """

@@ -59,7 +59,7 @@ def test_every_command_has_hand_written_and_generated_cases():
 
 
 def test_the_table_holds_at_least_300_cases():
-    """The command line's cases, the server's routes and the Python API's calls together (docs/results.md)."""
+    """The command line's cases, the server's routes and the Python API's calls together (docs/results-log.md)."""
     from tests.api.bad_calls import CASES as CALLS
     from tests.serving.bad_requests import REQUESTS
 

@@ -6,7 +6,7 @@ dropout drops (each process draws its own). So the loss curves agree up to that 
 the tolerances below are what that noise allows: the final held-out loss (fixed masks) within 0.1
 nats, and the mean per-step training loss within 4 standard errors of the difference of two noisy
 curves (each step's loss varies by about 0.3 nats with its masks and rows). Measured values are in
-docs/results.md.
+docs/results-log.md.
 """
 
 from __future__ import annotations

@@ -62,4 +62,4 @@ def test_a_recommend_run_reads_the_models_weights_at_most_twice(tmp_path, tiny_b
     decisions = json.loads((tmp_path / "rec" / "results.json").read_text())["decisions"]
     tuned = next(d for d in decisions if d["step"] == "frozen or fine-tuned")
     assert "measured" in tuned["confidence"], tuned  # the fine-tuning runs ran, each from weights in memory
-    assert 1 <= len(model_reads) <= 2, model_reads  # 7 before (default model, 3-minute budget, docs/results.md)
+    assert 1 <= len(model_reads) <= 2, model_reads  # 7 before (default model, 3-minute budget, docs/results-log.md)

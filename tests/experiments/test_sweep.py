@@ -204,6 +204,25 @@ def test_every_probe_row_names_its_probe_and_only_a_logistic_one_is_recommended(
     assert {"screen_seconds", "logistic_seconds"} <= set(sst2_result.timings)
 
 
+def test_the_report_says_where_the_time_went_stage_by_stage(sst2_result):
+    """The probe's recorded parts (mixes, screen, logistic, bootstrap) sit inside its whole, in the report's table and
+    results.json's stages alike."""
+    from bertlens.reports.sweep import time_lines, to_json
+
+    timings = sst2_result.timings
+    parts = ("mixes_seconds", "screen_seconds", "logistic_seconds", "probe_bootstrap_seconds")
+    assert all(timings[k] > 0 for k in parts)
+    assert sum(timings[k] for k in parts) <= timings["probe_seconds"]
+    stages = {s["stage"]: s for s in to_json(sst2_result)["stages"]}
+    assert {"bank", "probe", "probe: ridge screen", "probe: logistic probes", "probe: bootstrap"} <= set(stages)
+    after = stages["after the bank"]
+    protocols = sum(timings[f"{p}_seconds"] for p in sst2_result.protocols)
+    assert after["seconds"] == pytest.approx(protocols, abs=1e-2)
+    assert after["x_bank"] == pytest.approx(protocols / timings["bank_seconds"], rel=1e-2)
+    text = "\n".join(time_lines(sst2_result))
+    assert "## Where the time went" in text and "| probe: logistic probes |" in text
+
+
 def test_a_whitening_a_small_corpus_cannot_take_is_said_not_silently_empty(tmp_path, tiny_bert_dir):
     """40 documents, 32 dimensions, mean pooling: whitening of some layers is rank-deficient."""
     from bertlens.tasks.loaders import retrieval_task

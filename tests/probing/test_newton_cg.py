@@ -48,3 +48,25 @@ def test_a_label_is_fitted_the_same_alone_or_beside_others(problem):
     together = probabilities(x, y, STRENGTHS)
     alone = probabilities(x, y[:, [0, 1]], (1.0,))  # two labels, one strength
     assert np.abs(together[2][:, :2] - alone[0]).max() < 1e-5
+
+
+def test_curvature_products_in_bfloat16_stop_where_float32_products_stop(problem):
+    """The bfloat16 copy only shapes each step's direction: the float32 gradient decides where a column stops, so
+    the solution is float32's (an inexact Newton method), not bfloat16's."""
+    from bertlens.probing.newton_cg import LabelSetProblem, newton_cg
+
+    _, standard, y = problem
+    values, vectors = np.linalg.eigh(standard.T @ standard / len(standard))
+    x = torch.from_numpy((standard @ vectors / np.sqrt(values)).astype(np.float32))[None]  # [1, n, D] whitened
+    x_t = x.transpose(1, 2).contiguous()
+    n, labels = x.shape[1], y.shape[1]
+    targets = torch.from_numpy(y.astype(np.float32)).repeat(1, 2)  # two strengths x the labels
+    per_dim = torch.from_numpy(1 / values).float()[None, :, None]  # [1, D, 1]: ||w||^2 in the whitened basis
+    penalty = torch.cat([per_dim.expand(1, -1, labels) / (2 * c * n) for c in (0.1, 10.0)], dim=-1)  # [1, D, M]
+    solved = []
+    for rough in (None, (x.to(torch.bfloat16), x_t.to(torch.bfloat16))):
+        coef, bias = torch.zeros(1, x.shape[2], 2 * labels), torch.zeros(1, 1, 2 * labels)
+        steps = newton_cg(LabelSetProblem(x, x_t, targets, penalty, rough), coef, bias, 60, 1e-8)
+        assert steps < 60
+        solved.append(torch.sigmoid(torch.bmm(x, coef) + bias))
+    assert (solved[0] - solved[1]).abs().max() < 1e-5

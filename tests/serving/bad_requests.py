@@ -2,7 +2,7 @@
 ({"error": {"message", "type", "code"}}) with a message that says what to fix; never a 200, a 500 or a traceback.
 
 Shared by tests/serving/test_bad_requests.py (asserts, against a real server on loopback) and
-bench/bad_input_table.py (the table in docs/results.md). The server: a tiny recipe named 'tiny', API key 'secret',
+bench/bad_input_table.py (the table in docs/results-log.md). The server: a tiny recipe named 'tiny', API key 'secret',
 at most 8 inputs of 1,000 characters, 20,000 body bytes (`LIMITS`).
 """
 

@@ -310,7 +310,7 @@ def test_recommend_on_texts_without_labels(tiny_bert_dir, tmp_path):
 def test_the_cost_trial_runs_4_and_12_steps_on_the_same_rows_at_any_training_size(tmp_path, monkeypatch):
     """16 training examples (one batch): the trial still runs 4 and 12 optimiser steps, cycling over them as the real
     run does, and the cost of an example is the slope between the two runs (here 0.5 s a step at 16 examples a
-    step), not a one-step run's whole time divided by 16 (3-6x too high on SST-2: docs/results.md)."""
+    step), not a one-step run's whole time divided by 16 (3-6x too high on SST-2: docs/results-log.md)."""
     from types import SimpleNamespace
 
     from bertlens.experiments.compare import RunResult

@@ -48,7 +48,7 @@ class ServeCommandOptions(RecipeOptions):
     """onnx (ONNX Runtime), openvino (OpenVINO): --model is a `bertlens export` directory"""
     workers: int = 1
     """batches encoded at once, each on its own thread, the cores split between them (1: lowest latency for a lone
-    client; 2 gave more throughput under many concurrent clients, see docs/results.md)"""
+    client; 2 gave more throughput under many concurrent clients, see docs/results-log.md)"""
     max_batch_tokens: int = 16384
     """tokens per batch"""
     max_wait_ms: float = 5.0
@@ -169,7 +169,7 @@ def build_server(options: ServeCommandOptions) -> Server:
     checked = options.check()
     settings = checked.server_settings()
     # Requests are a few texts each: the tokenizer's thread pool only adds threads that fight the model for the
-    # cores. Under load it held the event loop 1.5 ms per request, 0.09 ms without it (docs/results.md).
+    # cores. Under load it held the event loop 1.5 ms per request, 0.09 ms without it (docs/results-log.md).
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     where = f"http://{checked.host}:{checked.port}"
     if checked.recipe and len(checked.recipe) > 1:

@@ -6,7 +6,7 @@ over 10 minutes for all-mpnet-base-v2 on 2 cores), then once more per module it 
 1. rank: each module alone under the int8 emulation (embedding/fake_quant.py: the same rounding as ONNX
    Runtime, rank correlation 0.9997 with the real graphs' figures), on a few of the choosing texts (32, or fewer
    reaching RANKING_TOKENS: 2 reviews): one PyTorch pass per module, nothing written (32 texts kept the same
-   modules as 64 on all-mpnet-base-v2, docs/results.md);
+   modules as 64 on all-mpnet-base-v2, docs/results-log.md);
 2. search: every module int8 first (ranking is skipped when that passes), else the fewest modules kept fp32,
    most sensitive first, by bisection over the ranked list on the choosing texts (the export passes those up to
    CALIBRATION_TOKENS: every sentence, 32 reviews), against the gate with a margin, so that the judging texts

@@ -51,7 +51,7 @@ def read_export(directory: Path, verify: bool = True) -> dict:
 
 # ONNX Runtime's fused residual + LayerNorm kernel (com.microsoft.SkipLayerNormalization) took as long as all
 # the int8 matrix products together in a profile of the default model (29% of kernel time); the unfused Add +
-# LayerNormalization is 1.37x faster end to end for int8 and 1.16x for fp32 (docs/results.md, P1).
+# LayerNormalization is 1.37x faster end to end for int8 and 1.16x for fp32 (docs/results-log.md, P1).
 SLOW_FUSIONS = ("SkipLayerNormFusion",)
 
 
@@ -97,7 +97,7 @@ class OnnxEmbedder(TextEncoder):
         self.session = self._session(threads)
         self.pad_id = self.tokenizer.pad_token_id or 0
         # Calls of several batches run them `threads` at a time, each on one thread of a second session: on 2 cores
-        # that is 1.37x the texts/s of one 2-thread session (all-mpnet-base-v2 int8, AMD EPYC; docs/results.md).
+        # that is 1.37x the texts/s of one 2-thread session (all-mpnet-base-v2 int8, AMD EPYC; docs/results-log.md).
         # Made on first use and shared by for_thread() copies (run() is thread-safe).
         self._batch_parallel = {"session": None, "lock": threading.Lock()}
 

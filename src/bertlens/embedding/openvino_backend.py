@@ -74,7 +74,7 @@ class OpenVinoEmbedder(OnnxEmbedder):
     inference precision (default: what the export was gated at, `openvino_precision` in export.json, else fp32)."""
 
     # One request on every core, batch after batch: one-thread requests side by side, as ONNX Runtime runs them, were
-    # half the documents/s here (default model, 256-token reviews, AMD EPYC 2 cores; docs/results.md).
+    # half the documents/s here (default model, 256-token reviews, AMD EPYC 2 cores; docs/results-log.md).
     BATCH_PARALLEL = False
 
     def __init__(

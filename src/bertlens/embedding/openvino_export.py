@@ -8,7 +8,7 @@ floating point until the choosing half of the calibration texts passes the gate 
 (embedding/openvino_int8.py); the gate is then judged on the other half, which chose nothing (as the ONNX path
 splits them).
 OpenVINO runs ONNX Runtime's own int8 graph too, but as fp32 with extra conversions: 1.1x its fp32 on 256-token
-documents against NNCF's 2.6x (docs/results.md), so the OpenVINO export quantizes with NNCF instead.
+documents against NNCF's 2.6x (docs/results-log.md), so the OpenVINO export quantizes with NNCF instead.
 """
 
 from __future__ import annotations

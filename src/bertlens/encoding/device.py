@@ -15,7 +15,7 @@ DEVICES = ("auto", "cpu", "cuda", "cuda:N")
 CPU_TOKENS = 16384  # the CPU's batch budget (encoding/batching.py cuts by padded tokens), for models up to 6 x 384
 # ... and at most this many floats of kept hidden states ((L+1) x H per token) for a larger model: the default model's
 # 16,384 tokens x 7 x 384. A base model (13 x 768) gets 4,411 tokens: its bank of long texts peaked at 5.6 GB with
-# 16,384 and at 2.3 GB with 4,096, at the same speed (docs/results.md, issue #37)
+# 16,384 and at 2.3 GB with 4,096, at the same speed (docs/results-log.md, issue #37)
 CPU_STATE_FLOATS = CPU_TOKENS * 7 * 384
 MEMORY_SHARE = 0.5  # of the free memory a batch may use: the rest is the allocator's slack and other work
 MAX_GPU_TOKENS = 1 << 20

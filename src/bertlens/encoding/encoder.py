@@ -88,7 +88,7 @@ class Encoder:
         self.tokenizer = load_tokenizer(self.ref, trust_remote_code)
         # SDPA where the family has it, bf16 included: on 256-token documents bf16 ran 1.53x faster with SDPA than
         # eager (38.0 against 24.8 docs/s, default model, AMD EPYC 2 cores), on 20-token sentences 5% slower (1,117
-        # against 1,171 texts/s); one implementation per model, as threads share it (docs/results.md, issue #62).
+        # against 1,171 texts/s); one implementation per model, as threads share it (docs/results-log.md, issue #62).
         # Full attention maps need eager.
         self.model = load_encoder(self.ref, eager_attention=attentions == "all", trust_remote_code=trust_remote_code)
         self._recorder = None

@@ -1,6 +1,6 @@
 """Which precision is fast on this machine: bf16 pays only where the hardware has it.
 
-Measured on this project's machines (bench/embed_speed.py, docs/results.md): on an AMD EPYC with
+Measured on this project's machines (bench/embed_speed.py, docs/results-log.md): on an AMD EPYC with
 AVX512-BF16, bf16 autocast ran the default model about 3x faster than fp32; on an AMD EPYC with
 AVX2 only, bf16 is emulated and ran 5x *slower*. So `auto` picks bf16 only where the CPU reports
 native bf16 instructions (avx512_bf16 or amx_bf16) or a CUDA GPU supports it, and fp32 elsewhere;

@@ -10,7 +10,7 @@ candidate, so their spread is paired across candidates (as the clustering protoc
 score is a weighted mean of per-subsample rank percentiles across candidates (each component
 turned so higher is better): ranks make components of different units comparable and are
 invariant to any monotone rescaling. Its form (COMBINED) was chosen on the catalog tasks' dev
-scores and is written down in docs/results.md with what it achieves.
+scores and is written down in docs/results-log.md with what it achieves.
 """
 
 from __future__ import annotations
@@ -48,11 +48,11 @@ HIGHER_IS_BETTER = {
 COMPONENTS = tuple(HIGHER_IS_BETTER)
 # The combined score's form, chosen among every single component, every pair and all six by the smallest mean
 # validation regret of its pick over 27 catalog cells (9 tasks x 3 models; `bench/label_free_trust.py analyse`,
-# docs/results.md "Choosing without labels"); leaving any one task out chooses the same form.
+# docs/results-log.md "Choosing without labels"); leaving any one task out chooses the same form.
 COMBINED = {"uniformity": 1.0}
 CATALOG_TRUST = (
     "measured on 27 catalog task x model cells: the label-free pick was at least as good as the last-layer default "
-    "in 24 (89%) and within the labelled best's interval in 10 (37%; the 50% target is missed), docs/results.md"
+    "in 24 (89%) and within the labelled best's interval in 10 (37%; the 50% target is missed), docs/results-log.md"
 )
 
 

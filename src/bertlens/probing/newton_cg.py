@@ -9,6 +9,14 @@ Here every column gets its own conjugate-gradient solve, step length and stop, b
 products: the Newton-CG method (Nocedal & Wright 2006, ch. 7.1; Lin, Weng & Keerthi 2008 for logistic regression),
 with the Eisenstat-Walker forcing term min(0.5, sqrt(||g||)) and an Armijo backtracking line search per column.
 A Hessian-vector product costs what a gradient does: x v, then x' (p (1 - p) / n * x v).
+
+Where the time goes, and what it costs: the conjugate gradients are nearly all of it, and the weakly regularised
+columns of rare labels need the most steps. So (measured on GoEmotions' 43k x 1536 concat_last4, 28 labels x 4 C)
+solved columns leave the products (the rest no longer pay for them: 1.7x), and the curvature products run on a
+bfloat16 copy of the features (`rough`). Only the step's direction comes from them: the gradient, the line search and
+the stop are float32, so each column still stops where its float32 gradient is within tol (an inexact Newton method
+converges to the same point; Dembo, Eisenstat & Steihaug 1982). Together 4.2x faster at tol 1e-7 than float32
+products at 1e-6, and 6x nearer a tol-1e-9 solve (probabilities 9e-5 from it against 6e-4).
 """
 
 from __future__ import annotations
@@ -17,19 +25,33 @@ from dataclasses import dataclass
 
 import torch
 
-NEWTON_STEPS = 30  # outer iterations; quadratic convergence: 6-12 were used on GoEmotions (measured)
+NEWTON_STEPS = 30  # outer iterations: 18 at most on GoEmotions at tol 1e-7 (measured)
 CG_STEPS = 50  # conjugate-gradient iterations per Newton step at most
 ARMIJO = 1e-4  # sufficient decrease of the line search (Nocedal & Wright's c1)
+SHRINK = 0.75  # the conjugate gradients drop their solved columns once at most this share of them is left
 
 
 @dataclass(frozen=True)
 class LabelSetProblem:
-    """x [C, n, D] and x_t [C, D, n] (the same, transposed), targets [n, M] 0/1 float32, penalty [C, D, M]."""
+    """x [C, n, D] and x_t [C, D, n] (the same, transposed), targets [n, M] 0/1 float32, penalty [C, D, M]; `rough`:
+    the features again in a lower precision, for the curvature products alone (None: x itself)."""
 
     x: torch.Tensor
     x_t: torch.Tensor
     targets: torch.Tensor
     penalty: torch.Tensor
+    rough: tuple[torch.Tensor, torch.Tensor] | None = None  # (x, x_t) in bfloat16, say
+
+    def columns(self, keep: torch.Tensor) -> LabelSetProblem:
+        """The same problem over the columns `keep` [M] bool (or indices): the features are shared, not copied."""
+        return LabelSetProblem(self.x, self.x_t, self.targets[:, keep], self.penalty[:, :, keep], self.rough)
+
+    def curvature_product(self, curvature: torch.Tensor, search: tuple[torch.Tensor, torch.Tensor]):
+        """H v for v = (coef [C, D, M], bias [C, 1, M]): x' (curvature * (x v + b)) + 2 pen v, and the bias row."""
+        x, x_t = self.rough or (self.x, self.x_t)
+        weighted = curvature * (torch.bmm(x, search[0].to(x.dtype)).float() + search[1])  # [C, n, M]
+        back = torch.bmm(x_t, weighted.to(x.dtype)).float()  # [C, D, M]
+        return back + 2 * self.penalty * search[0], weighted.sum(dim=1, keepdim=True)
 
     def logits(self, coef: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
         """coef [C, D, M], bias [C, 1, M] -> [C, n, M] float32."""
@@ -52,12 +74,21 @@ def _column_dot(a: tuple[torch.Tensor, torch.Tensor], b: tuple[torch.Tensor, tor
     return (a[0] * b[0]).sum(dim=1, keepdim=True) + a[1] * b[1]
 
 
+def _narrowed(pair: tuple[torch.Tensor, torch.Tensor], keep: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A (coef, bias)-shaped pair cut to the columns `keep` [M] bool."""
+    return pair[0][..., keep], pair[1][..., keep]
+
+
 def _conjugate_gradient(problem: LabelSetProblem, curvature, gradient, forcing):
     """Solve H d = -g per column to |r| <= forcing |g|, H = x' diag(curvature) x + 2 pen (and the bias row), by
     conjugate gradients preconditioned with H's diagonal as whitening leaves it: mean(curvature) + 2 pen (the whitened
     features have unit variance, so the data term's diagonal is the mean curvature; the penalty, 1 / (C n lam), spans
     the eigenvalues' orders of magnitude and would otherwise set the iteration count).
+    Columns that have met their goal leave the products (once at most SHRINK of them are left): the slowest columns
+    set the number of iterations, and the products' cost falls with the columns they carry.
     curvature [C, n, M]; gradient (coef [C, D, M], bias [C, 1, M]); forcing [C, 1, M] -> d as such a pair."""
+    solved = (torch.zeros_like(gradient[0]), torch.zeros_like(gradient[1]))  # the answer, every column
+    where = torch.arange(gradient[0].shape[-1], device=gradient[0].device)  # the columns still iterated
     mean_curvature = curvature.sum(dim=1, keepdim=True)  # [C, 1, M]: curvature is already divided by n
     inverse = (1 / (mean_curvature + 2 * problem.penalty), 1 / mean_curvature.clamp(min=1e-12))  # Jacobi
     residual = (-gradient[0], -gradient[1])
@@ -69,10 +100,15 @@ def _conjugate_gradient(problem: LabelSetProblem, curvature, gradient, forcing):
     live = torch.ones_like(rz, dtype=torch.bool)
     for _ in range(CG_STEPS):
         live = live & (_column_dot(residual, residual) > goal)  # [C, 1, M]
-        if not live.any():
+        going = live.any(dim=0)[0]  # [M]: a column any candidate still iterates
+        if not going.any():
             break
-        weighted = curvature * problem.logits(search[0], search[1])  # [C, n, M]
-        product = (problem.back(weighted) + 2 * problem.penalty * search[0], weighted.sum(dim=1, keepdim=True))
+        if going.sum() <= SHRINK * len(going):
+            solved[0][..., where], solved[1][..., where] = direction
+            where, problem, curvature = where[going], problem.columns(going), curvature[..., going]
+            inverse, residual, direction, search = (_narrowed(t, going) for t in (inverse, residual, direction, search))
+            rz, goal, live = rz[..., going], goal[..., going], live[..., going]
+        product = problem.curvature_product(curvature, search)
         alpha = torch.where(live, rz / _column_dot(search, product).clamp(min=1e-30), 0.0)  # [C, 1, M]
         direction = (direction[0] + alpha * search[0], direction[1] + alpha * search[1])
         residual = (residual[0] - alpha * product[0], residual[1] - alpha * product[1])
@@ -81,7 +117,8 @@ def _conjugate_gradient(problem: LabelSetProblem, curvature, gradient, forcing):
         beta = torch.where(live, rz_next / rz.clamp(min=1e-30), 0.0)
         search = (preconditioned[0] + beta * search[0], preconditioned[1] + beta * search[1])
         rz = torch.where(live, rz_next, rz)
-    return direction
+    solved[0][..., where], solved[1][..., where] = direction
+    return solved
 
 
 def _line_search(problem: LabelSetProblem, coef, bias, logits, step, slope) -> tuple[torch.Tensor, torch.Tensor]:
@@ -101,21 +138,36 @@ def _line_search(problem: LabelSetProblem, coef, bias, logits, step, slope) -> t
 
 def newton_cg(problem: LabelSetProblem, coef: torch.Tensor, bias: torch.Tensor, max_iter: int, tol: float) -> int:
     """Minimise every column's objective from (coef [C, D, M], bias [C, 1, M]), updated in place, until each
-    column's gradient is at most tol (max norm). Returns the Newton iterations taken."""
+    column's gradient is at most tol (max norm). Returns the Newton iterations taken. A column every candidate has
+    solved leaves the problem: it no longer moves, and the products no longer carry it."""
     n = problem.x.shape[1]
+    where = torch.arange(coef.shape[-1], device=coef.device)  # the columns still solved
     logits = problem.logits(coef, bias)  # [C, n, M]
     for iteration in range(max_iter):
+        at = (coef[..., where], bias[..., where])
         p = torch.sigmoid(logits)  # [C, n, M]
         error = (p - problem.targets) / n  # [C, n, M]
-        gradient = (problem.back(error) + 2 * problem.penalty * coef, error.sum(dim=1, keepdim=True))
+        gradient = (problem.back(error) + 2 * problem.penalty * at[0], error.sum(dim=1, keepdim=True))
         size = torch.maximum(gradient[0].abs().amax(dim=1, keepdim=True), gradient[1].abs())  # [C, 1, M]
         active = size > tol
-        if not active.any():
+        going = active.any(dim=0)[0]  # [M]
+        if not going.any():
             return iteration
-        gradient = (gradient[0] * active, gradient[1] * active)  # converged columns stay where they are
+        if not going.all():
+            where, problem, logits, p, active = (
+                where[going],
+                problem.columns(going),
+                logits[..., going],
+                p[..., going],
+                active[..., going],
+            )
+            at, gradient = _narrowed(at, going), _narrowed(gradient, going)
+        gradient = (gradient[0] * active, gradient[1] * active)  # a candidate's solved column stays where it is
         norm = _column_dot(gradient, gradient).sqrt()
-        step = _conjugate_gradient(problem, p * (1 - p) / n, gradient, norm.sqrt().clamp(max=0.5))
-        length, logits = _line_search(problem, coef, bias, logits, step, _column_dot(gradient, step))
-        coef += length * step[0]
-        bias += length * step[1]
+        forcing = norm.sqrt().clamp(max=0.5)  # Eisenstat-Walker: solves tighten as the gradient falls
+        curvature = p * (1 - p) / n  # [C, n, M]
+        step = _conjugate_gradient(problem, curvature, gradient, forcing)
+        length, logits = _line_search(problem, at[0], at[1], logits, step, _column_dot(gradient, step))
+        coef[..., where] = at[0] + length * step[0]
+        bias[..., where] = at[1] + length * step[1]
     return max_iter

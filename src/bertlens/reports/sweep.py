@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from bertlens.experiments.sweep import ProtocolResult, SweepResult
+from bertlens.experiments.sweep.stage_times import stage_rows, stages
 from bertlens.io.atomic import write_json
 from bertlens.probing.candidates import POSTPROCESS_FILE, TOKEN_PROJECTION_FILE
 from bertlens.probing.label_trust import Trust
@@ -92,6 +93,10 @@ def to_json(result: SweepResult) -> dict:
         "basis": result.basis,
         "disagreement": result.disagreement,
         "timings": {k: round(v, 3) for k, v in result.timings.items()},
+        "stages": [
+            {"stage": label, "seconds": round(seconds, 3), "x_bank": None if ratio is None else round(ratio, 3)}
+            for label, seconds, ratio in stage_rows(stages(result.timings, result.protocols))
+        ],
         "notes": list(result.notes),
         "protocols": {
             name: {
@@ -336,6 +341,16 @@ def heatmap(protocol: ProtocolResult, path: Path, title: str) -> Path:
     return save_figure(heatmap_figure(protocol, title), path)
 
 
+def time_lines(result: SweepResult) -> list[str]:
+    """Where the sweep's time went: each stage's seconds and its multiple of the encoding pass (the bank)."""
+    rows = stage_rows(stages(result.timings, result.protocols))
+    lines = ["## Where the time went", "", "| stage | seconds | x the bank |", "|---|---|---|"]
+    for label, seconds, ratio in rows:
+        shown = f"**{label}**" if label == rows[-1][0] else label
+        lines.append(f"| {shown} | {seconds:,.1f} | {'-' if ratio is None else f'{ratio:.2f}'} |")
+    return lines + [""]
+
+
 def markdown(result: SweepResult, images: dict[str, str]) -> str:
     lines = [
         f"# bertlens sweep: {result.task}",
@@ -377,7 +392,7 @@ def markdown(result: SweepResult, images: dict[str, str]) -> str:
         lines += ["## Can the label-free pick be trusted here?", ""] + [f"- {x}" for x in trust_lines(result.trust)]
         lines += ["", SETTLING, "", f"![label-free vs labelled]({images['trust']})", ""]
     lines += staging_lines(result)
-    lines += ["## Timings", ""] + [f"- {k}: {v:.1f}" for k, v in result.timings.items()]
+    lines += time_lines(result)
     lines += ["", "## Limits", ""] + [f"- {n}" for n in result.notes]
     return "\n".join(lines) + "\n"
 

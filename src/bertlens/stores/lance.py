@@ -97,7 +97,7 @@ class LanceStore:
         In process by default: the multi-vector column is read once (per table version) as float32 unit vectors and
         scored in blocks, one pass over it per batch of queries. LanceDB's own multi-vector scan (`native`) gives the
         same scores (its distance is the query's token count minus the sum of best cosines) but took 1.1-6 s a query
-        on Cranfield, CISI and NPL against 0.1-0.27 s (docs/results.md); it is used when the column would take more
+        on Cranfield, CISI and NPL against 0.1-0.27 s (docs/results-log.md); it is used when the column would take more
         than IN_PROCESS_BYTES in memory."""
         table = self._rows()
         _check_queries(queries)

@@ -218,7 +218,7 @@ def fine_tune_choice(paired: np.ndarray, n: int) -> tuple[str, str]:
 # the training `compare` uses (4 epochs, >= 100 steps, early stopping), so both agree; checkpoints sparser (each
 # writes the model and AdamW state: a cost the short trial does not see), and dev scored every 25 steps at most
 # often rather than every epoch: at n=16 (one step an epoch) that is 5 dev scores instead of 100, so a small
-# budget measures the step instead of falling back to the rule (docs/results.md, "recommend's fine-tuning
+# budget measures the step instead of falling back to the rule (docs/results-log.md, "recommend's fine-tuning
 # estimate"); from 25 steps an epoch (n >= 400 at batch 16) every epoch is scored, as in `compare`
 TRAIN = TrainConfig(checkpoint_every=200, eval_every=25)
 

@@ -207,7 +207,7 @@ def step_latency(
         evidence += f"; budget: {budget_ms or 'any'} ms per text, {target or 'any'} texts/s"
     rule = (
         "serve the recipe itself at the precision with the most texts/s among those meeting the budget (bf16 "
-        "vectors match fp32 to min cosine >= 0.9999, docs/results.md); only when none does, the fastest "
+        "vectors match fp32 to min cosine >= 0.9999, docs/results-log.md); only when none does, the fastest "
         "alternative (an ONNX or int8 export on ONNX Runtime or OpenVINO, a distilled student) that meets it"
     )
     best = serving_choice(timings, budget_ms, target)

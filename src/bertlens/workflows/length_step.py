@@ -66,7 +66,7 @@ def step_lengths(
         f"use a long-text strategy: --long-text {strategy}",
         evidence,
         rule + "; windows when the median text is over twice the limit, head+tail otherwise (measured on "
-        "movie_reviews in docs/results.md: both beat truncation)",
+        "movie_reviews in docs/results-log.md: both beat truncation)",
         f"rule of thumb: {why}; lengths measured (compare strategies with `bertlens longdoc`)",
         (
             "bertlens longdoc DATA --out OUT/longdoc",

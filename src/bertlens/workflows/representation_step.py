@@ -3,7 +3,7 @@
 The sample is sized from a measured trial so the sweep leaves the later steps their time: a few
 dozen of the task's texts are encoded, and the sweep is planned at SWEEP_OVER_ENCODE times that
 rate (a sweep costs its encoding pass plus the probes; 3.3x the pass at 100 classes under 10-fold
-CV, docs/results.md issue #25) within SWEEP_SHARE of what is left of the budget.
+CV, docs/results-log.md issue #25) within SWEEP_SHARE of what is left of the budget.
 """
 
 from __future__ import annotations

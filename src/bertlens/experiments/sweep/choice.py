@@ -147,7 +147,7 @@ def notes(task: TaskData, base: Recipe, config: SweepConfig) -> tuple[str, ...]:
     if config.protocols is None and task.uses_cv and task.kind.target == SCORE and task.kind.pair:
         found += (
             f"the ridge probe was not run: under {task.folds}-fold cross-validation it costs several times the rest "
-            "of the sweep (about 4x on 5,000 pairs, docs/results.md); add it with --protocols cosine,probe",
+            "of the sweep (about 4x on 5,000 pairs, docs/results-log.md); add it with --protocols cosine,probe",
         )
     if base.long_text_strategy is not None and base.long_text_strategy.aggregate == "max":
         found += (

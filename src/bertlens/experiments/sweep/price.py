@@ -4,7 +4,7 @@ texts on this machine, weights in memory, vector size and model size on disk.
 A leaderboard measured on other people's data (MTEB) says nothing of what a model costs on your texts and your
 machine, and the price is half the decision between two encoders (docs/guide.md, "Which encoder"). The speed is the
 recipe's own, run by PyTorch at each precision that keeps its vectors (fp32, and bf16 where the CPU or GPU computes
-it natively: min cosine to fp32 >= 0.9999, docs/results.md), the faster kept; the same measurement `recommend`'s
+it natively: min cosine to fp32 >= 0.9999, docs/results-log.md), the faster kept; the same measurement `recommend`'s
 latency step makes (embedding/speed.py: timing). An int8 export is not part of the price: it is gated per model by
 `export` (and timed by recommend's latency step).
 """

@@ -10,6 +10,7 @@ is the kind's target (PROBES); a ScalarMix is learned per fold for every single-
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -23,7 +24,7 @@ from bertlens.probing.fold_ridge import REGRESSION_ALPHAS, ridge_over_folds, spe
 from bertlens.probing.label_set_probe import label_set_probe
 from bertlens.probing.label_trust import last_layer_default
 from bertlens.probing.scalar_mix_fit import fit_classification_mix, fit_target_mix
-from bertlens.probing.screened_probe import MAX_CONTENDERS, screened_probe
+from bertlens.probing.screened_probe import MAX_CONTENDERS, ProbeScores, screened_probe
 from bertlens.representation.pairs import pair_width
 from bertlens.tasks.kinds import CLASS, LABEL_SET, SCORE
 
@@ -89,9 +90,19 @@ def _label_set_description(pair: bool, basis: str) -> str:
 DESCRIPTIONS = {CLASS: _class_description, SCORE: _score_description, LABEL_SET: _label_set_description}
 
 
-def _learned_mixes(ctx: SweepContext, candidates: list[Candidate], fit) -> tuple[list[dict], dict]:
-    """ScalarMix weights learned per fold on a seeded sample of its training rows (`fit(vectors [n, K, H], targets)`):
-    (each fold's {name: weights}, their mean per name for the recipe)."""
+@dataclass(frozen=True)
+class _Mixes:
+    """ScalarMix weights learned per fold: each fold's {name: weights}, their mean per name (for the recipe), and the
+    wall seconds the fits took (a stage of the sweep's time)."""
+
+    per_fold: list[dict]
+    weights: dict[str, tuple[float, ...]]
+    seconds: float
+
+
+def _learned_mixes(ctx: SweepContext, candidates: list[Candidate], fit) -> _Mixes:
+    """ScalarMix weights learned per fold on a seeded sample of its training rows (`fit(vectors [n, K, H], targets)`)."""
+    start = time.perf_counter()
     bank, ex, folds = ctx.bank, ctx.ex, ctx.folds
     rng = np.random.default_rng(ctx.config.seed)
     samples = [np.sort(rng.choice(len(f.train), min(len(f.train), MIX_EXAMPLES), replace=False)) for f in folds]
@@ -109,30 +120,38 @@ def _learned_mixes(ctx: SweepContext, candidates: list[Candidate], fit) -> tuple
     for mixes in per_fold:
         for name, weights in mixes.items():
             learned.setdefault(name, []).append(weights)
-    return per_fold, {name: tuple(float(x) for x in np.mean(ws, axis=0)) for name, ws in learned.items()}
+    weights = {name: tuple(float(x) for x in np.mean(ws, axis=0)) for name, ws in learned.items()}
+    return _Mixes(per_fold, weights, time.perf_counter() - start)
 
 
 @dataclass(frozen=True)
 class _ScreenedInputs:
     """What a screened probe of single texts (or pairs) is handed: features per fold, each candidate's width, the
-    candidates whose features differ per fold, the one always fitted (the model's own reading), the mix weights."""
+    candidates whose features differ per fold, the one always fitted (the model's own reading), the mixes learned."""
 
     source: Callable[[list[int], np.ndarray | None, int], torch.Tensor]
     widths: list[int]
     fold_specific: set[int]
     always: tuple[int, ...]
-    mix_weights: dict[str, tuple[float, ...]]
+    mixes: _Mixes
+
+    def seconds(self, scores: ProbeScores) -> dict[str, float]:
+        """The probe's stages: the mixes, then the screen and the logistic probes."""
+        return {
+            "mixes_seconds": self.mixes.seconds,
+            **dict(zip(("screen_seconds", "logistic_seconds"), scores.seconds)),
+        }
 
 
 def _screened_inputs(ctx: SweepContext, candidates: list[Candidate], fit) -> _ScreenedInputs:
     """ScalarMix learned per fold by `fit`, then (ids, rows or None for all, fold) -> features [C, n, D] with each
     fold's mix applied, and what else the screened probes read."""
     bank, ex = ctx.bank, ctx.ex
-    per_fold_mixes, mix_weights = _learned_mixes(ctx, candidates, fit)
+    mixes = _learned_mixes(ctx, candidates, fit)
     every_row = np.arange(len(ex.targets))
 
     def source(ids: list[int], rows: np.ndarray | None, k: int) -> torch.Tensor:
-        return ctx.stack(candidates, ids, every_row if rows is None else rows, per_fold_mixes[k])
+        return ctx.stack(candidates, ids, every_row if rows is None else rows, mixes.per_fold[k])
 
     width = bank.width
     widths = [c.width(width) if ex.b is None else pair_width(c.width(width), ctx.task.kind) for c in candidates]
@@ -142,7 +161,7 @@ def _screened_inputs(ctx: SweepContext, candidates: list[Candidate], fit) -> _Sc
         widths,
         {i for i, c in enumerate(candidates) if c.mixer == "scalar_mix"},
         tuple(i for i, c in enumerate(candidates) if c.name == default),
-        mix_weights,
+        mixes,
     )
 
 
@@ -160,7 +179,10 @@ def classification_probe(ctx: SweepContext, candidates: list[Candidate]) -> Scor
         given.always, ctx.probe_device,
     )  # fmt: skip
     dev_gold = ex.targets[np.concatenate([f.dev for f in folds])]
-    return Scored(scores.predictions, scores.per_fold, given.mix_weights, scores, scores.dev_predictions, dev_gold)
+    return Scored(
+        scores.predictions, scores.per_fold, given.mixes.weights, scores, scores.dev_predictions, dev_gold,
+        seconds=given.seconds(scores),
+    )  # fmt: skip
 
 
 def label_set_probe_scored(ctx: SweepContext, candidates: list[Candidate]) -> Scored:
@@ -174,8 +196,9 @@ def label_set_probe_scored(ctx: SweepContext, candidates: list[Candidate]) -> Sc
     dev_gold = ex.targets[np.concatenate([f.dev for f in folds])]
     reported = label_set_figures(scores.predictions, cut_from, ctx.test_gold)
     return Scored(
-        scores.predictions, scores.per_fold, given.mix_weights, scores, scores.dev_predictions, dev_gold, reported
-    )
+        scores.predictions, scores.per_fold, given.mixes.weights, scores, scores.dev_predictions, dev_gold, reported,
+        given.seconds(scores),
+    )  # fmt: skip
 
 
 def _ridge_jobs(ctx: SweepContext, candidates: list[Candidate], per_fold_mixes: list[dict]) -> list[tuple]:
@@ -201,7 +224,7 @@ def score_probe(ctx: SweepContext, candidates: list[Candidate]) -> Scored:
     held-out rows'), alpha chosen on dev Spearman.
     """
     ex, folds, regression = ctx.ex, ctx.folds, not ctx.task.kind.pair
-    per_fold_mixes, mix_weights = _learned_mixes(ctx, candidates, fit_target_mix)  # none for pairs: no ScalarMix
+    mixes = _learned_mixes(ctx, candidates, fit_target_mix)  # none for pairs: no ScalarMix
     alphas, relative = (REGRESSION_ALPHAS, True) if regression else (ctx.config.alphas, False)
     test_at = np.cumsum([0] + [len(f.test) for f in folds])
     dev_at = np.cumsum([0] + [len(f.dev) for f in folds])
@@ -216,18 +239,21 @@ def score_probe(ctx: SweepContext, candidates: list[Candidate]) -> Scored:
         picked.update(rho=rho, dev=dev[np.arange(len(chosen)), chosen, :, 0].cpu().numpy())
         return chosen
 
-    for ids, fold_ids, mixes in _ridge_jobs(ctx, candidates, per_fold_mixes):
-        features = ctx.stack(candidates, ids, every_row, mixes).to(ctx.probe_device)  # [C, N, D], moved once
+    start = time.perf_counter()
+    for ids, fold_ids, fold_mixes in _ridge_jobs(ctx, candidates, mixes.per_fold):
+        features = ctx.stack(candidates, ids, every_row, fold_mixes).to(ctx.probe_device)  # [C, N, D], moved once
         fits = ridge_over_folds(features, ex.targets, [folds[k] for k in fold_ids], alphas, choose, relative=relative)
         for k, out in zip(fold_ids, fits, strict=True):
             outputs[ids, test_at[k] : test_at[k + 1]] = out.test[..., 0].cpu().numpy()
             per_fold[k, ids] = picked["rho"]
             dev_outputs[ids, dev_at[k] : dev_at[k + 1]] = picked["dev"]
+    seconds = {"mixes_seconds": mixes.seconds} if mixes.per_fold[0] else {}
+    seconds["ridge_seconds"] = time.perf_counter() - start
     if not regression:
-        return Scored(outputs, per_fold)
+        return Scored(outputs, per_fold, seconds=seconds)
     dev_gold = ex.targets[np.concatenate([f.dev for f in folds])]
     reported = regression_figures(outputs, ctx.test_gold)
-    return Scored(outputs, per_fold, mix_weights, None, dev_outputs, dev_gold, reported)
+    return Scored(outputs, per_fold, mixes.weights, None, dev_outputs, dev_gold, reported, seconds)
 
 
 # The probe of each kind of target (tasks/kinds.py): a new kind of an existing target needs nothing here

@@ -9,6 +9,7 @@ module with one such object, and its name in `registry.PROTOCOLS` and in its tas
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -21,6 +22,7 @@ from bertlens.probing.screened_probe import MAX_CONTENDERS, ProbeScores
 from .choice import mean_over_folds, nested_selection
 from .context import SweepContext
 from .results import ProtocolResult
+from .stage_times import BOOTSTRAP
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class Scored:
     validation_outputs: np.ndarray | None = None  # [C, n_dev] each candidate's outputs on the choosing rows
     validation_gold: np.ndarray | None = None  # [n_dev] their targets
     reported: dict[str, np.ndarray] = field(default_factory=dict)  # figures beside the metric: name -> [C]
+    seconds: dict[str, float] = field(default_factory=dict)  # wall time of the fit's stages (stage_times.py keys)
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ def scored_result(ctx: SweepContext, plan: Plan, scored: Scored) -> ProtocolResu
     task, config, gold = ctx.task, ctx.config, ctx.test_gold
     screened = scored.screened
     scored_by = screened.scored_by if screened else ()
-    timings = dict(zip(("screen_seconds", "logistic_seconds"), screened.seconds)) if screened else {}
+    start = time.perf_counter()
     description = plan.description
     if screened and screened.capped:
         description += (
@@ -90,6 +93,7 @@ def scored_result(ctx: SweepContext, plan: Plan, scored: Scored) -> ProtocolResu
             scored.outputs, gold, task.metric, resamples=config.resamples, seed=config.seed,
             confidence=config.confidence,
         )  # fmt: skip
+    timings = {**scored.seconds, f"{plan.protocol}{BOOTSTRAP}": time.perf_counter() - start}
     result = ProtocolResult(
         plan.protocol,
         task.metric,
