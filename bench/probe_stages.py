@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -28,9 +29,7 @@ GOEMOTIONS = DATA / "goemotions"
 
 
 def task_flags(task: str, out: Path) -> list[str]:
-    if task in ("trec", "stsb", "sst2"):
-        return ["--task", task, "--data-dir", str(DATA)]
-    if task == "cranfield":
+    if task in ("trec", "stsb", "sst2", "cranfield"):
         return ["--task", task, "--data-dir", str(DATA)]
     if task == "emobank":
         return ["--data", str(DATA / "emobank" / "emobank.csv"), "--text-col", "text", "--label-col", "V",
@@ -45,7 +44,7 @@ def task_flags(task: str, out: Path) -> list[str]:
             code = ("import sys; from pathlib import Path; sys.path.insert(0, 'bench'); from common import DATA; "
                     "from many_classes_data import cloze_task, write_csv; "
                     f"write_csv(cloze_task(DATA, 100000), Path({str(data)!r}))")  # fmt: skip
-            subprocess.run(["python", "-c", code], check=True)
+            subprocess.run([sys.executable, "-c", code], check=True)
         return ["--data", str(data), "--text-col", "text", "--label-col", "label"]
     raise SystemExit(
         f"--task: unknown task {task!r}; use goemotions, emobank, stsb, trec, sst2, cranfield or cloze100k"

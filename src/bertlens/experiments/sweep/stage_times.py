@@ -34,8 +34,9 @@ class Stage:
 
 def _parts(timings: Mapping[str, float], protocol: str) -> list[Stage]:
     """The recorded parts of one protocol, in the order they run."""
-    parts = [Stage(name, timings[key], part_of=protocol) for key, name in PROBE_PARTS.items() if key in timings]
-    parts = parts if protocol == "probe" else []
+    parts = []
+    if protocol == "probe":  # the probe's own parts are recorded without its name
+        parts = [Stage(name, timings[key], part_of=protocol) for key, name in PROBE_PARTS.items() if key in timings]
     if f"{protocol}{BOOTSTRAP}" in timings:
         parts.append(Stage("bootstrap", timings[f"{protocol}{BOOTSTRAP}"], part_of=protocol))
     return parts
