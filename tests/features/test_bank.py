@@ -76,6 +76,23 @@ def test_reading_a_mapped_bank_does_not_keep_it_resident(tmp_path):
     assert copy.sum() == 64 * 2**19 and np.load(tmp_path / "v.npy", mmap_mode="r")[63, -1] == 1.0  # nothing lost
 
 
+def test_a_mapped_float16_block_is_read_as_its_own_exact_float32_copy(tmp_path):
+    """The conversion PyTorch makes (on every core) gives numpy's float16 -> float32 values to the bit, from a
+    read-only map and from a gathered block alike, and the copy is the reader's own."""
+    from bertlens.features.bank import _float32
+
+    values = np.random.default_rng(0).standard_normal((300, 96)).astype(np.float16)
+    values[0, :4] = (np.inf, -np.inf, 65504, 6e-8)  # the ends of float16: infinities, its largest, a subnormal
+    np.save(tmp_path / "v.npy", values)
+    mapped = np.load(tmp_path / "v.npy", mmap_mode="r")
+    rows = np.array([5, 0, 299, 17])
+    for block in (mapped, mapped[rows], mapped[10:20]):
+        copy = _float32(block, mapped)
+        assert copy.dtype == np.float32 and np.array_equal(copy, np.asarray(block).astype(np.float32))
+        assert copy.flags.writeable and not np.shares_memory(copy, mapped)
+    assert np.array_equal(_float32(mapped, mapped)[0, :4], [np.inf, -np.inf, 65504, np.float16(6e-8)])
+
+
 class _Stopped(Exception):
     pass
 

@@ -117,3 +117,15 @@ def test_the_lean_solve_gives_the_whole_matrix_expressions_numbers_bit_for_bit()
     _, _, weights, _ = _solve(sums, (1.0, 30.0))
     for k in range(2):
         assert torch.equal(weights[:, k], expected[k])
+
+
+def test_the_two_triangular_solves_equal_pytorchs_cholesky_solve():
+    from bertlens.probing.fold_ridge import _cholesky_solve
+
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 200, 40, generator=generator, dtype=torch.float64)
+    factor = torch.linalg.cholesky(x.mT @ x + 0.1 * torch.eye(40, dtype=torch.float64))  # [3, 40, 40]
+    rhs = torch.randn(3, 40, 7, generator=generator, dtype=torch.float64)
+    solved = _cholesky_solve(rhs, factor)
+    assert torch.allclose(solved, torch.cholesky_solve(rhs, factor), rtol=1e-12, atol=1e-14)
+    assert torch.allclose(factor @ factor.mT @ solved, rhs, atol=1e-9)
