@@ -82,11 +82,11 @@ def price_sample(texts: list[str], seed: int, count: int = PRICE_TEXTS) -> list[
 
 
 def measure_price(recipe: Recipe, texts: list[str], device: str = "cpu") -> Price:
-    """Time `recipe` on `texts` at its faster precision: fp32, or bf16 where native when it wins a race on a
-    quarter of the texts (both timed there, alternating); the winner alone is then timed on all of them.
+    """Time `recipe` on `texts` at its faster precision. Where bf16 is native, fp32 and bf16 race on a quarter of
+    the texts (alternating, the same texts for both); the winner alone is then timed on all of them.
 
-    Where bf16 is native, fp32 is the slower precision and timing it on every text was most of the price's cost;
-    the race decides on the same texts for both, and the figures reported are the winner's on the whole sample."""
+    Timing the slower precision on every text too was 30-60% of the price's cost (docs/results-log.md, #74 second
+    part); the figures reported are the winner's on the whole sample, as before."""
     sample = texts[:32] if recipe.long_text else texts
     precisions = ["fp32"] + (["bf16"] if native_bf16(device=str(device))[0] else [])
     embedders = {p: Embedder(recipe.replace(precision=p), device=device) for p in precisions}
