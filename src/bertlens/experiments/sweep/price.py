@@ -85,7 +85,7 @@ def measure_price(recipe: Recipe, texts: list[str], device: str = "cpu") -> Pric
     """Time `recipe` on `texts` at its faster precision. Where bf16 is native, fp32 and bf16 race on a quarter of
     the texts (alternating, the same texts for both); the winner alone is then timed on all of them.
 
-    Timing the slower precision on every text too was 30-60% of the price's cost (docs/results-log.md, #74 second
+    Timing the slower precision on every text too was 30-65% of the price's cost (docs/results-log.md, #74 second
     part); the figures reported are the winner's on the whole sample, as before."""
     sample = texts[:32] if recipe.long_text else texts
     precisions = ["fp32"] + (["bf16"] if native_bf16(device=str(device))[0] else [])
