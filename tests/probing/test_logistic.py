@@ -3,10 +3,18 @@
 import numpy as np
 import pytest
 import torch
-from sklearn.datasets import make_classification
+from sklearn.datasets import make_classification, make_multilabel_classification
 from sklearn.linear_model import LogisticRegression
 
-from bertlens.probing.logistic import PATH_MIN_CLASSES, _loss_and_gradient, fit_logistic
+from bertlens.probing.logistic import (
+    C_GRID,
+    PATH_MIN_CLASSES,
+    DevSearch,
+    _loss_and_gradient,
+    dev_accuracy_search,
+    fit_logistic,
+)
+from bertlens.probing.selection import logistic_on_dev
 from bertlens.representation.logits import logit_loss
 
 
@@ -119,3 +127,73 @@ def test_few_classes_keep_the_joint_fit_and_many_take_the_path():
         other = fit_logistic(features, y, (0.1, 1.0), max_iter=10, warm_path=not path)
         torch.testing.assert_close(default.weight, forced.weight)
         assert not torch.allclose(default.weight, other.weight)
+
+
+def _many_classes(seed: int = 1):
+    """48 noisy classes: dev accuracy along the grid rises to C = 0.1, then falls (seed 1)."""
+    X, y = make_classification(
+        n_samples=60 * PATH_MIN_CLASSES, n_features=60, n_informative=30, n_classes=PATH_MIN_CLASSES,
+        n_clusters_per_class=1, flip_y=0.3, random_state=seed,
+    )  # fmt: skip
+    return torch.tensor(X[None], dtype=torch.float32), y, 40 * PATH_MIN_CLASSES
+
+
+def test_a_searched_path_stops_after_the_first_fall_and_keeps_the_fits_it_made():
+    features, y, n = _many_classes()
+    full = fit_logistic(features[:, :n], y[:n], max_iter=10)
+    dev_accuracy = (full.predict(features[:, n:]).numpy()[0] == y[n:]).mean(-1)  # [R], strongest penalty first
+    falls = np.flatnonzero(dev_accuracy < np.maximum.accumulate(dev_accuracy))
+    assert len(falls) and falls[0] < len(C_GRID) - 1  # the data make the search stop before the grid's end
+    searched = fit_logistic(features[:, :n], y[:n], max_iter=10, dev=dev_accuracy_search(features[:, n:], y[n:]))
+    expected = np.arange(len(C_GRID)) <= falls[0]
+    assert searched.fitted_mask().tolist() == expected.tolist()
+    k = full.outputs
+    for r, fitted in enumerate(expected):
+        columns = slice(r * k, (r + 1) * k)
+        if fitted:  # the same steps from the same start: equal to the bit
+            assert torch.equal(searched.weight[..., columns], full.weight[..., columns])
+            assert torch.equal(searched.bias[..., columns], full.bias[..., columns])
+        else:
+            assert not searched.weight[..., columns].any()
+
+
+def test_choosing_on_dev_after_a_searched_path_picks_what_the_whole_grid_picks():
+    features, y, n = _many_classes()
+    dev = len(y) - n  # train, then dev; the rest (scored) is the dev rows again
+    rows = torch.cat([features, features[:, n:]], dim=1)
+    selected = logistic_on_dev(rows, n, dev, y[:n], y[n:])
+    full = fit_logistic(features[:, :n], y[:n])
+    dev_accuracy = (full.predict(features[:, n:]).numpy()[0] == y[n:]).mean(-1)
+    assert selected.chosen.tolist() == [int(np.argmax(dev_accuracy))]
+    assert selected.dev_accuracy[0] == dev_accuracy.max()
+
+
+def test_a_joint_fit_and_label_sets_fit_every_strength_whatever_dev_says():
+    features, y, n = _many_classes()
+    joint = fit_logistic(
+        features[:, :n], y[:n], max_iter=5, warm_path=False, dev=dev_accuracy_search(features[:, n:], y[n:])
+    )
+    assert joint.fitted_mask().all()
+
+
+def test_label_sets_searched_on_dev_solve_each_fitted_strength_as_the_whole_grid_does():
+    X, Y = make_multilabel_classification(n_samples=900, n_features=40, n_classes=5, n_labels=2, random_state=2)
+    X = X + np.random.default_rng(2).normal(scale=3, size=X.shape)  # noisy: dev accuracy peaks at C = 0.1 (seed 2)
+    features, n = torch.tensor(X[None], dtype=torch.float32), 300
+    full = fit_logistic(features[:, :n], Y[:n], tol=1e-7)  # every strength, jointly
+
+    def accuracy(logits: torch.Tensor) -> np.ndarray:  # [C, m, L] -> [C]: each label right at logit 0
+        return ((logits > 0).cpu().numpy() == Y[n:].astype(bool)).mean(axis=(-1, -2))
+
+    every = np.array([accuracy(full.decision(features[:, n:])[:, r])[0] for r in range(len(C_GRID))])
+    fall = int(np.flatnonzero(every < np.maximum.accumulate(every))[0])
+    assert fall < len(C_GRID) - 1  # the search stops before the grid's end on these data
+    searched = fit_logistic(features[:, :n], Y[:n], tol=1e-7, dev=DevSearch(features[:, n:], accuracy))
+    assert searched.fitted_mask().tolist() == (np.arange(len(C_GRID)) <= fall).tolist()
+    labels = Y.shape[1]
+    for r in range(len(C_GRID)):
+        columns = slice(r * labels, (r + 1) * labels)
+        if r <= fall:  # solved to the same tolerance from another start: the same solution
+            torch.testing.assert_close(searched.weight[..., columns], full.weight[..., columns], atol=1e-4, rtol=1e-3)
+        else:
+            assert not searched.weight[..., columns].any()

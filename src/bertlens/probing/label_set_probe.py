@@ -20,7 +20,7 @@ import torch
 from bertlens.io.memory import release_freed_memory
 from bertlens.metrics.bootstrap import set_counts
 from bertlens.probing.fold_ridge import ridge_over_folds
-from bertlens.probing.logistic import C_GRID, fit_logistic
+from bertlens.probing.logistic import C_GRID, DevSearch, fit_logistic
 from bertlens.probing.newton_cg import NEWTON_STEPS
 from bertlens.probing.screened_probe import (
     LOGISTIC,
@@ -49,14 +49,29 @@ def _cut(scores: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
     return scores >= thresholds[..., None, :]
 
 
-def _choose(dev_scores: np.ndarray, dev_gold: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """dev_scores [C, R, n, L] at every strength -> (chosen strength [C], its thresholds [C, L], dev micro-F1 [C])."""
+def _choose(
+    dev_scores: np.ndarray, dev_gold: np.ndarray, fitted: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """dev_scores [C, R, n, L] at every strength -> (chosen strength [C], its thresholds [C, L], dev micro-F1 [C]);
+    `fitted` [R] bool: the strengths that may be chosen (a searched grid leaves the last ones unfitted)."""
     thresholds = label_thresholds(dev_scores, dev_gold)  # [C, R, L]
     tp, fp, fn = set_counts(_cut(dev_scores, thresholds), dev_gold)  # [C, R, n]
     f1 = 2 * tp.sum(-1) / np.maximum(2 * tp.sum(-1) + fp.sum(-1) + fn.sum(-1), 1)  # [C, R]
+    if fitted is not None:
+        f1[:, ~fitted] = -1.0
     chosen = f1.argmax(axis=1)
     picks = np.arange(len(chosen))
     return chosen, thresholds[picks, chosen], f1[picks, chosen]
+
+
+def _micro_f1_on(dev_gold: np.ndarray) -> Callable[[torch.Tensor], np.ndarray]:
+    """The label-set search's dev score: logits of one strength [C, m, L] -> dev micro-F1 [C] at each label's
+    threshold chosen on the same rows, as `_choose` scores the strengths."""
+
+    def score(logits: torch.Tensor) -> np.ndarray:
+        return _choose(torch.sigmoid(logits).cpu().numpy()[:, None], dev_gold)[2]
+
+    return score
 
 
 class _Board:
@@ -106,9 +121,12 @@ def _logistic(source: FeatureSource, batch: list[int], folds: list[Fold], target
         order = np.concatenate([fold.train, fold.dev, fold.test])
         x = source(batch, order, k).to(device)  # [C, n, D]
         n_train, n_dev = len(fold.train), len(fold.dev)
-        fit = fit_logistic(x[:, :n_train], targets[fold.train], strengths, max_iter=NEWTON_STEPS, tol=NEWTON_TOL)
+        dev = DevSearch(x[:, n_train : n_train + n_dev], _micro_f1_on(targets[fold.dev]))  # searches the C grid
+        fit = fit_logistic(
+            x[:, :n_train], targets[fold.train], strengths, max_iter=NEWTON_STEPS, tol=NEWTON_TOL, dev=dev
+        )
         held_out = torch.sigmoid(fit.decision(x[:, n_train:])).cpu().numpy()  # [C, R, n_dev + n_test, L]
-        chosen, thresholds, f1 = _choose(held_out[:, :, :n_dev], targets[fold.dev])
+        chosen, thresholds, f1 = _choose(held_out[:, :, :n_dev], targets[fold.dev], fit.fitted_mask())
         best = held_out[np.arange(len(chosen)), chosen]  # [C, n_dev + n_test, L]
         board.write(batch, k, best[:, n_dev:], thresholds, best[:, :n_dev], f1)
 

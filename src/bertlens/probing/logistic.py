@@ -15,6 +15,14 @@ accuracy closer to scikit-learn's converged fits, and 1.2-1.8x faster at 64 and 
 fewer classes the joint fit is kept: the path was no faster there, up to 1.5x slower. Features
 are standardised per candidate on the training rows.
 
+Given dev rows (`DevSearch`), the grid is searched rather than fitted whole: the path, and label
+sets' strengths one at a time, stop after the first strength whose dev score falls below the best
+so far for every candidate; the strengths after it are left unfitted (`LogisticFit.fitted`). The
+choice on dev is then the whole grid's whenever dev scores rise to one peak and fall after it (as
+on every fold of the 100k cloze and every GoEmotions contender measured), and the path's fits it
+keeps are computed exactly as before. There the best C is the strongest or the next one, so the
+weakly regularised fits, the slowest, mostly go (docs/results-log.md, issue #75, third part).
+
 Speed: L-BFGS runs in the eigenbasis of each candidate's feature covariance, scaled to unit
 variance (PCA whitening), which turns the badly conditioned problems of anisotropic BERT features
 into nearly isotropic ones: tens of steps instead of hundreds. In that basis the penalty
@@ -56,6 +64,11 @@ class LogisticFit:
     bias: torch.Tensor  # [C, 1, R*K]
     strengths: tuple[float, ...]
     outputs: int
+    fitted: tuple[bool, ...] = ()  # per strength: fitted (empty: all); a searched path leaves the last ones unfitted
+
+    def fitted_mask(self) -> np.ndarray:
+        """[R] bool: the strengths this fit solved (the others' weights are zero and never to be chosen)."""
+        return np.array(self.fitted or (True,) * len(self.strengths))
 
     def decision(self, features: torch.Tensor) -> torch.Tensor:
         """features [C, n, D] -> logits [C, R, n, K]."""
@@ -151,7 +164,9 @@ class _Whitened:
         )
 
         def closure() -> torch.Tensor:
-            logits = bias.detach() + torch.bmm(x, coef.detach().to(x.dtype))  # [C, n, R*K] float32 (promoted)
+            logits = torch.bmm(x, coef.detach().to(x.dtype)).to(bias.dtype).add_(bias.detach())  # [C, n, R*K]
+            # converted, then added in place: the same sums as `bias + product`, whose mixed-dtype broadcast ran 10x
+            # slower (20 against 2 ms at 81k x 100, Intel Xeon; 15% of an evaluation)
             loss, slope = _loss_and_gradient(logits, y, outputs)  # slope [C, n, R*K]
             weighted = penalty * coef.detach()  # [C, D, R*K]
             coef.grad = torch.bmm(x_t, slope.to(x.dtype)).to(coef.dtype).add_(weighted, alpha=2)  # x' slope + penalty'
@@ -161,10 +176,20 @@ class _Whitened:
         optimizer.step(closure)
 
 
+Rising = Callable[[torch.Tensor, torch.Tensor], bool]
+"""(one strength's whitened coef [C, D, K], bias [C, 1, K]) -> whether the path goes on after it."""
+
+
 def _minimise_path(
-    minimise: Callable[..., None], coef: torch.Tensor, bias: torch.Tensor, per_strength: torch.Tensor, max_iter: int
-) -> None:
-    """The strengths one at a time, strongest penalty first, each started from the previous one's solution.
+    minimise: Callable[..., None],
+    coef: torch.Tensor,
+    bias: torch.Tensor,
+    per_strength: torch.Tensor,
+    max_iter: int,
+    rising: Rising | None = None,
+) -> tuple[bool, ...]:
+    """The strengths one at a time, strongest penalty first, each started from the previous one's solution;
+    which strengths were fitted (all, unless `rising` stopped the path after one of them).
 
     Warm starts along the regularisation path, as scikit-learn's LogisticRegressionCV fits its Cs
     (Friedman, Hastie & Tibshirani 2010 do the same for the lasso path): the first strength gets
@@ -173,6 +198,7 @@ def _minimise_path(
     """
     outputs = coef.shape[-1] // per_strength.shape[1]
     order = sorted(range(per_strength.shape[1]), key=lambda r: -float(per_strength[0, r]))  # strongest penalty first
+    fitted = [False] * per_strength.shape[1]
     start_coef, start_bias = torch.zeros_like(coef[..., :outputs]), torch.zeros_like(bias[..., :outputs])
     for step, r in enumerate(order):
         part = slice(r * outputs, (r + 1) * outputs)
@@ -183,7 +209,65 @@ def _minimise_path(
         with torch.no_grad():
             coef[..., part] = part_coef
             bias[..., part] = part_bias
+        fitted[r] = True
+        if rising is not None and not rising(part_coef.detach(), part_bias.detach()):
+            break
         start_coef, start_bias = part_coef, part_bias
+    return tuple(fitted)
+
+
+@dataclass(frozen=True)
+class DevSearch:
+    """Dev rows that search the strength grid instead of fitting all of it: features [C, m, D] float32 and `score`,
+    dev logits of one strength [C, m, K] -> [C] (higher is better: the score the caller will choose C by)."""
+
+    features: torch.Tensor
+    score: Callable[[torch.Tensor], np.ndarray]
+
+
+def dev_accuracy_search(features: torch.Tensor, labels: np.ndarray) -> DevSearch:
+    """The search for a classification probe: dev accuracy of class ids [m]."""
+    gold = torch.as_tensor(labels, dtype=torch.long, device=features.device)  # [m]
+    return DevSearch(features, lambda logits: (predict_classes(logits) == gold).double().mean(dim=-1).cpu().numpy())
+
+
+def _dev_rising(dev: DevSearch, mean, scale, basis) -> Rising:
+    """A path's stopping rule: go on while some candidate's dev score at the last strength is not below its best so
+    far (ties go on: a later strength may still win)."""
+    x = (dev.features - mean) / scale  # [C, m, D] standardised as LogisticFit.decision does
+    best = np.full(x.shape[0], -np.inf)  # [C]
+
+    def rising(coef: torch.Tensor, bias: torch.Tensor) -> bool:
+        weight = torch.bmm(basis, coef.to(basis.dtype)).float()  # [C, D, K]
+        score = np.asarray(dev.score(torch.bmm(x, weight) + bias.float()), dtype=np.float64)  # [C]
+        going_on = bool((score >= best).any())
+        np.maximum(best, score, out=best)
+        return going_on
+
+    return rising
+
+
+def _search_label_sets(
+    problem: LabelSetProblem, coef: torch.Tensor, bias: torch.Tensor, strengths: int, rising: Rising, max_iter, tol
+) -> tuple[bool, ...]:
+    """Label sets, searched: one strength's M columns at a time, strongest penalty first, each solved to tol from
+    the previous strength's solution, until `rising` says stop; which strengths were fitted. Solved to tol, a column
+    ends where the joint solve of every strength ends it (within tol): only the strengths after the stop are saved
+    (they were the slowest: the weakly regularised columns of rare labels)."""
+    outputs = coef.shape[-1] // strengths
+    blocks = [slice(r * outputs, (r + 1) * outputs) for r in range(strengths)]
+    order = sorted(range(strengths), key=lambda r: -float(problem.penalty[..., blocks[r]].max()))
+    fitted = [False] * strengths
+    start = torch.zeros_like(coef[..., :outputs]), torch.zeros_like(bias[..., :outputs])  # [C, D, M], [C, 1, M]
+    for r in order:
+        part = start[0].clone(), start[1].clone()
+        newton_cg(problem.columns(blocks[r]), part[0], part[1], max_iter, tol)
+        coef[..., blocks[r]], bias[..., blocks[r]] = part
+        fitted[r] = True
+        if not rising(*part):
+            break
+        start = part
+    return tuple(fitted)
 
 
 def fit_logistic(
@@ -196,6 +280,7 @@ def fit_logistic(
     compute_dtype: torch.dtype = torch.bfloat16,
     candidate_strengths: np.ndarray | None = None,
     warm_path: bool | None = None,
+    dev: DevSearch | None = None,
 ) -> LogisticFit:
     """Fit every (candidate, strength) pair. features [C, n, D] float32; labels [n] ints 0..K-1, or [n, L] 0/1 label
     sets (one sigmoid per label).
@@ -203,6 +288,9 @@ def fit_logistic(
     candidate_strengths [C]: instead of the grid, one C per candidate (R = 1), e.g. to refit
     each layer at the strength chosen for it elsewhere. warm_path: fit the grid along the warm-started
     path (True) or jointly from zero (False); None chooses by the number of classes (PATH_MIN_CLASSES).
+    dev: search the grid on dev rows (DevSearch) instead of fitting all of it: the strengths one at a time, strongest
+    penalty first, stopped after the first whose dev score falls below the best so far for every candidate (the
+    strengths left are marked unfitted in `fitted`); used by the warm path and by label sets, not by joint fits.
     """
     label_sets = np.ndim(labels) == 2
     if label_sets and compute_dtype == torch.bfloat16:  # Newton's curvature products need float32's digits
@@ -230,21 +318,28 @@ def fit_logistic(
         )  # [C, R]
     if warm_path is None:
         warm_path = outputs >= PATH_MIN_CLASSES
+    fitted: tuple[bool, ...] = ()  # every strength, unless a searched path stops early
     if label_sets:  # independent binary problems: each solved to tol by its own Newton-CG (probing/newton_cg.py)
         penalty = (per_strength / n).repeat_interleave(outputs, dim=-1)[:, None, :] / values[:, :, None]  # [C, D, M]
         targets = y.repeat(1, width // outputs).to(params)  # [n, M]
         x_t = x.transpose(1, 2)  # [C, D, n]: a view, read once per Newton step; the curvature products, read in every
         # conjugate-gradient step, get the contiguous lower-precision copy (a float32 one too would add 4 bytes a value)
         rough = (x.to(CURVATURE_DTYPE), x_t.to(CURVATURE_DTYPE).contiguous()) if x.dtype == torch.float32 else None
+        problem = LabelSetProblem(x, x_t, targets, penalty, rough)
         with torch.no_grad():
-            newton_cg(LabelSetProblem(x, x_t, targets, penalty, rough), coef, bias, max_iter, tol)
+            if dev is None or candidate_strengths is not None:
+                newton_cg(problem, coef, bias, max_iter, tol)
+            else:
+                rising = _dev_rising(dev, mean, scale, basis)
+                fitted = _search_label_sets(problem, coef, bias, len(strengths), rising, max_iter, tol)
     else:
         x_t = x.transpose(1, 2).contiguous()  # [C, D, n]: the gradient's product reads rows contiguously (1.3x)
         minimise = _Whitened(x, x_t, y, values, outputs, tol).minimise  # (coef, bias, per_strength, max_iter=)
         if candidate_strengths is None and warm_path:  # the grid: one strength after another along the path
-            _minimise_path(minimise, coef, bias, per_strength, max_iter)
+            rising = None if dev is None else _dev_rising(dev, mean, scale, basis)
+            fitted = _minimise_path(minimise, coef, bias, per_strength, max_iter, rising)
         else:  # one strength per candidate, or the grid jointly: a single fit
             minimise(coef, bias, per_strength, max_iter=max_iter)
     with torch.no_grad():
         weight = torch.bmm(basis, coef).float()  # [C, D, R*K]
-    return LogisticFit(mean, scale, weight, bias.detach().float(), tuple(strengths), outputs)
+    return LogisticFit(mean, scale, weight, bias.detach().float(), tuple(strengths), outputs, fitted)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from bertlens.probing.logistic import C_GRID, fit_logistic
+from bertlens.probing.logistic import C_GRID, dev_accuracy_search, fit_logistic
 
 
 @dataclass(frozen=True)
@@ -35,9 +35,11 @@ def logistic_on_dev(
     candidate_strengths: np.ndarray | None = None,
 ) -> Selected:
     """features [C, n_train + n_dev + n_rest, D] (rows in that order): fit on train, choose on dev, predict the rest."""
-    fit = fit_logistic(features[:, :n_train], y_train, strengths, candidate_strengths=candidate_strengths)
+    dev = dev_accuracy_search(features[:, n_train : n_train + n_dev], y_dev)  # searches the strength path
+    fit = fit_logistic(features[:, :n_train], y_train, strengths, candidate_strengths=candidate_strengths, dev=dev)
     held_out = fit.predict(features[:, n_train:]).cpu().numpy()  # [C, R, n_dev + n_rest]
     dev_acc = (held_out[..., :n_dev] == y_dev).mean(axis=-1)  # [C, R]
+    dev_acc[:, ~fit.fitted_mask()] = -1.0  # strengths a searched path left unfitted are never chosen
     chosen = dev_acc.argmax(axis=1)  # [C]
     picks = np.arange(len(chosen))
     return Selected(chosen, dev_acc[picks, chosen], held_out[picks, chosen, n_dev:], held_out[picks, chosen, :n_dev])
