@@ -168,7 +168,7 @@ def test_choosing_on_dev_after_a_searched_path_picks_what_the_whole_grid_picks()
     assert selected.dev_accuracy[0] == dev_accuracy.max()
 
 
-def test_a_joint_fit_and_label_sets_fit_every_strength_whatever_dev_says():
+def test_a_joint_fit_fits_every_strength_whatever_dev_says():
     features, y, n = _many_classes()
     joint = fit_logistic(
         features[:, :n], y[:n], max_iter=5, warm_path=False, dev=dev_accuracy_search(features[:, n:], y[n:])

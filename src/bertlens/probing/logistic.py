@@ -250,23 +250,30 @@ def _dev_rising(dev: DevSearch, mean, scale, basis) -> Rising:
 def _search_label_sets(
     problem: LabelSetProblem, coef: torch.Tensor, bias: torch.Tensor, strengths: int, rising: Rising, max_iter, tol
 ) -> tuple[bool, ...]:
-    """Label sets, searched: one strength's M columns at a time, strongest penalty first, each solved to tol from
-    the previous strength's solution, until `rising` says stop; which strengths were fitted. Solved to tol, a column
-    ends where the joint solve of every strength ends it (within tol): only the strengths after the stop are saved
-    (they were the slowest: the weakly regularised columns of rare labels)."""
+    """Label sets, searched, strongest penalty first: the first two strengths (a fall needs two) solved together from
+    zero, then one at a time from the previous strength's solution, until `rising` says stop; which strengths were
+    fitted. Solved to tol, a column ends where the joint solve of every strength ends it (within tol): only the
+    strengths after the stop are saved (they were the slowest: the weakly regularised columns of rare labels).
+    Measured on GoEmotions: the first two together took 50 s against 61 s one at a time (docs/results-log.md #75)."""
     outputs = coef.shape[-1] // strengths
-    blocks = [slice(r * outputs, (r + 1) * outputs) for r in range(strengths)]
-    order = sorted(range(strengths), key=lambda r: -float(problem.penalty[..., blocks[r]].max()))
+    columns = [torch.arange(r * outputs, (r + 1) * outputs, device=coef.device) for r in range(strengths)]
+    order = sorted(range(strengths), key=lambda r: -float(problem.penalty[..., columns[r]].max()))
+    stages = [order[:2]] + [[r] for r in order[2:]]
     fitted = [False] * strengths
-    start = torch.zeros_like(coef[..., :outputs]), torch.zeros_like(bias[..., :outputs])  # [C, D, M], [C, 1, M]
-    for r in order:
-        part = start[0].clone(), start[1].clone()
-        newton_cg(problem.columns(blocks[r]), part[0], part[1], max_iter, tol)
-        coef[..., blocks[r]], bias[..., blocks[r]] = part
-        fitted[r] = True
-        if not rising(*part):
-            break
-        start = part
+    start = None  # the previous strength's solution: coef [C, D, M], bias [C, 1, M]
+    for stage in stages:
+        where = torch.cat([columns[r] for r in stage])  # [M x strengths in this stage]
+        if start is None:
+            part = torch.zeros_like(coef[..., where]), torch.zeros_like(bias[..., where])
+        else:
+            part = start[0].clone(), start[1].clone()
+        newton_cg(problem.columns(where), part[0], part[1], max_iter, tol)
+        coef[..., where], bias[..., where] = part
+        for i, r in enumerate(stage):
+            fitted[r] = True
+            start = part[0][..., i * outputs : (i + 1) * outputs], part[1][..., i * outputs : (i + 1) * outputs]
+            if not rising(*start):
+                return tuple(fitted)
     return tuple(fitted)
 
 
