@@ -16,12 +16,13 @@ fewer classes the joint fit is kept: the path was no faster there, up to 1.5x sl
 are standardised per candidate on the training rows.
 
 Given dev rows (`DevSearch`), the grid is searched rather than fitted whole: the path, and label
-sets' strengths one at a time, stop after the first strength whose dev score falls below the best
-so far for every candidate; the strengths after it are left unfitted (`LogisticFit.fitted`). The
-choice on dev is then the whole grid's whenever dev scores rise to one peak and fall after it (as
-on every fold of the 100k cloze and every GoEmotions contender measured), and the path's fits it
-keeps are computed exactly as before. There the best C is the strongest or the next one, so the
-weakly regularised fits, the slowest, mostly go (docs/results-log.md, issue #75, third part).
+sets' strengths (the first two together, then one at a time), stop after the first strength whose
+dev score falls below the best so far for every candidate; the strengths after it are left
+unfitted (`LogisticFit.fitted`). The choice on dev is then the whole grid's whenever dev scores rise
+to one peak and fall after it (as on every fold of the 100k cloze and every GoEmotions contender
+measured), and the path's fits it keeps are computed exactly as before. There the best C is
+mostly the strongest or the next one, so the weakly regularised fits, the slowest, mostly go
+(docs/results-log.md, issue #75, third part).
 
 Speed: L-BFGS runs in the eigenbasis of each candidate's feature covariance, scaled to unit
 variance (PCA whitening), which turns the badly conditioned problems of anisotropic BERT features
