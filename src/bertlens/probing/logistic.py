@@ -296,9 +296,9 @@ def fit_logistic(
     candidate_strengths [C]: instead of the grid, one C per candidate (R = 1), e.g. to refit
     each layer at the strength chosen for it elsewhere. warm_path: fit the grid along the warm-started
     path (True) or jointly from zero (False); None chooses by the number of classes (PATH_MIN_CLASSES).
-    dev: search the grid on dev rows (DevSearch) instead of fitting all of it: the strengths one at a time, strongest
-    penalty first, stopped after the first whose dev score falls below the best so far for every candidate (the
-    strengths left are marked unfitted in `fitted`); used by the warm path and by label sets, not by joint fits.
+    dev: search the grid on dev rows (DevSearch) instead of fitting all of it: strongest penalty first, stopped after
+    the first strength whose dev score falls below the best so far for every candidate (the strengths left are
+    marked unfitted in `fitted`); used by the warm path and by label sets, not by joint fits.
     """
     label_sets = np.ndim(labels) == 2
     if label_sets and compute_dtype == torch.bfloat16:  # Newton's curvature products need float32's digits
