@@ -65,11 +65,11 @@ class LogisticFit:
     bias: torch.Tensor  # [C, 1, R*K]
     strengths: tuple[float, ...]
     outputs: int
-    fitted: tuple[bool, ...] = ()  # per strength: fitted (empty: all); a searched path leaves the last ones unfitted
+    fitted: tuple[bool, ...]  # per strength: solved (a searched grid leaves the last ones unfitted, weights zero)
 
     def fitted_mask(self) -> np.ndarray:
-        """[R] bool: the strengths this fit solved (the others' weights are zero and never to be chosen)."""
-        return np.array(self.fitted or (True,) * len(self.strengths))
+        """[R] bool: the strengths this fit solved; the others are never to be chosen."""
+        return np.array(self.fitted, dtype=bool)
 
     def decision(self, features: torch.Tensor) -> torch.Tensor:
         """features [C, n, D] -> logits [C, R, n, K]."""
@@ -326,7 +326,7 @@ def fit_logistic(
         )  # [C, R]
     if warm_path is None:
         warm_path = outputs >= PATH_MIN_CLASSES
-    fitted: tuple[bool, ...] = ()  # every strength, unless a searched path stops early
+    fitted = (True,) * len(strengths)  # every strength, unless a searched grid stops early
     if label_sets:  # independent binary problems: each solved to tol by its own Newton-CG (probing/newton_cg.py)
         penalty = (per_strength / n).repeat_interleave(outputs, dim=-1)[:, None, :] / values[:, :, None]  # [C, D, M]
         targets = y.repeat(1, width // outputs).to(params)  # [n, M]
