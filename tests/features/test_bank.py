@@ -93,6 +93,27 @@ def test_a_mapped_float16_block_is_read_as_its_own_exact_float32_copy(tmp_path):
     assert np.array_equal(_float32(mapped, mapped)[0, :4], [np.inf, -np.inf, 65504, np.float16(6e-8)])
 
 
+def test_a_scalar_mix_read_from_the_stored_vectors_equals_the_mix_of_their_float32_layers(tmp_path, monkeypatch):
+    """Bank.mixed mixes the float16 file block by block (MIX_BLOCK small here, so a block ends mid-array); the same
+    values, to the bit, as mix_pooled over each layer's float32 copy, for all rows and for gathered ones."""
+    import bertlens.representation.mixers as mixers
+    from bertlens.features.bank import Bank
+
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "vectors.npy", rng.standard_normal((2, 4, 301, 24)).astype(np.float16))  # [P, L+1, N, H]
+    vectors = np.load(tmp_path / "vectors.npy", mmap_mode="r")
+    bank = Bank(tmp_path, vectors, None, ("cls", "mean"), (), 301, {})
+    weights = rng.standard_normal(3)
+    layers = (1, 2, 3)
+    monkeypatch.setattr(mixers, "MIX_BLOCK", 24 * 7)  # 7 rows a block: 301 rows = 43 blocks
+    for rows in (None, np.array([300, 0, 7, 7, 150])):
+        mixed = bank.mixed("mean", layers, weights, rows)
+        expected = mixers.softmax(weights)[0] * bank.layer("mean", 1, rows)
+        for p, k in zip(mixers.softmax(weights)[1:], layers[1:], strict=True):
+            expected += p * bank.layer("mean", k, rows)
+        assert mixed.dtype == np.float32 and np.array_equal(mixed, expected)
+
+
 class _Stopped(Exception):
     pass
 

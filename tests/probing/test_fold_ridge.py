@@ -5,7 +5,7 @@ import pytest
 import torch
 from sklearn.linear_model import Ridge
 
-from bertlens.probing.fold_ridge import ridge_over_folds
+from bertlens.probing.fold_ridge import _sums, _targets_matrix, ridge_over_folds
 from bertlens.tasks.splits import Fold, make_folds
 
 
@@ -129,3 +129,21 @@ def test_the_two_triangular_solves_equal_pytorchs_cholesky_solve():
     solved = _cholesky_solve(rhs, factor)
     assert torch.allclose(solved, torch.cholesky_solve(rhs, factor), rtol=1e-12, atol=1e-14)
     assert torch.allclose(factor @ factor.mT @ solved, rhs, atol=1e-9)
+
+
+def test_class_sums_added_by_label_equal_the_product_with_the_one_hot_targets():
+    """X'Y for class ids is each class's sum of rows: added up by label (index_add) it equals the product with the
+    one-hot matrix up to float32 rounding of the order of the sums; the other statistics are the same computation."""
+    rng = np.random.default_rng(0)
+    x = torch.from_numpy(rng.standard_normal((2, 500, 16)).astype(np.float32))  # [C, N, D]
+    labels = rng.integers(0, 9, 500)
+    labels[:9] = np.arange(9)  # every class present
+    rows = np.sort(rng.choice(500, 321, replace=False))
+    y = _targets_matrix(labels, 9, x.device)  # [N, K] one-hot
+    by_product = _sums(x, y, rows)
+    by_label = _sums(x, y, rows, torch.as_tensor(labels))
+    assert by_label.cross.shape == (2, 16, 9)
+    torch.testing.assert_close(by_label.cross, by_product.cross, rtol=1e-6, atol=1e-5)
+    expected = np.stack([x[:, rows[labels[rows] == k]].sum(dim=1).numpy() for k in range(9)], axis=-1)  # [C, D, K]
+    np.testing.assert_allclose(by_label.cross.numpy(), expected, rtol=1e-5, atol=1e-5)
+    assert torch.equal(by_label.gram, by_product.gram) and torch.equal(by_label.total, by_product.total)

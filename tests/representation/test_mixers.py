@@ -1,10 +1,11 @@
 import math
 
+import numpy as np
 import pytest
 import torch
 
 from bertlens.errors import BertlensError
-from bertlens.representation.mixers import ScalarMix, mix_layers, parse_layers, resolve_layers
+from bertlens.representation.mixers import ScalarMix, mix_layers, mix_pooled, parse_layers, resolve_layers, softmax
 from bertlens.representation.poolers import LINEAR_POOLERS, pool, token_mask
 
 # Stack of 4 "layers" (embeddings + 3), each [B=1, T=2, H=2] with easy numbers.
@@ -115,3 +116,19 @@ def test_linear_mixers_commute_with_linear_poolers(pooler, mixer):
     pool_then_mix = mix_layers(pool(pooler, stack, mask, weights), mixer, (1, 2, 3))
     mix_then_pool = pool(pooler, mix_layers(stack, mixer, (1, 2, 3)), mask, weights)
     assert torch.allclose(pool_then_mix, mix_then_pool, atol=1e-5)
+
+
+def test_mix_pooled_equals_numpy_term_by_term_to_the_bit_and_leaves_its_layers_alone():
+    rng = np.random.default_rng(0)
+    layers = [rng.standard_normal((257, 33)).astype(np.float32) for _ in range(7)]
+    kept = [layer.copy() for layer in layers]
+    weights = rng.standard_normal(7)
+    probs = softmax(weights)
+    expected = probs[0] * layers[0]
+    for p, layer in zip(probs[1:], layers[1:], strict=True):
+        expected += p * layer  # each term rounded to float32, then added: the formula's reference order
+    assert np.array_equal(mix_pooled(iter(layers), weights), expected)
+    out = np.full((257, 33), np.nan, dtype=np.float32)
+    assert mix_pooled(layers, weights, out=out) is not None
+    assert np.array_equal(out, expected)  # written in place
+    assert all(np.array_equal(a, b) for a, b in zip(layers, kept, strict=True))

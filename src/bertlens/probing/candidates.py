@@ -17,7 +17,7 @@ from bertlens.errors import OptionError, literal
 from bertlens.features.bank import Bank, named_mixes
 from bertlens.representation.choices import TOKENS
 from bertlens.representation.late_interaction import TokenReading
-from bertlens.representation.mixers import mix_pooled, mixed_layers, output_blocks, resolve_layers
+from bertlens.representation.mixers import mixed_layers, output_blocks, resolve_layers
 from bertlens.representation.poolers import LINEAR_POOLERS
 from bertlens.representation.recipe import Recipe
 from bertlens.representation.token_projection import TOKEN_DIM
@@ -147,7 +147,7 @@ def candidate_features(
     if candidate.mixer == "scalar_mix":
         if mix_weights is None:
             raise ValueError(f"{candidate.name} needs its learned mix weights")
-        return mix_pooled((bank.layer(candidate.pooler, k, rows) for k in candidate.layers), mix_weights)
+        return bank.mixed(candidate.pooler, candidate.layers, mix_weights, rows)
     if candidate.mixer == "single":
         return bank.layer(candidate.pooler, candidate.layers[0], rows)
     if candidate.mixer == "concat":

@@ -74,15 +74,22 @@ def _targets_matrix(targets: np.ndarray, classes: int | None, device: torch.devi
     return onehot
 
 
-def _sums(x: torch.Tensor, y: torch.Tensor, rows: np.ndarray) -> _Sums:
-    """Sufficient statistics of the given rows. x [C, N, D], y [N, K]."""
+def _sums(x: torch.Tensor, y: torch.Tensor, rows: np.ndarray, labels: torch.Tensor | None = None) -> _Sums:
+    """Sufficient statistics of the given rows. x [C, N, D], y [N, K]; `labels` [N]: y is their one-hot, so X'Y
+    is each class's sum of rows, added up by class (n x D additions, not a product with K times as many: 4.7x
+    faster at 10k rows x 384 x 100 classes, Intel Xeon, #75)."""
     index = torch.as_tensor(rows, device=x.device)
     xs = x[:, index]  # [C, n, D]
     ys = y[index]  # [n, K]
+    if labels is None:
+        cross = torch.matmul(xs.transpose(1, 2), ys)  # [C, D, K]
+    else:
+        by_class = xs.new_zeros(xs.shape[0], y.shape[1], xs.shape[2])  # [C, K, D]
+        cross = by_class.index_add_(1, labels[index], xs).transpose(1, 2)  # [C, D, K]
     return _Sums(
         torch.bmm(xs.transpose(1, 2), xs),  # [C, D, D]
         xs.sum(dim=1),  # [C, D]
-        torch.matmul(xs.transpose(1, 2), ys),  # [C, D, K]
+        cross,
         ys.sum(dim=0),  # [K]
         len(rows),
     )
@@ -201,12 +208,14 @@ def ridge_over_folds(
     """
     x = features.sub_(features.mean(dim=1, keepdim=True))  # [C, N, D]
     y = _targets_matrix(targets, classes, x.device)  # [N, K]
-    blocks = _held_out_blocks(x, y, folds)
+    one_hot = classes is not None and np.ndim(targets) == 1
+    labels = torch.as_tensor(np.asarray(targets), dtype=torch.long, device=x.device) if one_hot else None  # [N]
+    blocks = _held_out_blocks(x, y, folds, labels)
     for k, fold in enumerate(folds):
         if blocks is not None:  # every row but this fold's test and dev rows
-            sums = blocks[0] - blocks[1][k] - _sums(x, y, fold.dev)
+            sums = blocks[0] - blocks[1][k] - _sums(x, y, fold.dev, labels)
         else:
-            sums = _sums(x, y, fold.train)
+            sums = _sums(x, y, fold.train, labels)
         strengths = tuple(a * sums.rows for a in alphas) if relative else alphas
         mean, scale, weights, offset = _solve(sums, strengths)
         dev = _outputs(x, fold.dev, mean, scale, weights, offset)  # [C, A, n_dev, K]
@@ -217,7 +226,9 @@ def ridge_over_folds(
         yield FoldOutputs(dev, test, chosen)
 
 
-def _held_out_blocks(x: torch.Tensor, y: torch.Tensor, folds: list[Fold]) -> tuple[_Sums, list[_Sums]] | None:
+def _held_out_blocks(
+    x: torch.Tensor, y: torch.Tensor, folds: list[Fold], labels: torch.Tensor | None = None
+) -> tuple[_Sums, list[_Sums]] | None:
     """Under cross-validation (test sets partition the rows, train = the rest minus dev): the sums of
     every test set and their total, so each fold's training sums cost only its dev rows. None otherwise."""
     n = x.shape[1]
@@ -225,7 +236,7 @@ def _held_out_blocks(x: torch.Tensor, y: torch.Tensor, folds: list[Fold]) -> tup
     partition = len(folds) > 1 and len(tests) == n and len(np.unique(tests)) == n
     if not partition or any(len(f.train) + len(f.dev) + len(f.test) != n for f in folds):
         return None
-    per_test = [_sums(x, y, f.test) for f in folds]
+    per_test = [_sums(x, y, f.test, labels) for f in folds]
     total = per_test[0]
     for block in per_test[1:]:
         total = total + block

@@ -83,10 +83,13 @@ class LogisticFit:
         return predict_classes(self.decision(features))
 
 
-def _loss_and_gradient(logits: torch.Tensor, y: torch.Tensor, outputs: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _loss_and_gradient(
+    logits: torch.Tensor, y: torch.Tensor, outputs: int, out: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean cross-entropy per model, summed over models, and its gradient in the logits [C, n, R*K].
 
     d(mean CE)/d(logits) = (p - onehot(y)) / n, p the softmax (sigmoid for one output) of the logits.
+    `out` (the logits' shape and dtype): where the softmax's gradient is written, instead of a new tensor.
     """
     c, n, rk = logits.shape
     if outputs == 1:
@@ -94,7 +97,7 @@ def _loss_and_gradient(logits: torch.Tensor, y: torch.Tensor, outputs: int) -> t
         loss = logit_loss(logits[..., None], target, reduction="sum") / n
         return loss, (torch.sigmoid(logits) - target.to(logits.dtype)) / n  # [C, n, R]
     grouped = logits.view(c, n, rk // outputs, outputs)  # [C, n, R, K]
-    log_p = torch.log_softmax(grouped, dim=-1)  # [C, n, R, K]
+    log_p = torch.log_softmax(grouped, dim=-1, out=None if out is None else out.view_as(grouped))  # [C, n, R, K]
     picked = log_p.gather(-1, y[None, :, None, None].expand(c, n, rk // outputs, 1))  # [C, n, R, 1]
     gradient = log_p.exp_()  # p, in place
     gradient.scatter_add_(-1, y[None, :, None, None].expand_as(picked), torch.full_like(picked, -1.0))  # p - onehot
@@ -154,6 +157,10 @@ class _Whitened:
         penalty = (per_strength / n).repeat_interleave(outputs, dim=-1)[:, None, :] / self.values[
             :, :, None
         ]  # [C, D, R*K]
+        scratch = torch.empty(2, *x.shape[:2], coef.shape[-1], dtype=bias.dtype, device=x.device)  # [2, C, n, R*K]
+        # the logits and their softmax, written over in every evaluation: new tensors of this size (32 MB at 81k rows
+        # x 100 classes) are mapped and page-faulted afresh each time, which cost up to half an evaluation of a
+        # 384-wide fit (48 against 25 ms, Intel Xeon; equal to the bit, docs/results-log.md #75)
         optimizer = torch.optim.LBFGS(
             [coef, bias],
             lr=1,
@@ -165,10 +172,10 @@ class _Whitened:
         )
 
         def closure() -> torch.Tensor:
-            logits = torch.bmm(x, coef.detach().to(x.dtype)).to(bias.dtype).add_(bias.detach())  # [C, n, R*K]
+            logits = scratch[0].copy_(torch.bmm(x, coef.detach().to(x.dtype))).add_(bias.detach())  # [C, n, R*K]
             # converted, then added in place: the same sums as `bias + product`, whose mixed-dtype broadcast ran 10x
             # slower (20 against 2 ms at 81k x 100, Intel Xeon; 15% of an evaluation)
-            loss, slope = _loss_and_gradient(logits, y, outputs)  # slope [C, n, R*K]
+            loss, slope = _loss_and_gradient(logits, y, outputs, scratch[1])  # slope [C, n, R*K]
             weighted = penalty * coef.detach()  # [C, D, R*K]
             coef.grad = torch.bmm(x_t, slope.to(x.dtype)).to(coef.dtype).add_(weighted, alpha=2)  # x' slope + penalty'
             bias.grad = slope.sum(dim=1, keepdim=True)  # [C, 1, R*K]

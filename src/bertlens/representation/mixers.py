@@ -7,6 +7,7 @@ mix(pool(x)) == pool(mix(x)); max pooling and layer-normed ScalarMix do not comm
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
@@ -79,22 +80,39 @@ def softmax(weights: Sequence[float] | np.ndarray) -> np.ndarray:
     return mix_probabilities(torch.as_tensor(np.asarray(weights, dtype=np.float64))).float().numpy()
 
 
+MIX_BLOCK = 1 << 20  # values of each layer mixed at a time (4 MB in float32): converted, scaled and added in cache
+
+
 def mix_pooled(
     layers: Iterable[np.ndarray], weights: Sequence[float] | np.ndarray, out: np.ndarray | None = None
 ) -> np.ndarray:
     """sum_k softmax(w)_k * v_k over already-pooled layer vectors (exact for linear poolers) [n, H] float32.
 
-    `out` receives the sum in place, so a caller holding a large array avoids a copy.
+    Layers [n, H] in float32 or float16 (a bank's stored vectors, read-only views of its file are fine: they are
+    only read). Each term is p_k * float32(v_k) rounded to float32, then added in layer order, as numpy's
+    `p * v` then `+=`; a block of rows at a time through every layer, so nothing the size of a layer is written
+    but the sum: equal to the bit, 5x faster on a ScalarMix of 7 x 100k x 384 float16 layers read from a bank
+    (0.21 against 1.03 s, Intel Xeon, #75). `out` receives the sum in place (a caller holding a large array avoids
+    a copy).
     """
-    probs = softmax(weights)
-    for k, (p, vectors) in enumerate(zip(probs, layers)):
-        if out is None:
-            out = p * vectors
-        elif k == 0:
-            np.multiply(p, vectors, out=out)
-        else:
-            out += p * vectors
-    return out
+    probs = torch.from_numpy(softmax(weights))  # [K] float32
+    arrays = [np.asarray(v) for v in layers]
+    n, width = arrays[0].shape
+    total = torch.from_numpy(out) if out is not None else torch.empty(n, width)  # [n, H]
+    step = max(1, MIX_BLOCK // max(width, 1))
+    converted, term = torch.empty(min(step, n), width), torch.empty(min(step, n), width)  # [b, H] scratch
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")  # read, never written
+        for start in range(0, n, step):
+            part = total[start : start + step]  # [b, H]
+            rows = part.shape[0]
+            for k, array in enumerate(arrays):
+                v = converted[:rows].copy_(torch.from_numpy(array[start : start + step]))  # float16 -> 32: exact
+                if k == 0:
+                    torch.mul(v, probs[k], out=part)
+                else:
+                    part.add_(torch.mul(v, probs[k], out=term[:rows]))
+    return total.numpy()
 
 
 def _single(chosen: torch.Tensor, scalar_mix: ScalarMix | None) -> torch.Tensor:
