@@ -94,8 +94,10 @@ def test_a_mapped_float16_block_is_read_as_its_own_exact_float32_copy(tmp_path):
 
 
 def test_a_scalar_mix_read_from_the_stored_vectors_equals_the_mix_of_their_float32_layers(tmp_path, monkeypatch):
-    """Bank.mixed mixes the float16 file block by block (MIX_BLOCK small here, so a block ends mid-array); the same
-    values, to the bit, as mix_pooled over each layer's float32 copy, for all rows and for gathered ones."""
+    """Bank.mixed mixes the float16 file block by block (MIX_BLOCK small here, so a block ends mid-array), a part
+    of the rows at a time (MIX_ROWS small, so parts end mid-block), releasing the file's pages after each part; the
+    same values, to the bit, as mix_pooled over each layer's float32 copy, for all rows and for gathered ones."""
+    import bertlens.features.bank as bank_module
     import bertlens.representation.mixers as mixers
     from bertlens.features.bank import Bank
 
@@ -106,8 +108,13 @@ def test_a_scalar_mix_read_from_the_stored_vectors_equals_the_mix_of_their_float
     weights = rng.standard_normal(3)
     layers = (1, 2, 3)
     monkeypatch.setattr(mixers, "MIX_BLOCK", 24 * 7)  # 7 rows a block: 301 rows = 43 blocks
-    for rows in (None, np.array([300, 0, 7, 7, 150])):
+    monkeypatch.setattr(bank_module, "MIX_ROWS", 64)  # 301 rows: 5 parts; the 5 gathered rows: 1
+    released = []
+    monkeypatch.setattr(bank_module, "release_pages", lambda mapped: released.append(mapped is vectors))
+    for rows, parts in ((None, 5), (np.array([300, 0, 7, 7, 150]), 1)):
+        released.clear()
         mixed = bank.mixed("mean", layers, weights, rows)
+        assert released == [True] * parts  # the file's pages given back after every part
         expected = mixers.softmax(weights)[0] * bank.layer("mean", 1, rows)
         for p, k in zip(mixers.softmax(weights)[1:], layers[1:], strict=True):
             expected += p * bank.layer("mean", k, rows)

@@ -11,6 +11,7 @@ from bertlens.probing.logistic import (
     PATH_MIN_CLASSES,
     DevSearch,
     _loss_and_gradient,
+    _Whitened,
     dev_accuracy_search,
     fit_logistic,
 )
@@ -90,6 +91,45 @@ def test_the_gradient_written_into_a_reused_buffer_equals_a_new_ones_to_the_bit(
     reused_loss, reused = _loss_and_gradient(logits.clone(), y, 7, scratch)
     assert reused.data_ptr() == scratch.data_ptr()  # written where it was asked, not into a new tensor
     assert torch.equal(reused, fresh) and torch.equal(reused_loss, loss)
+
+
+def _minimise_with_new_tensors(problem: _Whitened, coef, bias, per_strength, max_iter: int) -> None:
+    """The L-BFGS of _Whitened.minimise written plainly: every evaluation's products and slope in new tensors."""
+    x, n = problem.x, problem.x.shape[1]
+    penalty = (per_strength / n).repeat_interleave(problem.outputs, dim=-1)[:, None, :] / problem.values[:, :, None]
+    optimizer = torch.optim.LBFGS(
+        [coef, bias], lr=1, max_iter=max_iter, history_size=20, tolerance_grad=problem.tol, tolerance_change=1e-12,
+        line_search_fn="strong_wolfe",
+    )  # fmt: skip
+
+    def closure():
+        logits = torch.bmm(x, coef.detach().to(x.dtype)).float() + bias.detach()  # [C, n, R*K]
+        loss, slope = _loss_and_gradient(logits, problem.y, problem.outputs)
+        weighted = penalty * coef.detach()
+        coef.grad = torch.bmm(problem.x_t, slope.to(x.dtype)).to(coef.dtype).add_(weighted, alpha=2)
+        bias.grad = slope.sum(dim=1, keepdim=True)
+        return loss + (weighted * coef.detach()).sum()
+
+    optimizer.step(closure)
+
+
+@pytest.mark.parametrize("outputs", [1, 5])
+def test_the_fit_with_reused_buffers_equals_one_with_new_tensors_to_the_bit(outputs):
+    """minimise writes each evaluation's product, logits, softmax and the slope's bfloat16 copy into buffers made
+    once (a new one of each was page-faulted afresh every evaluation); the path it takes is exactly the plain one's."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 400, 12).to(torch.bfloat16)  # [C, n, D] whitened features
+    y = torch.randint(0, 2 if outputs == 1 else outputs, (400,))
+    problem = _Whitened(x, x.transpose(1, 2).contiguous(), y, torch.rand(2, 12) + 0.5, outputs, 1e-4)
+    per_strength = torch.tensor([[5.0, 0.05]]).expand(2, -1)  # [C, R]
+    fits = []
+    for minimise in (problem.minimise, lambda *a, **k: _minimise_with_new_tensors(problem, *a, **k)):
+        coef = torch.zeros(2, 12, 2 * outputs, requires_grad=True)  # [C, D, R*K]
+        bias = torch.zeros(2, 1, 2 * outputs, requires_grad=True)  # [C, 1, R*K]
+        minimise(coef, bias, per_strength, max_iter=30)
+        fits.append((coef.detach(), bias.detach()))
+    assert fits[0][0].abs().sum() > 0  # it moved
+    assert torch.equal(fits[0][0], fits[1][0]) and torch.equal(fits[0][1], fits[1][1])
 
 
 def _objective(fit, features: torch.Tensor, y: np.ndarray, r: int, strength: float) -> float:

@@ -129,9 +129,11 @@ def _standardise(features: torch.Tensor, dtype: torch.dtype, params: torch.dtype
         block = features[c]  # [n, D]
         mean[c, 0] = block.mean(dim=0)
         scale[c, 0] = block.std(dim=0).clamp(min=1e-6)
-        z = ((block - mean[c]) / scale[c]).to(params)  # [n, D], one candidate at a time
+        z = (block - mean[c]).div_(scale[c]).to(params)  # [n, D], one candidate at a time (divided in place: one
+        # new [n, D] tensor, not two)
         basis[c], values[c] = _eigen_whitening(z.T @ z / n)
-        x[c] = z.to(dtype) @ basis[c].to(dtype)  # [n, D] whitened: unit covariance (up to the jitter and rounding)
+        torch.matmul(z.to(dtype), basis[c].to(dtype), out=x[c])  # [n, D] whitened: unit covariance (up to the jitter
+        # and rounding), written straight into its place
     return mean, scale, basis, values, x
 
 
@@ -161,6 +163,7 @@ class _Whitened:
         # the logits and their softmax, written over in every evaluation: new tensors of this size (32 MB at 81k rows
         # x 100 classes) are mapped and page-faulted afresh each time, which cost up to half an evaluation of a
         # 384-wide fit (48 against 25 ms, Intel Xeon; equal to the bit, docs/results-log.md #75)
+        product = torch.empty_like(scratch[0], dtype=x.dtype)  # [C, n, R*K]: x v, then the slope in x's dtype
         optimizer = torch.optim.LBFGS(
             [coef, bias],
             lr=1,
@@ -172,12 +175,14 @@ class _Whitened:
         )
 
         def closure() -> torch.Tensor:
-            logits = scratch[0].copy_(torch.bmm(x, coef.detach().to(x.dtype))).add_(bias.detach())  # [C, n, R*K]
+            torch.bmm(x, coef.detach().to(x.dtype), out=product)  # [C, n, R*K]
+            logits = scratch[0].copy_(product).add_(bias.detach())  # [C, n, R*K]
             # converted, then added in place: the same sums as `bias + product`, whose mixed-dtype broadcast ran 10x
             # slower (20 against 2 ms at 81k x 100, Intel Xeon; 15% of an evaluation)
             loss, slope = _loss_and_gradient(logits, y, outputs, scratch[1])  # slope [C, n, R*K]
+            sent = slope if slope.dtype == x.dtype else product.copy_(slope)  # [C, n, R*K], rounded as .to(x.dtype)
             weighted = penalty * coef.detach()  # [C, D, R*K]
-            coef.grad = torch.bmm(x_t, slope.to(x.dtype)).to(coef.dtype).add_(weighted, alpha=2)  # x' slope + penalty'
+            coef.grad = torch.bmm(x_t, sent).to(coef.dtype).add_(weighted, alpha=2)  # x' slope + penalty'
             bias.grad = slope.sum(dim=1, keepdim=True)  # [C, 1, R*K]
             return loss + (weighted * coef.detach()).sum()
 
