@@ -95,7 +95,7 @@ class Bank:
         never holds every layer of the pooler (a 2 GB peak of the base-size 100k sweep's screen). Each value is
         computed exactly as in one pass."""
         block = self.vectors[self.poolers.index(pooler)]  # [L+1, N, H]
-        count = self.texts if rows is None else len(rows)
+        count = block.shape[1] if rows is None else len(rows)
         mixed = np.empty((count, self.width), dtype=np.float32)  # [n, H]
         for start in range(0, count, MIX_ROWS):
             part = slice(start, start + MIX_ROWS)

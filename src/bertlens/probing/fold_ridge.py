@@ -74,11 +74,6 @@ def _targets_matrix(targets: np.ndarray, classes: int | None, device: torch.devi
     return onehot
 
 
-def _rows(x: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
-    """x [C, N, D] -> the given rows [C, n, D] (a new tensor)."""
-    return x[:, torch.as_tensor(rows, device=x.device)]
-
-
 def _sums(x: torch.Tensor, y: torch.Tensor, rows: np.ndarray, labels: torch.Tensor | None = None) -> _Sums:
     """Sufficient statistics of the given rows. x [C, N, D], y [N, K]; `labels` [N]: y is their one-hot."""
     index = torch.as_tensor(rows, device=x.device)
@@ -234,7 +229,8 @@ def ridge_over_folds(
         chosen = choose(dev, fold.dev)  # [C]
         picked = weights[torch.arange(len(chosen), device=x.device), torch.as_tensor(chosen, device=x.device)][:, None]
         # [C, 1, D, K]
-        test = _outputs(_rows(x, fold.test), mean, scale, picked, offset)[:, 0]  # [C, n_test, K]
+        test_x = x[:, torch.as_tensor(fold.test, device=x.device)]  # [C, n_test, D]
+        test = _outputs(test_x, mean, scale, picked, offset)[:, 0]  # [C, n_test, K]
         yield FoldOutputs(dev, test, chosen)
 
 
