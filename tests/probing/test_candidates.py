@@ -41,3 +41,17 @@ def test_bank_is_reused_from_the_cache(bank_and_model, tiny_bert_dir):
     bank, _ = bank_and_model
     again = build_bank(Encoder(str(tiny_bert_dir), attentions="cls"), TEXTS, bank.path.parent.parent, dtype="float32")
     assert again.path == bank.path and np.array_equal(np.asarray(again.vectors), np.asarray(bank.vectors))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_features_written_into_a_stack_equal_new_arrays_to_the_bit(tiny_bert_dir, tmp_path, dtype):
+    bank = build_bank(Encoder(str(tiny_bert_dir), attentions="cls"), TEXTS, tmp_path, dtype=dtype)
+    rng = np.random.default_rng(1)
+    for rows in (None, np.arange(len(TEXTS)), np.array([3, 0, 4, 4, 1])):
+        for candidate in enumerate_candidates(bank.num_layers, bank.poolers):
+            weights = rng.normal(size=len(candidate.layers)) if candidate.mixer == "scalar_mix" else None
+            alone = candidate_features(bank, candidate, rows, weights)  # [n, D], a new array
+            stacked = np.full((2, *alone.shape), np.nan, dtype=np.float32)  # [2, n, D]: written into its second slot
+            returned = candidate_features(bank, candidate, rows, weights, out=stacked[1])
+            assert returned is stacked[1] or np.shares_memory(returned, stacked[1]), candidate.name
+            assert np.array_equal(stacked[1], alone) and np.isnan(stacked[0]).all(), (candidate.name, rows)

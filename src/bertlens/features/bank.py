@@ -81,22 +81,30 @@ class Bank:
         """Hidden size H."""
         return self.vectors.shape[-1]
 
-    def layer(self, pooler: str, layer: int, rows: np.ndarray | None = None) -> np.ndarray:
-        """[n, H] float32 (a new array): one layer's pooled vectors for the given rows (all by default)."""
+    def layer(
+        self, pooler: str, layer: int, rows: np.ndarray | None = None, out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """[n, H] float32: one layer's pooled vectors for the given rows (all by default), a new array or written
+        into `out` (a view of the caller's larger array: no second copy of the rows is made)."""
         block = self.vectors[self.poolers.index(pooler), layer]  # [N, H], contiguous on disk
-        return _float32(block if rows is None else block[rows], self.vectors)
+        return _float32(_rows_of(block, rows), self.vectors, out)
 
     def mixed(
-        self, pooler: str, layers: tuple[int, ...], weights: np.ndarray, rows: np.ndarray | None = None
+        self,
+        pooler: str,
+        layers: tuple[int, ...],
+        weights: np.ndarray,
+        rows: np.ndarray | None = None,
+        out: np.ndarray | None = None,
     ) -> np.ndarray:
-        """[n, H] float32 (a new array): a ScalarMix (pre-softmax `weights`, one per layer) of one linear pooler's
-        layers, for the given rows (all by default), mixed straight from the stored vectors (no float32 copy of
-        each layer first), MIX_ROWS rows at a time: the file's pages are released after each part, so the process
-        never holds every layer of the pooler (a 2 GB peak of the base-size 100k sweep's screen). Each value is
-        computed exactly as in one pass."""
+        """[n, H] float32 (a new array, or written into `out`): a ScalarMix (pre-softmax `weights`, one per layer)
+        of one linear pooler's layers, for the given rows (all by default), mixed straight from the stored vectors
+        (no float32 copy of each layer first), MIX_ROWS rows at a time: the file's pages are released after each
+        part, so the process never holds every layer of the pooler (a 2 GB peak of the base-size 100k sweep's
+        screen). Each value is computed exactly as in one pass."""
         block = self.vectors[self.poolers.index(pooler)]  # [L+1, N, H]
         count = block.shape[1] if rows is None else len(rows)
-        mixed = np.empty((count, self.width), dtype=np.float32)  # [n, H]
+        mixed = np.empty((count, self.width), dtype=np.float32) if out is None else out  # [n, H]
         for start in range(0, count, MIX_ROWS):
             part = slice(start, start + MIX_ROWS)
             picked = part if rows is None else rows[part]
@@ -113,23 +121,41 @@ class Bank:
     def nonlinear_poolers(self) -> tuple[str, ...]:
         return nonlinear(self.poolers)
 
-    def pooled_mix(self, pooler: str, mix: str, rows: np.ndarray | None = None) -> np.ndarray:
-        """[n, H] float32 (a new array): a named layer mix of a non-linear pooler, pooled at encode time."""
+    def pooled_mix(
+        self, pooler: str, mix: str, rows: np.ndarray | None = None, out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """[n, H] float32 (a new array, or written into `out`): a named layer mix of a non-linear pooler, pooled at
+        encode time."""
         block = self.mixes[self.nonlinear_poolers.index(pooler), self.mix_names.index(mix)]  # [N, H]
-        return _float32(block if rows is None else block[rows], self.mixes)
+        return _float32(_rows_of(block, rows), self.mixes, out)
 
 
-def _float32(array: np.ndarray, mapped: np.ndarray) -> np.ndarray:
-    """A float32 copy (float16 -> float32 is exact), never a view of the mapped file; the file's pages are
-    then released from this process."""
+def _rows_of(block: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    """block's given rows: the block itself (a view of the file) when they are all of its rows in order, as a
+    sweep's screen asks for them; a gathered copy otherwise."""
+    if rows is None or (len(rows) == len(block) and np.array_equal(rows, np.arange(len(block)))):
+        return block
+    return block[rows]
+
+
+def _float32(array: np.ndarray, mapped: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """A float32 copy (float16 -> float32 is exact), never a view of the mapped file, new or written into `out`;
+    the file's pages are then released from this process."""
     source = np.asarray(array)
     if source.dtype == np.float16:  # PyTorch converts on every core, numpy on one: 2.1x faster for 9k x 1536 rows
-        with warnings.catch_warnings():  # a read-only map is read straight (only read: .float() makes a new tensor);
+        with warnings.catch_warnings():  # a read-only map is read straight (only read: nothing writes to it);
             # copying it first cost a third of a whole layer's read (54 against 37 ms at 100k x 384, Intel Xeon)
             warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-            copy = torch.from_numpy(source).float().numpy()  # [n, H]
-    else:
+            if out is None:
+                copy = torch.from_numpy(source).float().numpy()  # [n, H]
+            else:
+                torch.from_numpy(out).copy_(torch.from_numpy(source))  # [n, H], converted into place
+                copy = out
+    elif out is None:
         copy = np.array(source, dtype=np.float32)
+    else:
+        out[...] = source
+        copy = out
     release_pages(mapped)
     return copy
 

@@ -104,8 +104,15 @@ class SweepContext:
         return pair_features(u, v, self.task.kind)
 
     def stack(self, candidates: list[Candidate], ids: list[int], rows: np.ndarray, mixes: dict | None = None):
-        """Features of candidates `ids` for `rows`, filled into one preallocated tensor [C, n, D]."""
+        """Features of candidates `ids` for `rows`, filled into one preallocated tensor [C, n, D]: a text's features
+        are read from the bank straight into their place, a pair's are built and copied in."""
         mixes = mixes or {}
+        if self.ex.b is None:
+            width = candidates[ids[0]].width(self.bank.width)
+            out = np.empty((len(ids), len(rows), width), dtype=np.float32)  # [C, n, D]
+            for j, i in enumerate(ids):
+                candidate_features(self.bank, candidates[i], self.ex.a[rows], mixes.get(candidates[i].name), out[j])
+            return torch.from_numpy(out)
         out = None
         for j, i in enumerate(ids):
             features = self.pair_features(candidates[i], rows, mixes.get(candidates[i].name))  # [n, D]
