@@ -261,10 +261,11 @@ def _held_out_blocks(
     partition = len(folds) > 1 and len(tests) == n and len(np.unique(tests)) == n
     if not partition or any(len(f.train) + len(f.dev) + len(f.test) != n for f in folds):
         return None
-    test_rows = [x[:, torch.as_tensor(f.test, device=x.device)] for f in folds]  # [C, n_test, D] each
+    indices = [torch.as_tensor(f.test, device=x.device) for f in folds]  # [n_test] each
+    test_rows = [x[:, index] for index in indices]  # [C, n_test, D] each
     per_test = [
         _sums_of(rows, y[index], None if labels is None else labels[index])
-        for rows, index in zip(test_rows, (torch.as_tensor(f.test, device=x.device) for f in folds), strict=True)
+        for rows, index in zip(test_rows, indices, strict=True)
     ]
     total = per_test[0]
     for block in per_test[1:]:
