@@ -9,6 +9,7 @@ from bertlens.embedding.embedder import Embedder
 from bertlens.encoding.encoder import Encoder
 from bertlens.experiments.sweep import SweepConfig, run_sweep
 from bertlens.probing.candidates import candidate_features
+from bertlens.probing.logistic import product_precision
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.catalog import get_task
 from bertlens.tasks.loaders import load_catalog_task
@@ -78,6 +79,7 @@ def test_cross_validated_task_scores_every_example(tiny_encoder, tmp_path):
     )
     assert result.protocols["probe"].n_test == 200
     assert "inner" in result.basis
+    assert f"the logistic probes' {product_precision('cpu')}" in result.basis  # what this machine computed them in
 
 
 def _noise_file(tmp_path, kind: str, rows: int = 240):

@@ -14,7 +14,10 @@ from bertlens.probing.logistic import (
     _Whitened,
     dev_accuracy_search,
     fit_logistic,
+    product_dtype,
+    product_precision,
 )
+from bertlens.probing.newton_cg import LabelSetProblem
 from bertlens.probing.selection import logistic_on_dev
 from bertlens.representation.logits import logit_loss
 
@@ -252,3 +255,40 @@ def test_label_sets_searched_on_dev_solve_each_fitted_strength_as_the_whole_grid
             torch.testing.assert_close(searched.weight[..., columns], full.weight[..., columns], atol=1e-4, rtol=1e-3)
         else:
             assert not searched.weight[..., columns].any()
+
+
+def test_products_are_bfloat16_only_where_the_device_computes_it_natively():
+    """bfloat16 is emulated on a CPU without avx512_bf16 or amx_bf16: there its products took 20x float32's (AMD EPYC,
+    AVX2 only), so the probes compute in float32 there and in bfloat16 where it is native."""
+    assert product_dtype("cpu", frozenset({"avx2", "fma"})) == torch.float32
+    assert product_dtype("cpu", frozenset({"avx2", "avx512_bf16"})) == torch.bfloat16
+    assert product_dtype(torch.device("cpu"), frozenset({"amx_bf16"})) == torch.bfloat16
+    assert product_precision("cpu", frozenset({"avx2"})).startswith("products in float32: this CPU has no native bf16")
+    assert product_precision("cpu", frozenset({"amx_bf16"})).startswith("products in bfloat16")
+
+
+def test_a_default_fit_computes_in_this_machines_product_dtype_to_the_bit():
+    X, y = make_classification(n_samples=600, n_features=16, n_informative=8, n_classes=3, random_state=4)
+    features = torch.tensor(X[None], dtype=torch.float32)  # [1, n, D]
+    default = fit_logistic(features, y, (0.1, 1.0))
+    chosen = fit_logistic(features, y, (0.1, 1.0), compute_dtype=product_dtype(features.device))
+    assert torch.equal(default.weight, chosen.weight) and torch.equal(default.bias, chosen.bias)
+
+
+@pytest.mark.parametrize(("native", "copied"), [(True, torch.bfloat16), (False, None)])
+def test_label_sets_copy_the_features_to_bfloat16_only_where_it_is_native(monkeypatch, native, copied):
+    import bertlens.probing.logistic as logistic
+
+    seen = []  # each problem's `rough` features: the curvature products' lower-precision copy, or None
+
+    def recorded(*fields):
+        seen.append(fields[-1])
+        return LabelSetProblem(*fields)
+
+    monkeypatch.setattr(logistic, "native_bf16", lambda flags=None, device="cpu": (native, "as the test says"))
+    monkeypatch.setattr(logistic, "LabelSetProblem", recorded)
+    X, Y = make_multilabel_classification(n_samples=300, n_features=10, n_classes=3, random_state=0)
+    fit = fit_logistic(torch.tensor(X[None], dtype=torch.float32), Y, (1.0,), tol=1e-6)
+    assert fit.weight.abs().sum() > 0
+    rough = seen[0]
+    assert (rough is None) if copied is None else all(t.dtype == copied for t in rough)

@@ -31,8 +31,11 @@ into nearly isotropic ones: tens of steps instead of hundreds. In that basis the
 once per fit and each step costs two products with them and nothing D x D. L-BFGS is invariant
 to rotations, so this takes the steps a Cholesky whitening would, at a fraction of the cost.
 The gradient is written out (softmax or sigmoid minus the one-hot targets), not traced by
-autograd. The products run in bfloat16 by default (parameters, loss and optimiser stay float32);
-`compute_dtype=torch.float64` runs everything in float64 for reference checks.
+autograd. The products run in bfloat16 where the device computes it natively (a CPU with avx512_bf16 or amx_bf16, a
+GPU with bf16), float32 elsewhere (`product_dtype`; parameters, loss and optimiser stay float32 either way): on an
+AMD EPYC with AVX2 only, bfloat16 products are emulated, 20x slower than float32's, and TREC's logistic probes took
+6.3x the bank (docs/results-log.md, issue #75, seventh part). `compute_dtype=torch.float64` runs everything in float64
+for reference checks.
 """
 
 from __future__ import annotations
@@ -43,16 +46,30 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from bertlens.encoding.precision import native_bf16
 from bertlens.probing.newton_cg import LabelSetProblem, newton_cg
 from bertlens.representation.logits import logit_loss, logit_width, predict_classes
 
 C_GRID = (0.01, 0.1, 1.0, 10.0)  # inverse L2 strengths, as scikit-learn's C: the one grid every probe chooses from
-CURVATURE_DTYPE = torch.bfloat16  # label sets: the Newton-CG's curvature products (only the step's direction: the
-# gradient and the line search stay float32, so the point each column stops at is float32's; measured on GoEmotions'
-# 43k x 1536 concat_last4: 4.2x faster at tol 1e-7 than float32 products at 1e-6, and 6x nearer a tol 1e-9 solve)
+CURVATURE_DTYPE = torch.bfloat16  # label sets: the Newton-CG's curvature products where bf16 is native (only the
+# step's direction: the gradient and the line search stay float32, so the point each column stops at is float32's;
+# measured on GoEmotions' 43k x 1536 concat_last4: 4.2x faster at tol 1e-7 than float32 products at 1e-6, and 6x
+# nearer a tol 1e-9 solve); elsewhere float32's own products
 PATH_MIN_CLASSES = 48  # from here the grid is fitted along the warm-started path (measured: faster at 64 and 100
 # classes, not at 32 and fewer, where each strength's products are bound by reading the features and the joint
 # fit reads them once per step for the whole grid; bench/logistic_path.py)
+
+
+def product_dtype(device: torch.device | str = "cpu", flags: frozenset[str] | None = None) -> torch.dtype:
+    """The dtype of the probes' large products on `device`: bfloat16 where it is native there, float32 elsewhere
+    (`flags`: the CPU's, read from the machine when None)."""
+    return torch.bfloat16 if native_bf16(flags, device=str(device))[0] else torch.float32
+
+
+def product_precision(device: torch.device | str = "cpu", flags: frozenset[str] | None = None) -> str:
+    """One phrase for a report: the dtype of the probes' products on `device`, and why."""
+    fast, why = native_bf16(flags, device=str(device))
+    return f"products in {'bfloat16' if fast else 'float32'}: {why}"
 
 
 @dataclass(frozen=True)
@@ -297,7 +314,7 @@ def fit_logistic(
     *,
     max_iter: int = 50,
     tol: float = 1e-4,
-    compute_dtype: torch.dtype = torch.bfloat16,
+    compute_dtype: torch.dtype | None = None,
     candidate_strengths: np.ndarray | None = None,
     warm_path: bool | None = None,
     dev: DevSearch | None = None,
@@ -305,7 +322,8 @@ def fit_logistic(
     """Fit every (candidate, strength) pair. features [C, n, D] float32; labels [n] ints 0..K-1, or [n, L] 0/1 label
     sets (one sigmoid per label).
 
-    candidate_strengths [C]: instead of the grid, one C per candidate (R = 1), e.g. to refit
+    compute_dtype: the large products' dtype (None: `product_dtype` of the features' device; float64: everything in
+    float64, for reference checks). candidate_strengths [C]: instead of the grid, one C per candidate (R = 1), e.g. to refit
     each layer at the strength chosen for it elsewhere. warm_path: fit the grid along the warm-started
     path (True) or jointly from zero (False); None chooses by the number of classes (PATH_MIN_CLASSES).
     dev: search the grid on dev rows (DevSearch) instead of fitting all of it: strongest penalty first, stopped after
@@ -313,6 +331,8 @@ def fit_logistic(
     marked unfitted in `fitted`); used by the warm path and by label sets, not by joint fits.
     """
     label_sets = np.ndim(labels) == 2
+    rough_dtype = product_dtype(features.device)  # label sets' curvature products
+    compute_dtype = rough_dtype if compute_dtype is None else compute_dtype
     if label_sets and compute_dtype == torch.bfloat16:  # Newton's curvature products need float32's digits
         compute_dtype = torch.float32
     on = features.device
@@ -344,7 +364,8 @@ def fit_logistic(
         targets = y.repeat(1, width // outputs).to(params)  # [n, M]
         x_t = x.transpose(1, 2)  # [C, D, n]: a view, read once per Newton step; the curvature products, read in every
         # conjugate-gradient step, get the contiguous lower-precision copy (a float32 one too would add 4 bytes a value)
-        rough = (x.to(CURVATURE_DTYPE), x_t.to(CURVATURE_DTYPE).contiguous()) if x.dtype == torch.float32 else None
+        lower = x.dtype == torch.float32 and rough_dtype == CURVATURE_DTYPE  # a cheaper copy only where it is native
+        rough = (x.to(CURVATURE_DTYPE), x_t.to(CURVATURE_DTYPE).contiguous()) if lower else None
         problem = LabelSetProblem(x, x_t, targets, penalty, rough)
         with torch.no_grad():
             if dev is None or candidate_strengths is not None:

@@ -23,6 +23,7 @@ from bertlens.probing.cores import map_on_cores
 from bertlens.probing.fold_ridge import REGRESSION_ALPHAS, ridge_over_folds, spearman_choice
 from bertlens.probing.label_set_probe import label_set_probe
 from bertlens.probing.label_trust import last_layer_default
+from bertlens.probing.logistic import product_precision
 from bertlens.probing.scalar_mix_fit import fit_classification_mix, fit_target_mix
 from bertlens.probing.screened_probe import MAX_CONTENDERS, ProbeScores, screened_probe
 from bertlens.representation.pairs import pair_width
@@ -53,7 +54,10 @@ class Probe:
         kind = ctx.task.kind
         pool = ctx.candidates(scalar_mix=not kind.pair)  # a ScalarMix is learned for single texts only
         basis = "an inner 10% dev split per fold" if ctx.task.uses_cv else "dev"
-        return Plan(self.name, tuple(pool), DESCRIPTIONS[kind.target](kind.pair, basis))
+        described = DESCRIPTIONS[kind.target](kind.pair, basis)
+        if kind.target != SCORE:  # the logistic probes: the precision of their products on this machine
+            described += f"; the logistic probes' {product_precision(ctx.probe_device)}"
+        return Plan(self.name, tuple(pool), described)
 
     def run(self, ctx: SweepContext, plan: Plan) -> Outcome:
         scored = PROBES[ctx.task.kind.target](ctx, list(plan.candidates))
