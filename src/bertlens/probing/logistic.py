@@ -331,8 +331,8 @@ def fit_logistic(
     marked unfitted in `fitted`); used by the warm path and by label sets, not by joint fits.
     """
     label_sets = np.ndim(labels) == 2
-    rough_dtype = product_dtype(features.device)  # label sets' curvature products
-    compute_dtype = rough_dtype if compute_dtype is None else compute_dtype
+    device_dtype = product_dtype(features.device)  # bfloat16 where this device has it natively, else float32
+    compute_dtype = device_dtype if compute_dtype is None else compute_dtype
     if label_sets and compute_dtype == torch.bfloat16:  # Newton's curvature products need float32's digits
         compute_dtype = torch.float32
     on = features.device
@@ -364,7 +364,7 @@ def fit_logistic(
         targets = y.repeat(1, width // outputs).to(params)  # [n, M]
         x_t = x.transpose(1, 2)  # [C, D, n]: a view, read once per Newton step; the curvature products, read in every
         # conjugate-gradient step, get the contiguous lower-precision copy (a float32 one too would add 4 bytes a value)
-        lower = x.dtype == torch.float32 and rough_dtype == CURVATURE_DTYPE  # a cheaper copy only where it is native
+        lower = x.dtype == torch.float32 and device_dtype == CURVATURE_DTYPE  # a cheaper copy only where it is native
         rough = (x.to(CURVATURE_DTYPE), x_t.to(CURVATURE_DTYPE).contiguous()) if lower else None
         problem = LabelSetProblem(x, x_t, targets, penalty, rough)
         with torch.no_grad():
