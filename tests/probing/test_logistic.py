@@ -267,12 +267,18 @@ def test_products_are_bfloat16_only_where_the_device_computes_it_natively():
     assert product_precision("cpu", frozenset({"amx_bf16"})).startswith("products in bfloat16")
 
 
-def test_a_default_fit_computes_in_this_machines_product_dtype_to_the_bit():
+@pytest.mark.parametrize(("native", "dtype"), [(True, torch.bfloat16), (False, torch.float32)])
+def test_a_default_fit_computes_in_the_devices_product_dtype_to_the_bit(monkeypatch, native, dtype):
+    import bertlens.probing.logistic as logistic
+
+    monkeypatch.setattr(logistic, "native_bf16", lambda flags=None, device="cpu": (native, "as the test says"))
     X, y = make_classification(n_samples=600, n_features=16, n_informative=8, n_classes=3, random_state=4)
     features = torch.tensor(X[None], dtype=torch.float32)  # [1, n, D]
     default = fit_logistic(features, y, (0.1, 1.0))
-    chosen = fit_logistic(features, y, (0.1, 1.0), compute_dtype=product_dtype(features.device))
+    chosen = fit_logistic(features, y, (0.1, 1.0), compute_dtype=dtype)
+    other = fit_logistic(features, y, (0.1, 1.0), compute_dtype=torch.float32 if native else torch.bfloat16)
     assert torch.equal(default.weight, chosen.weight) and torch.equal(default.bias, chosen.bias)
+    assert not torch.equal(default.weight, other.weight)  # the dtype shows in the fit: the check can fail
 
 
 @pytest.mark.parametrize(("native", "copied"), [(True, torch.bfloat16), (False, None)])
