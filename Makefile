@@ -29,9 +29,10 @@ test: lint
 	$(BIN)/python -m pytest
 
 # long checks, run by CI after `make test`: every command on a tiny model of every encoder family (the README's
-# support table) and the multi-process torchrun runs
+# support table) and the multi-process torchrun runs. The README's commands (marked userstack too) run once, in
+# test-user-stack, as a pip user runs them: `pytest -m extended` runs them here as well (10 minutes on 2 cores)
 test-extended: install
-	$(BIN)/python -m pytest -m extended
+	$(BIN)/python -m pytest -m 'extended and not userstack'
 
 # bertlens in a user's own stack: the wheel into fresh venvs (sentence-transformers 5.7 + transformers 4.57, core only;
 # the newest sentence-transformers 6 + transformers 5, every extra) without constraints.txt; nothing there may change

@@ -3,8 +3,8 @@
 empty user cache) holding small stand-ins for the files the README names (reviews.csv, texts.txt, a BEIR directory
 *with* an empty document, as Cranfield has); catalog tasks (`--task stsb`) are downloaded from a local stand-in for
 their public sources. A line whose comment says it runs until stopped (`serve`) is parsed, not run: its flags must
-exist. `make test-extended` runs it on the checkout; CI's user-stack leg (`.ci/user_stack`, its `all` stack) runs
-it again with the wheel installed in a user's venv."""
+exist. CI runs it once, in its user-stack leg (`.ci/user_stack`, the `all` stack: the wheel in a user's venv);
+`make test-extended` leaves it to that leg, `pytest -m extended` runs it on the checkout."""
 
 from __future__ import annotations
 

@@ -147,3 +147,47 @@ def test_class_sums_added_by_label_equal_the_product_with_the_one_hot_targets():
     expected = np.stack([x[:, rows[labels[rows] == k]].sum(dim=1).numpy() for k in range(9)], axis=-1)  # [C, D, K]
     np.testing.assert_allclose(by_label.cross.numpy(), expected, rtol=1e-5, atol=1e-5)
     assert torch.equal(by_label.gram, by_product.gram) and torch.equal(by_label.total, by_product.total)
+
+
+@pytest.mark.parametrize("relative", [False, True])
+def test_fewer_rows_than_features_take_the_dual_form_with_the_primal_outputs(relative, monkeypatch):
+    """n < D: the kernel form's outputs equal a float64 ridge's, and the primal form's (forced here) within its
+    float32 sums' rounding (near interpolation the primal is the less exact one: 2e-4 against 3e-7 here)."""
+    import bertlens.probing.fold_ridge as fold_ridge
+
+    rng = np.random.default_rng(3)
+    x = (rng.normal(size=(2, 90, 200)) * rng.uniform(0.1, 5, 200) + 20).astype(np.float32)  # [C, N, D], anisotropic
+    labels = rng.integers(0, 3, 90)
+    folds = _cv(labels, folds=3)
+    assert fold_ridge._dual_pays(max(len(f.train) for f in folds), x.shape[2])
+    alphas = (1e-3, 1e-1) if relative else (1.0, 100.0)
+    args = (labels, folds, alphas, _first, 3, relative)
+    dual = list(ridge_over_folds(torch.from_numpy(x.copy()), *args))
+    monkeypatch.setattr(fold_ridge, "_dual_pays", lambda rows, width: False)
+    primal = list(ridge_over_folds(torch.from_numpy(x.copy()), *args))
+    for fold, d, p in zip(folds, dual, primal, strict=True):
+        for c in range(x.shape[0]):
+            train = x[c, fold.train].astype(np.float64)
+            mean, std = train.mean(0), train.std(0, ddof=1)
+            z, onehot = (train - mean) / std, np.eye(3)[labels[fold.train]]
+            for a, alpha in enumerate(alphas):
+                strength = alpha * len(fold.train) if relative else alpha
+                w = np.linalg.solve(z.T @ z + strength * np.eye(z.shape[1]), z.T @ (onehot - onehot.mean(0)))
+                reference = (x[c, fold.dev] - mean) / std @ w + onehot.mean(0)  # [n_dev, 3] float64
+                np.testing.assert_allclose(d.dev[c, a].numpy(), reference, atol=5e-6)
+                np.testing.assert_allclose(p.dev[c, a].numpy(), reference, atol=1e-3)
+        np.testing.assert_allclose(d.test.numpy(), p.test.numpy(), atol=1e-3)
+    assert not np.allclose(dual[0].dev[:, 0].numpy(), dual[0].dev[:, 1].numpy(), atol=1e-3)  # the strengths differ
+
+
+def test_the_dual_form_equals_sklearn_ridge_on_few_rows():
+    rng = np.random.default_rng(4)
+    x = (rng.normal(size=(60, 150)) * rng.uniform(0.1, 5, 150) + 7).astype(np.float32)
+    values = (x[:, 0] + rng.normal(size=60)).astype(np.float32)
+    fold = Fold(np.arange(40), np.arange(40, 50), np.arange(50, 60))
+    (out,) = ridge_over_folds(torch.from_numpy(x.copy())[None], values, [fold], (3.0,), _first)
+    train = x[fold.train]
+    mean, std = train.mean(0), train.std(0, ddof=1)
+    reference = Ridge(alpha=3.0).fit((train - mean) / std, values[fold.train])
+    np.testing.assert_allclose(out.dev[0, 0, :, 0].numpy(), reference.predict((x[fold.dev] - mean) / std), atol=1e-4)
+    np.testing.assert_allclose(out.test[0, :, 0].numpy(), reference.predict((x[fold.test] - mean) / std), atol=1e-4)

@@ -8,6 +8,10 @@ minus those of its test and dev rows: with every test set's sums kept, about 2 p
 for all ten folds instead of eight,
 and one solve per strength (Cholesky) on a D x D system whatever the number of rows.
 
+Where a fold has fewer training rows than features (a few hundred texts, a concatenation of layers), the same
+weights come from the dual (kernel) form, W = Z'(ZZ' + alpha I)^-1 Y (the push-through identity; Saunders,
+Gammerman & Vovk 1998): an n x n system instead of a D x D one, and no Gram matrix at all.
+
 Targets are either class ids (a one-hot regression: a ridge classifier, used to screen the
 sweep's candidates before logistic probes) or real values (the similarity pair probe). Features
 are standardised per fold on its training rows with the unbiased standard deviation, exactly as
@@ -98,9 +102,10 @@ def _sums_of(xs: torch.Tensor, ys: torch.Tensor, labels: torch.Tensor | None) ->
     )
 
 
-def _solve_one(cov: torch.Tensor, alpha: float, rhs: torch.Tensor) -> torch.Tensor:
+def _solve_one(cov: torch.Tensor, alpha: float, rhs: torch.Tensor, float64: bool = False) -> torch.Tensor:
     """(cov + alpha I) W = rhs for symmetric positive definite systems (cov [C, D, D] float32, rhs [C, D, K]);
-    float64, returned as float32. The system is factored in place: one float64 [C, D, D] copy, not two.
+    float64, returned as float32 (as float64 with `float64`). The system is factored in place: one float64
+    [C, D, D] copy, not two.
 
     A system that rounding made indefinite gets jitter until it factors, alone. Before, one such system sent its
     whole batch to a jitter grown until the worst system factored: every candidate of the batch was regularised by
@@ -121,7 +126,8 @@ def _solve_one(cov: torch.Tensor, alpha: float, rhs: torch.Tensor) -> torch.Tens
                 factor[i] = factor_i
                 break
             jitter *= 10
-    return _cholesky_solve(rhs.double(), factor).float()
+    solved = _cholesky_solve(rhs.double(), factor)  # [C, D, K] float64
+    return solved if float64 else solved.float()
 
 
 def _cholesky_solve(rhs: torch.Tensor, factor: torch.Tensor) -> torch.Tensor:
@@ -145,6 +151,27 @@ def _solve(sums: _Sums, alphas: tuple[float, ...]):
 
 
 COV_BLOCK = 256  # rows of the D x D covariance standardised at a time: temporaries [C, 256, D], not [C, D, D]
+
+
+def _dual_pays(train_rows: int, width: int) -> bool:
+    """The kernel form's system is train_rows square, the primal's width square: the smaller one is solved (its
+    factoring grows with the cube of the side, the kernel's own product with train_rows^2 x width)."""
+    return train_rows < width
+
+
+def _solve_dual(xs: torch.Tensor, ys: torch.Tensor, alphas: tuple[float, ...]):
+    """_solve's outputs from the training rows themselves, xs [C, n, D] and ys [n, K], through the dual form
+    W = Z'(ZZ' + alpha I)^-1 (Y - mean Y) with Z the standardised rows (centred, so Z'Y is _solve's rhs): the same
+    weights in exact arithmetic, float64 throughout as _solve_one's systems."""
+    n = xs.shape[1]
+    mean = xs.mean(dim=1)  # [C, D]
+    scale = xs.std(dim=1).clamp(min=SCALE_FLOOR) if n > 1 else torch.ones_like(mean)  # unbiased, as _solve
+    z = xs.double().sub_(mean[:, None]).div_(scale[:, None])  # [C, n, D]: one float64 copy
+    kernel = torch.bmm(z, z.mT)  # [C, n, n]
+    offset = ys.double().mean(dim=0)  # [K]
+    centred = (ys.double() - offset).expand(xs.shape[0], -1, -1)  # [C, n, K]
+    weights = torch.stack([torch.bmm(z.mT, _solve_one(kernel, a, centred, float64=True)) for a in alphas], dim=1)
+    return mean, scale, weights.float(), offset.float()  # weights [C, A, D, K]
 
 
 def _standardised_in_place(gram: torch.Tensor, n: int, mean: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
@@ -213,17 +240,22 @@ def ridge_over_folds(
     y = _targets_matrix(targets, classes, x.device)  # [N, K]
     one_hot = classes is not None and np.ndim(targets) == 1
     labels = torch.as_tensor(np.asarray(targets), dtype=torch.long, device=x.device) if one_hot else None  # [N]
-    blocks = _held_out_blocks(x, y, folds, labels)
+    dual = _dual_pays(max(len(f.train) for f in folds), x.shape[2])
+    blocks = None if dual else _held_out_blocks(x, y, folds, labels)
     for k, fold in enumerate(folds):
         dev_index = torch.as_tensor(fold.dev, device=x.device)
         dev_x = x[:, dev_index]  # [C, n_dev, D]: gathered once, for the sums and for the outputs
-        if blocks is not None:  # every row but this fold's test and dev rows
-            dev_labels = None if labels is None else labels[dev_index]  # [n_dev]
-            sums = blocks.total - blocks.per_test[k] - _sums_of(dev_x, y[dev_index], dev_labels)
+        strengths = tuple(a * len(fold.train) for a in alphas) if relative else alphas
+        if dual:
+            train_index = torch.as_tensor(fold.train, device=x.device)
+            mean, scale, weights, offset = _solve_dual(x[:, train_index], y[train_index], strengths)
         else:
-            sums = _sums(x, y, fold.train, labels)
-        strengths = tuple(a * sums.rows for a in alphas) if relative else alphas
-        mean, scale, weights, offset = _solve(sums, strengths)
+            if blocks is not None:  # every row but this fold's test and dev rows
+                dev_labels = None if labels is None else labels[dev_index]  # [n_dev]
+                sums = blocks.total - blocks.per_test[k] - _sums_of(dev_x, y[dev_index], dev_labels)
+            else:
+                sums = _sums(x, y, fold.train, labels)
+            mean, scale, weights, offset = _solve(sums, strengths)
         dev = _outputs(dev_x, mean, scale, weights, offset)  # [C, A, n_dev, K]
         del dev_x
         chosen = choose(dev, fold.dev)  # [C]
