@@ -165,7 +165,8 @@ def _solve_dual(xs: torch.Tensor, ys: torch.Tensor, alphas: tuple[float, ...]):
     weights in exact arithmetic, float64 throughout as _solve_one's systems."""
     n = xs.shape[1]
     mean = xs.mean(dim=1)  # [C, D]
-    scale = xs.std(dim=1).clamp(min=SCALE_FLOOR) if n > 1 else torch.ones_like(mean)  # unbiased, as _solve
+    variance = xs.var(dim=1) if n > 1 else torch.zeros_like(mean)  # unbiased, as _solve (one row: no spread)
+    scale = variance.sqrt().clamp(min=SCALE_FLOOR)  # [C, D]
     z = xs.double().sub_(mean[:, None]).div_(scale[:, None])  # [C, n, D]: one float64 copy
     kernel = torch.bmm(z, z.mT)  # [C, n, n]
     offset = ys.double().mean(dim=0)  # [K]
