@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import torch
 
+from bertlens.probing.products import transposed_product
+
 NEWTON_STEPS = 30  # outer iterations: 18 at most on GoEmotions at tol 1e-7 (measured)
 CG_STEPS = 50  # conjugate-gradient iterations per Newton step at most
 ARMIJO = 1e-4  # sufficient decrease of the line search (Nocedal & Wright's c1)
@@ -50,7 +52,7 @@ class LabelSetProblem:
         """H v for v = (coef [C, D, M], bias [C, 1, M]): x' (curvature * (x v + b)) + 2 pen v, and the bias row."""
         x, x_t = self.rough or (self.x, self.x_t)
         weighted = curvature * (torch.bmm(x, search[0].to(x.dtype)).float() + search[1])  # [C, n, M]
-        back = torch.bmm(x_t, weighted.to(x.dtype)).float()  # [C, D, M]
+        back = _back(x, x_t, weighted.to(x.dtype)).float()  # [C, D, M]
         return back + 2 * self.penalty * search[0], weighted.sum(dim=1, keepdim=True)
 
     def logits(self, coef: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
@@ -59,7 +61,7 @@ class LabelSetProblem:
 
     def back(self, slope: torch.Tensor) -> torch.Tensor:
         """x' slope: [C, n, M] -> [C, D, M] float32."""
-        return torch.bmm(self.x_t, slope.to(self.x.dtype)).float()
+        return _back(self.x, self.x_t, slope.to(self.x.dtype)).float()
 
     def losses(self, logits: torch.Tensor, coef: torch.Tensor) -> torch.Tensor:
         """Each column's objective [C, 1, M], summed in float64 (the line search compares decreases near 1e-9)."""
@@ -67,6 +69,12 @@ class LabelSetProblem:
             logits.double(), self.targets.double()[None].expand_as(logits), reduction="none"
         )  # [C, n, M]
         return bce.mean(dim=1, keepdim=True) + (self.penalty * coef * coef).double().sum(dim=1, keepdim=True)
+
+
+def _back(x: torch.Tensor, x_t: torch.Tensor, slope: torch.Tensor) -> torch.Tensor:
+    """x' slope [C, D, M]: from x_t where it is stored (a contiguous copy), else from x as (slope' x)' (a product
+    with x_t as a transposed view of x runs 5-40x slower at 2-11 columns: probing/products.py)."""
+    return torch.bmm(x_t, slope) if x_t.is_contiguous() else transposed_product(x, slope)
 
 
 def _column_dot(a: tuple[torch.Tensor, torch.Tensor], b: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
