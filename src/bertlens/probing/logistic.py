@@ -362,8 +362,9 @@ def fit_logistic(
     if label_sets:  # independent binary problems: each solved to tol by its own Newton-CG (probing/newton_cg.py)
         penalty = (per_strength / n).repeat_interleave(outputs, dim=-1)[:, None, :] / values[:, :, None]  # [C, D, M]
         targets = y.repeat(1, width // outputs).to(params)  # [n, M]
-        x_t = x.transpose(1, 2)  # [C, D, n]: a view, read once per Newton step; the curvature products, read in every
-        # conjugate-gradient step, get the contiguous lower-precision copy (a float32 one too would add 4 bytes a value)
+        x_t = x.transpose(1, 2)  # [C, D, n]: a view (no copy), its products taken as (y' x)' (probing/products.py);
+        # the curvature products, read in every conjugate-gradient step, get the contiguous lower-precision copy where
+        # it is native (a float32 one too would add 4 bytes a value)
         lower = x.dtype == torch.float32 and device_dtype == CURVATURE_DTYPE  # a cheaper copy only where it is native
         rough = (x.to(CURVATURE_DTYPE), x_t.to(CURVATURE_DTYPE).contiguous()) if lower else None
         problem = LabelSetProblem(x, x_t, targets, penalty, rough)
