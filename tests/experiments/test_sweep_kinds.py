@@ -18,8 +18,9 @@ from bertlens.encoding.encoder import Encoder
 from bertlens.experiments.sweep import SweepConfig, run_sweep
 from bertlens.features.bank import build_bank
 from bertlens.probing.fold_ridge import REGRESSION_ALPHAS
+from bertlens.probing.fused_curvature import describe as describe_curvature
 from bertlens.probing.label_set_probe import label_set_probe
-from bertlens.probing.logistic import C_GRID
+from bertlens.probing.logistic import C_GRID, product_dtype
 from bertlens.representation.logits import THRESHOLDS
 from bertlens.representation.recipe import Recipe
 from bertlens.tasks.loaders import UserTable, load_user_task
@@ -119,6 +120,8 @@ def test_multi_label_own_reading_equals_sklearn_one_vs_rest(encoder, tmp_path):
     # near-tie there does not flip a threshold; measured: equal to the last digit)
     assert abs(main.test.value[own] - expected) < 1e-3
     assert set(main.reported) == {"macro_f1", "lrap", "subset_accuracy"}
+    if product_dtype("cpu") == torch.float32:  # the report says how the Newton solves' curvature products ran
+        assert describe_curvature("cpu") in result.basis
 
 
 def test_regression_label_free_trust_is_judged_by_spearman(tiny_bert_dir, tmp_path):

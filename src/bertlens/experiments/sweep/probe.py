@@ -21,9 +21,10 @@ from bertlens.metrics.reported import label_set_figures, regression_figures
 from bertlens.probing.candidates import Candidate
 from bertlens.probing.cores import map_on_cores
 from bertlens.probing.fold_ridge import REGRESSION_ALPHAS, ridge_over_folds, spearman_choice
+from bertlens.probing.fused_curvature import describe as describe_curvature
 from bertlens.probing.label_set_probe import label_set_probe
 from bertlens.probing.label_trust import last_layer_default
-from bertlens.probing.logistic import product_precision
+from bertlens.probing.logistic import product_dtype, product_precision
 from bertlens.probing.scalar_mix_fit import fit_classification_mix, fit_target_mix
 from bertlens.probing.screened_probe import MAX_CONTENDERS, ProbeScores, screened_probe
 from bertlens.representation.pairs import pair_width
@@ -57,6 +58,9 @@ class Probe:
         described = DESCRIPTIONS[kind.target](kind.pair, basis)
         if kind.target != SCORE:  # the logistic probes: the precision of their products on this machine
             described += f"; the logistic probes' {product_precision(ctx.probe_device)}"
+        if kind.target == LABEL_SET and product_dtype(ctx.probe_device) == torch.float32:  # and how their Newton
+            # solves' curvature products ran (probing/fused_curvature.py)
+            described += f"; {describe_curvature(ctx.probe_device)}"
         return Plan(self.name, tuple(pool), described)
 
     def run(self, ctx: SweepContext, plan: Plan) -> Outcome:
