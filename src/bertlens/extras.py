@@ -39,7 +39,12 @@ EXTRAS = {
     "openvino": Extra(("openvino",), "--backend openvino, export --format openvino (with the onnx extra)"),
     "excel": Extra(("openpyxl",), "Excel workbooks (.xlsx, .xlsm) as --data, --texts, embed and index input"),
     "openvino-int8": Extra(("nncf",), "export --format openvino --quantize int8|int8-static (NNCF)"),
+    "fast-probes": Extra(
+        ("numba",), "multi-label sweeps on a CPU: the label sets' Newton solves' products in one compiled pass (numba)"
+    ),
 }
+# In `all`: numba (fast-probes) caps numpy too (< 2.6 for numba 0.68), above the newest numpy released (2.5.5), so it
+# replaces nobody's numpy today; a numba behind a new numpy would have to leave `all` as NNCF did.
 # Left out of `all`: NNCF caps numpy (< 2.5) and networkx (<= 3.6.1), so installing it would replace a user's newer
 # ones; only who asks for OpenVINO int8 gets it.
 NOT_IN_ALL = ("openvino-int8",)

@@ -17,12 +17,13 @@ installs numba; the report's protocol line says which ran (`describe`).
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
+
+from bertlens.extras import has_extra
 
 ROWS = 4  # rows read together: each of v's and the sums' values loaded once serves four rows' multiply-adds
 EXTRA = "fast-probes"
@@ -33,7 +34,7 @@ FUSED_COLUMNS = 56  # the kernel serves products of up to this many columns: tor
 @functools.cache
 def available() -> bool:
     """Whether numba can be imported here (found without importing it: the import costs half a second)."""
-    return importlib.util.find_spec("numba") is not None
+    return has_extra(EXTRA)
 
 
 def applies(x: torch.Tensor) -> bool:
