@@ -32,6 +32,16 @@ def timed(fn):
     return result, time.perf_counter() - start
 
 
+def best_of(function, repeats: int = 3) -> float:
+    """The fastest of `repeats` timed calls, in seconds (the least disturbed by whatever else ran)."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
 def run_measured(argv: list[str]) -> tuple[float, float]:
     """Run `bertlens ARGV` in a fresh process; (wall seconds, peak RSS in MB of that process)."""
     code = (

@@ -10,10 +10,9 @@ from __future__ import annotations
 import csv
 import io
 import tempfile
-import time
 from pathlib import Path
 
-from common import lscpu_summary
+from common import best_of, lscpu_summary
 
 DELIMITERS = [",", ";", "\t", "|"]
 
@@ -23,15 +22,6 @@ def table(rows: int, words: int) -> list[tuple[str, str]]:
     return [("text", "label")] + [
         ((text * words).format(i=i, mood="good" if i % 2 else "bad"), "pos") for i in range(rows)
     ]
-
-
-def best_of(function, repeats: int = 3) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:

@@ -15,22 +15,12 @@ import torch
 
 from bertlens.probing.fused_curvature import _kernel, available, fused_curvature_product
 from bertlens.probing.products import transposed_product
-from common import lscpu_summary
+from common import best_of, lscpu_summary
 
 
 def torch_pair(x, coef, bias, curvature):
     weighted = curvature * (torch.bmm(x, coef) + bias)  # [C, n, M]
     return transposed_product(x, weighted), weighted.sum(dim=1, keepdim=True)
-
-
-def best_of(fn, repeats: int = 5) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:
@@ -58,8 +48,8 @@ def main() -> None:
             inputs = (x, coef, bias, curvature)
             ours, theirs = fused_curvature_product(*inputs), torch_pair(*inputs)
             apart = float((ours[0] - theirs[0]).abs().max() / theirs[0].abs().max())
-            slow = best_of(lambda inputs=inputs: torch_pair(*inputs))
-            fast = best_of(lambda inputs=inputs: fused_curvature_product(*inputs))
+            slow = best_of(lambda inputs=inputs: torch_pair(*inputs), 5)
+            fast = best_of(lambda inputs=inputs: fused_curvature_product(*inputs), 5)
             print(f"| {args.rows:,} x {width} | {columns} | {slow * 1e3:.1f} | {fast * 1e3:.1f} | "
                   f"{slow / fast:.2f}x | {apart:.1e} |", flush=True)  # fmt: skip
 
