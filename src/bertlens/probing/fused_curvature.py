@@ -5,9 +5,10 @@ conjugate-gradient steps carry only the few rare labels still unsolved (1 to 8 c
 x v and then x' w, run far below the machine's speed: each reads all of x (43,000 x 1536 float32 is 264 MB) for a
 few columns of arithmetic, and MKL's kernels for so few columns reach a third to a half of the memory's bandwidth.
 Here each block of four rows is read once, from cache, for both products: measured on an AMD EPYC (AVX2, 2 cores)
-at 43,000 x 1536, 5.5x faster at 2 columns, 4.2x at 4, 2.6x at 8, 1.3x at 16 and 1.1x at 28
-(`python bench/fused_curvature.py`). The sums run in another order than torch's (float32 rounding, 1e-6 relative);
-only the conjugate gradients' direction comes from this product (the gradient, line search and stop do not).
+at 43,000 x 1536, 2.6x faster at 1 column, 6.1x at 2, 5.1x at 4, 3.2x at 8, 1.7x at 16, 1.4x at 28 and 1.04x at 56
+(`python bench/fused_curvature.py`; docs/results.md). The sums run in another order than torch's (float32 rounding,
+1e-6 relative); only the conjugate gradients' direction comes from this product (the gradient, line search and stop
+do not).
 
 Used for float32 features on a CPU (`applies`); elsewhere (a GPU, the bfloat16 copy of a CPU with native bfloat16,
 float64 reference fits, numba not installed) the torch products run as before. `pip install 'bertlens[fast-probes]'`
@@ -28,7 +29,8 @@ from bertlens.extras import has_extra
 ROWS = 4  # rows read together: each of v's and the sums' values loaded once serves four rows' multiply-adds
 EXTRA = "fast-probes"
 FUSED_COLUMNS = 56  # the kernel serves products of up to this many columns: torch's two products catch up at 56-84
-# (1.04-1.15x at 56, 0.75-0.99x at 84 and 112: bench/fused_curvature.py, AMD EPYC with AVX2)
+# (1.04-1.15x at 56, 0.75-0.99x at 84 and 112: bench/fused_curvature.py, AMD EPYC with AVX2, 43,000 rows; at 4,000 x
+# 384 the 56 columns took 5.2 against 3.6 ms, a loss of milliseconds where a solve's products are cheap anyway)
 
 
 @functools.cache
@@ -50,7 +52,7 @@ def describe(device: torch.device | str = "cpu") -> str:
         return "the label sets' curvature products fused in one pass over the features (numba)"
     return (
         "the label sets' curvature products by torch (numba is not installed: "
-        f"pip install 'bertlens[{EXTRA}]' runs them 1.1-5x faster on a CPU)"
+        f"pip install 'bertlens[{EXTRA}]' runs them up to 6x faster on a CPU)"
     )
 
 
