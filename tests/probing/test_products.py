@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from bertlens.probing.products import transposed_product
+from bertlens.probing.products import SYRK_WIDTH, gram, transposed_product
 
 
 @pytest.mark.parametrize("columns", [1, 3, 6, 28])
@@ -27,3 +27,41 @@ def test_a_shared_target_matrix_serves_every_candidate():
     got = transposed_product(x, y)
     for c in range(3):
         torch.testing.assert_close(got[c], x[c].T @ y)
+
+
+@pytest.mark.parametrize("width", [5, 1024, 1100])  # below and at SYRK_WIDTH: torch's product, then syrk's
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_gram_is_x_transposed_times_x(width, dtype):
+    generator = torch.Generator().manual_seed(width)
+    x = torch.randn(2, 300, width, generator=generator, dtype=dtype) + 0.5  # [C, n, D], off-centre as features are
+    got = gram(x)
+    assert got.shape == (2, width, width) and got.dtype == dtype
+    want = np.einsum("cnd,cne->cde", x.double().numpy(), x.double().numpy())
+    bound = 1e-4 if dtype == torch.float32 else 1e-10
+    np.testing.assert_allclose(got.double().numpy(), want, rtol=bound, atol=bound * 300)
+    if width >= SYRK_WIDTH:
+        assert torch.equal(got, got.mT)  # syrk's: both triangles, the mirrored half the computed one
+
+
+def test_gram_through_syrk_keeps_to_torchs_threads():
+    """syrk's BLAS runs on torch's thread count, so a process limited to one thread (a Ray task) stays on one."""
+    from threadpoolctl import threadpool_info
+
+    import bertlens.probing.products as products
+
+    seen = []
+    syrk = products.scipy.linalg.blas.ssyrk
+
+    def watching(*args, **kwargs):
+        seen.extend(pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas")
+        return syrk(*args, **kwargs)
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        products.scipy.linalg.blas.ssyrk = watching
+        gram(torch.randn(1, 50, products.SYRK_WIDTH))
+    finally:
+        products.scipy.linalg.blas.ssyrk = syrk
+        torch.set_num_threads(before)
+    assert seen and set(seen) == {1}

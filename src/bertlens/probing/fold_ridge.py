@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from bertlens.metrics.bootstrap import spearman
-from bertlens.probing.products import transposed_product
+from bertlens.probing.products import gram, transposed_product
 from bertlens.tasks.splits import Fold
 
 ALPHA_GRID = (1.0, 10.0, 100.0, 1000.0)  # L2 strengths on standardised features: the pair-similarity probe's grid
@@ -95,7 +95,7 @@ def _sums_of(xs: torch.Tensor, ys: torch.Tensor, labels: torch.Tensor | None) ->
         by_class = xs.new_zeros(xs.shape[0], ys.shape[1], xs.shape[2])  # [C, K, D]
         cross = by_class.index_add_(1, labels, xs).transpose(1, 2)  # [C, D, K]
     return _Sums(
-        torch.bmm(xs.transpose(1, 2), xs),  # [C, D, D]
+        gram(xs),  # [C, D, D]
         xs.sum(dim=1),  # [C, D]
         cross,
         ys.sum(dim=0),  # [K]

@@ -48,6 +48,7 @@ import torch
 
 from bertlens.encoding.precision import native_bf16
 from bertlens.probing.newton_cg import LabelSetProblem, newton_cg
+from bertlens.probing.products import gram
 from bertlens.representation.logits import logit_loss, logit_width, predict_classes
 
 C_GRID = (0.01, 0.1, 1.0, 10.0)  # inverse L2 strengths, as scikit-learn's C: the one grid every probe chooses from
@@ -148,7 +149,7 @@ def _standardise(features: torch.Tensor, dtype: torch.dtype, params: torch.dtype
         scale[c, 0] = block.std(dim=0).clamp(min=1e-6)
         z = (block - mean[c]).div_(scale[c]).to(params)  # [n, D], one candidate at a time (divided in place: one
         # new [n, D] tensor, not two)
-        basis[c], values[c] = _eigen_whitening(z.T @ z / n)
+        basis[c], values[c] = _eigen_whitening(gram(z[None])[0] / n)
         torch.matmul(z.to(dtype), basis[c].to(dtype), out=x[c])  # [n, D] whitened: unit covariance (up to the jitter
         # and rounding), written straight into its place
     return mean, scale, basis, values, x

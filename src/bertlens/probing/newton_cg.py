@@ -137,19 +137,20 @@ def _conjugate_gradient(problem: LabelSetProblem, curvature, gradient, forcing):
     return solved
 
 
-def _line_search(problem: LabelSetProblem, coef, bias, logits, step, slope) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each column's step length [C, 1, M] by Armijo backtracking from 1; returns it and the new logits."""
+def _line_search(problem: LabelSetProblem, coef, bias, logits, step, slope, before):
+    """Each column's step length [C, 1, M] by Armijo backtracking from 1, from the objective `before` [C, 1, M] at
+    (coef, bias); returns the length, the new logits and the objective there (None if some column's search ran out
+    of halvings: its last trial is not where it stands)."""
     moved = problem.logits(step[0], step[1])  # [C, n, M]: x d + db, the only product of the search
-    before = problem.losses(logits, coef)
     length = torch.ones_like(bias)
     for _ in range(30):
         trial = logits + length * moved
         after = problem.losses(trial, coef + length * step[0])
         enough = after <= before + ARMIJO * length.double() * slope.double()
         if enough.all():
-            break
+            return length, trial, after
         length = torch.where(enough, length, length / 2)
-    return length, logits + length * moved
+    return length, logits + length * moved, None
 
 
 def newton_cg(problem: LabelSetProblem, coef: torch.Tensor, bias: torch.Tensor, max_iter: int, tol: float) -> int:
@@ -159,6 +160,7 @@ def newton_cg(problem: LabelSetProblem, coef: torch.Tensor, bias: torch.Tensor, 
     n = problem.x.shape[1]
     where = torch.arange(coef.shape[-1], device=coef.device)  # the columns still solved
     logits = problem.logits(coef, bias)  # [C, n, M]
+    objective = None  # [C, 1, M]: each column's objective where it stands, when the last line search ended there
     for iteration in range(max_iter):
         at = (coef[..., where], bias[..., where])
         p = torch.sigmoid(logits)  # [C, n, M]
@@ -178,12 +180,17 @@ def newton_cg(problem: LabelSetProblem, coef: torch.Tensor, bias: torch.Tensor, 
                 active[..., going],
             )
             at, gradient = _narrowed(at, going), _narrowed(gradient, going)
+            objective = None if objective is None else objective[..., going]
         gradient = (gradient[0] * active, gradient[1] * active)  # a candidate's solved column stays where it is
         norm = _column_dot(gradient, gradient).sqrt()
         forcing = norm.sqrt().clamp(max=0.5)  # Eisenstat-Walker: solves tighten as the gradient falls
         curvature = p * (1 - p) / n  # [C, n, M]
         step = _conjugate_gradient(problem, curvature, gradient, forcing)
-        length, logits = _line_search(problem, at[0], at[1], logits, step, _column_dot(gradient, step))
+        if objective is None:
+            objective = problem.losses(logits, at[0])
+        slope = _column_dot(gradient, step)
+        length, logits, objective = _line_search(problem, at[0], at[1], logits, step, slope, objective)
+        # the accepted trial's objective is the next search's start: the same sums of the same values (bit-equal)
         coef[..., where] = at[0] + length * step[0]
         bias[..., where] = at[1] + length * step[1]
     return max_iter
