@@ -298,3 +298,18 @@ def test_label_sets_copy_the_features_to_bfloat16_only_where_it_is_native(monkey
     assert fit.weight.abs().sum() > 0
     rough = seen[0]
     assert (rough is None) if copied is None else all(t.dtype == copied for t in rough)
+
+
+@pytest.mark.parametrize(("label_sets", "through_gram"), [(True, 1), (False, 0)])
+def test_only_label_sets_take_their_covariance_through_syrk(monkeypatch, label_sets, through_gram):
+    """Label sets' Newton solves end at a gradient of 1e-7 wherever the basis's rounding starts them; the softmax
+    fits stop at L-BFGS's 1e-4, where syrk's rounding moved a TREC row by 0.018, so they keep z' z."""
+    import bertlens.probing.logistic as logistic
+
+    calls = []
+    monkeypatch.setattr(logistic, "gram", lambda x: calls.append(x.shape) or torch.bmm(x.mT, x))
+    generator = np.random.default_rng(0)
+    features = torch.tensor(generator.normal(size=(1, 200, 12)), dtype=torch.float32)  # [C, n, D]
+    labels = generator.integers(0, 2, size=(200, 3)) if label_sets else generator.integers(0, 3, size=200)
+    fit_logistic(features, labels, (1.0,), tol=1e-5)
+    assert len(calls) == through_gram

@@ -133,9 +133,13 @@ def _eigen_whitening(cov: torch.Tensor, jitter: float = 1e-3) -> tuple[torch.Ten
     return vectors * values.rsqrt(), values
 
 
-def _standardise(features: torch.Tensor, dtype: torch.dtype, params: torch.dtype):
+def _standardise(features: torch.Tensor, dtype: torch.dtype, params: torch.dtype, syrk: bool = False):
     """Per-candidate mean [C,1,D], scale [C,1,D], whitening basis [C,D,D], eigenvalues [C,D] and the
-    whitened features [C,n,D] in `dtype`, built one candidate at a time so no second full float32 copy is held."""
+    whitened features [C,n,D] in `dtype`, built one candidate at a time so no second full float32 copy is held.
+    syrk: the covariance through products.gram (half the arithmetic from 1,024 wide), for label sets, whose Newton
+    solves end at a gradient of 1e-7 wherever the basis's rounding starts them (GoEmotions' rows equal). The softmax
+    fits keep z' z: L-BFGS stops at a tolerance of 1e-4, and the syrk basis's rounding moved TREC's cls/concat_last4
+    by 0.018 accuracy (docs/results-log.md, issue #75 eleventh part)."""
     count, n, dim = features.shape
     on = features.device  # every tensor of the fit lives where the features are (a GPU's when the sweep runs there)
     mean = torch.empty(count, 1, dim, device=on)
@@ -149,7 +153,7 @@ def _standardise(features: torch.Tensor, dtype: torch.dtype, params: torch.dtype
         scale[c, 0] = block.std(dim=0).clamp(min=1e-6)
         z = (block - mean[c]).div_(scale[c]).to(params)  # [n, D], one candidate at a time (divided in place: one
         # new [n, D] tensor, not two)
-        basis[c], values[c] = _eigen_whitening(gram(z[None])[0] / n)
+        basis[c], values[c] = _eigen_whitening((gram(z[None])[0] if syrk else z.T @ z) / n)
         torch.matmul(z.to(dtype), basis[c].to(dtype), out=x[c])  # [n, D] whitened: unit covariance (up to the jitter
         # and rounding), written straight into its place
     return mean, scale, basis, values, x
@@ -343,7 +347,7 @@ def fit_logistic(
     params = (
         torch.float64 if compute_dtype == torch.float64 else torch.float32
     )  # float64: end to end, for reference checks
-    mean, scale, basis, values, x = _standardise(features, compute_dtype, params)  # x [C, n, D] whitened
+    mean, scale, basis, values, x = _standardise(features, compute_dtype, params, syrk=label_sets)  # x whitened
     if candidate_strengths is not None:
         strengths = (0.0,)  # one strength per candidate: the grid has a single, per-candidate column
     width = len(strengths) * outputs
