@@ -70,3 +70,75 @@ def test_curvature_products_in_bfloat16_stop_where_float32_products_stop(problem
         assert steps < 60
         solved.append(torch.sigmoid(torch.bmm(x, coef) + bias))
     assert (solved[0] - solved[1]).abs().max() < 1e-5
+
+
+def whitened_problem(standard, y, strengths):
+    """The fixture's features whitened, with each label at each strength as its own column."""
+    from bertlens.probing.newton_cg import LabelSetProblem
+
+    values, vectors = np.linalg.eigh(standard.T @ standard / len(standard))
+    x = torch.from_numpy((standard @ vectors / np.sqrt(values)).astype(np.float32))[None]  # [1, n, D] whitened
+    n, labels = x.shape[1], y.shape[1]
+    targets = torch.from_numpy(y.astype(np.float32)).repeat(1, len(strengths))  # [n, M]
+    per_dim = torch.from_numpy(1 / values).float()[None, :, None]  # [1, D, 1]
+    penalty = torch.cat([per_dim.expand(1, -1, labels) / (2 * c * n) for c in strengths], dim=-1)  # [1, D, M]
+    return LabelSetProblem(x, x.transpose(1, 2).contiguous(), targets, penalty)
+
+
+def test_without_pairs_the_preconditioner_is_the_jacobi_diagonal():
+    from bertlens.probing.newton_cg import CurvaturePairs
+
+    generator = torch.Generator().manual_seed(0)
+    residual = (torch.randn(2, 7, 3, generator=generator), torch.randn(2, 1, 3, generator=generator))
+    jacobi = (torch.rand(2, 7, 3, generator=generator) + 0.1, torch.rand(2, 1, 3, generator=generator) + 0.1)
+    got = CurvaturePairs.empty(residual).precondition(jacobi, residual)
+    assert torch.equal(got[0], jacobi[0] * residual[0]) and torch.equal(got[1], jacobi[1] * residual[1])
+
+
+def test_the_pairs_inverse_maps_the_newest_curvature_back_to_its_step():
+    """BFGS's secant equation: the inverse built from pairs (s, H s) sends the newest H s to its s, per column."""
+    from bertlens.probing.newton_cg import PAIRS, CurvaturePairs
+
+    generator = torch.Generator().manual_seed(1)
+    d, columns = 9, 4
+    half = torch.randn(columns, d + 1, d + 1, generator=generator, dtype=torch.float64)
+    hessian = half @ half.mT + torch.eye(d + 1, dtype=torch.float64)  # [M, D+1, D+1] one per column, positive definite
+
+    def split(v):  # [M, D+1] -> (coef [1, D, M], bias [1, 1, M])
+        return v[:, :d].T[None].contiguous(), v[:, d:].T[None].contiguous()
+
+    like = split(torch.zeros(columns, d + 1, dtype=torch.float64))
+    pairs = CurvaturePairs.empty(like)
+    live = torch.ones(1, 1, columns, dtype=torch.bool)
+    for step in range(PAIRS):
+        s = torch.randn(columns, d + 1, generator=generator, dtype=torch.float64)
+        y = torch.einsum("mij,mj->mi", hessian, s)
+        pairs.record(step, torch.arange(columns), split(s), split(y), live)
+    jacobi = split(torch.rand(columns, d + 1, generator=generator, dtype=torch.float64) + 0.5)
+    back = pairs.precondition(jacobi, split(y))
+    assert torch.allclose(back[0], split(s)[0], atol=1e-9) and torch.allclose(back[1], split(s)[1], atol=1e-9)
+
+
+def test_the_last_newton_steps_pairs_save_curvature_products_and_end_where_jacobi_alone_ends(problem, monkeypatch):
+    import bertlens.probing.newton_cg as newton
+
+    _, standard, y = problem
+    counted = []
+    product = newton.LabelSetProblem.curvature_product
+
+    def counting(self, curvature, search):
+        counted.append(search[0].shape[-1])  # the columns this product carried
+        return product(self, curvature, search)
+
+    monkeypatch.setattr(newton.LabelSetProblem, "curvature_product", counting)
+    solved, products = [], []
+    for pairs in (0, newton.PAIRS):  # Jacobi alone, then with the pairs
+        monkeypatch.setattr(newton, "PAIRS", pairs)
+        task = whitened_problem(standard, y, (0.1, 10.0))
+        coef, bias = torch.zeros(1, task.x.shape[2], task.targets.shape[1]), torch.zeros(1, 1, task.targets.shape[1])
+        counted.clear()
+        assert newton.newton_cg(task, coef, bias, 60, 1e-8) < 60
+        solved.append(torch.sigmoid(torch.bmm(task.x, coef) + bias))
+        products.append((len(counted), sum(counted)))  # (conjugate-gradient steps, columns they carried)
+    assert products[1][0] < 0.8 * products[0][0] and products[1][1] < products[0][1], products  # 49 < 73, 244 < 272
+    assert (solved[0] - solved[1]).abs().max() < 1e-5
