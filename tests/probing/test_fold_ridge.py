@@ -191,3 +191,19 @@ def test_the_dual_form_equals_sklearn_ridge_on_few_rows():
     reference = Ridge(alpha=3.0).fit((train - mean) / std, values[fold.train])
     np.testing.assert_allclose(out.dev[0, 0, :, 0].numpy(), reference.predict((x[fold.dev] - mean) / std), atol=1e-4)
     np.testing.assert_allclose(out.test[0, :, 0].numpy(), reference.predict((x[fold.test] - mean) / std), atol=1e-4)
+
+
+def test_consecutive_rows_are_read_in_place_and_sum_as_gathered_ones():
+    from bertlens.probing.fold_ridge import _rows, _sums
+
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 40, 6, generator=generator)  # [C, N, D]
+    y = torch.randn(40, 3, generator=generator)  # [N, K]
+    consecutive, scattered = np.arange(5, 30), np.array([5, 7, 6, 9])
+    assert _rows(x, consecutive, 1)._base is x  # a view: no copy of the rows
+    assert _rows(x, scattered, 1)._base is None
+    assert torch.equal(_rows(x, scattered, 1), x[:, torch.as_tensor(scattered)])
+    in_place, gathered = _sums(x, y, consecutive), _sums(x.clone(), y.clone(), consecutive[::-1].copy())
+    assert torch.equal(in_place.total, torch.as_tensor(x[:, 5:30].sum(dim=1)))
+    torch.testing.assert_close(in_place.gram, gathered.gram)  # the same rows, summed in another order
+    torch.testing.assert_close(in_place.cross, gathered.cross)

@@ -79,10 +79,19 @@ def _targets_matrix(targets: np.ndarray, classes: int | None, device: torch.devi
     return onehot
 
 
+def _rows(t: torch.Tensor, rows: np.ndarray, dim: int) -> torch.Tensor:
+    """t's entries `rows` along `dim`: a view where the rows are consecutive (a split read in order, as fixed train,
+    dev and test files are: GoEmotions' 43k training rows, 51 candidates, 3 s of copies less in the screen), else a
+    gathered copy. The same values either way."""
+    rows = np.asarray(rows)
+    if len(rows) and int(rows[-1]) - int(rows[0]) == len(rows) - 1 and bool((np.diff(rows) == 1).all()):
+        return t.narrow(dim, int(rows[0]), len(rows))
+    return t.index_select(dim, torch.as_tensor(rows, device=t.device))
+
+
 def _sums(x: torch.Tensor, y: torch.Tensor, rows: np.ndarray, labels: torch.Tensor | None = None) -> _Sums:
     """Sufficient statistics of the given rows. x [C, N, D], y [N, K]; `labels` [N]: y is their one-hot."""
-    index = torch.as_tensor(rows, device=x.device)
-    return _sums_of(x[:, index], y[index], None if labels is None else labels[index])
+    return _sums_of(_rows(x, rows, 1), _rows(y, rows, 0), None if labels is None else _rows(labels, rows, 0))
 
 
 def _sums_of(xs: torch.Tensor, ys: torch.Tensor, labels: torch.Tensor | None) -> _Sums:
@@ -245,16 +254,15 @@ def ridge_over_folds(
     dual = _dual_pays(max(len(f.train) for f in folds), x.shape[2])
     blocks = None if dual else _held_out_blocks(x, y, folds, labels)
     for k, fold in enumerate(folds):
-        dev_index = torch.as_tensor(fold.dev, device=x.device)
-        dev_x = x[:, dev_index]  # [C, n_dev, D]: gathered once, for the sums and for the outputs
+        dev_x = _rows(x, fold.dev, 1)  # [C, n_dev, D]: gathered once (unless consecutive), for the sums and outputs
         strengths = tuple(a * len(fold.train) for a in alphas) if relative else alphas
         if dual:
             train_index = torch.as_tensor(fold.train, device=x.device)
             mean, scale, weights, offset = _solve_dual(x[:, train_index], y[train_index], strengths)
         else:
             if blocks is not None:  # every row but this fold's test and dev rows
-                dev_labels = None if labels is None else labels[dev_index]  # [n_dev]
-                sums = blocks.total - blocks.per_test[k] - _sums_of(dev_x, y[dev_index], dev_labels)
+                dev_labels = None if labels is None else _rows(labels, fold.dev, 0)  # [n_dev]
+                sums = blocks.total - blocks.per_test[k] - _sums_of(dev_x, _rows(y, fold.dev, 0), dev_labels)
             else:
                 sums = _sums(x, y, fold.train, labels)
             mean, scale, weights, offset = _solve(sums, strengths)
@@ -266,7 +274,7 @@ def ridge_over_folds(
         if blocks is not None:
             test_x = blocks.test_rows.pop(0)  # [C, n_test, D]: gathered for its sums, let go after this fold
         else:
-            test_x = x[:, torch.as_tensor(fold.test, device=x.device)]  # [C, n_test, D]
+            test_x = _rows(x, fold.test, 1)  # [C, n_test, D]
         test = _outputs(test_x, mean, scale, picked, offset)[:, 0]  # [C, n_test, K]
         del test_x
         yield FoldOutputs(dev, test, chosen)
