@@ -26,9 +26,11 @@ def _problem(count: int, rows: int, width: int, columns: int, seed: int = 0):
 def test_the_fused_product_equals_torchs_two_products(rows, columns, threads, monkeypatch):
     monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
     x, coef, bias, curvature = _problem(2, rows, 37, columns)
-    back, sums = fused_curvature_product(x, coef, bias, curvature)
-    weighted = curvature.double() * (torch.bmm(x.double(), coef.double()) + bias.double())  # [C, n, M]
-    assert back.shape == (2, 37, columns) and sums.shape == (2, 1, columns)
+    back, sums, values = fused_curvature_product(x, coef, bias, curvature)
+    exact = torch.bmm(x.double(), coef.double()) + bias.double()  # [C, n, M]
+    weighted = curvature.double() * exact  # [C, n, M]
+    assert back.shape == (2, 37, columns) and sums.shape == (2, 1, columns) and values.shape == (2, rows, columns)
+    assert float((values.double() - exact).abs().max()) <= 1e-5 * float(exact.abs().max())  # x coef + b, each row
     scale = float(weighted.abs().sum())
     assert float((back.double() - torch.bmm(x.double().mT, weighted)).abs().max()) <= 1e-6 * scale
     assert float((sums.double() - weighted.sum(dim=1, keepdim=True)).abs().max()) <= 1e-6 * scale
@@ -37,7 +39,7 @@ def test_the_fused_product_equals_torchs_two_products(rows, columns, threads, mo
 def test_the_same_threads_give_the_same_figures():
     x, coef, bias, curvature = _problem(1, 2001, 64, 6)
     first, second = fused_curvature_product(x, coef, bias, curvature), fused_curvature_product(x, coef, bias, curvature)
-    assert torch.equal(first[0], second[0]) and torch.equal(first[1], second[1])
+    assert all(torch.equal(one, other) for one, other in zip(first, second, strict=True))
 
 
 def test_it_applies_to_contiguous_float32_features_on_the_cpu_only():

@@ -142,3 +142,45 @@ def test_the_last_newton_steps_pairs_save_curvature_products_and_end_where_jacob
         products.append((len(counted), sum(counted)))  # (conjugate-gradient steps, columns they carried)
     assert products[1][0] < 0.8 * products[0][0] and products[1][1] < products[0][1], products  # 49 < 73, 244 < 272
     assert (solved[0] - solved[1]).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_the_line_search_takes_x_d_from_the_conjugate_gradients_and_ends_where_its_own_product_ends(
+    problem, monkeypatch, fused
+):
+    """x d + db is the sum of the products' values x s + b weighted as d sums the steps s: equal to the product
+    with d to float32 rounding, and the search then computes no product (one logits product per solve: the start)."""
+    import bertlens.probing.newton_cg as newton
+
+    if fused:
+        pytest.importorskip("numba")
+    else:
+        monkeypatch.setattr(newton, "applies", lambda x: False)
+    _, standard, y = problem
+    task = whitened_problem(standard, y, (0.1, 10.0))
+    columns = task.targets.shape[1]
+    coef, bias = torch.zeros(1, task.x.shape[2], columns), torch.zeros(1, 1, columns)
+    logits = task.logits(coef, bias)
+    p = torch.sigmoid(logits)
+    error = (p - task.targets) / task.x.shape[1]
+    gradient = (task.back(error) + 2 * task.penalty * coef, error.sum(dim=1, keepdim=True))
+    forcing = torch.full_like(gradient[1], 1e-3)
+    step, _, moved = newton._conjugate_gradient(task, p * (1 - p) / task.x.shape[1], gradient, forcing, None)
+    product = task.logits(*step)  # [1, n, M]
+    assert moved is not None and float((moved - product).abs().max()) <= 1e-5 * float(product.abs().max())
+
+    def solve():
+        counted = []
+        logits_of = newton.LabelSetProblem.logits
+        monkeypatch.setattr(newton.LabelSetProblem, "logits", lambda self, *a: counted.append(1) or logits_of(self, *a))
+        coef, bias = torch.zeros(1, task.x.shape[2], columns), torch.zeros(1, 1, columns)
+        steps = newton.newton_cg(task, coef, bias, 60, 1e-8)
+        monkeypatch.setattr(newton.LabelSetProblem, "logits", logits_of)
+        return torch.sigmoid(torch.bmm(task.x, coef) + bias), len(counted), steps
+
+    summed = solve()  # x d from the conjugate gradients
+    original = newton.LabelSetProblem.curvature_product
+    monkeypatch.setattr(newton.LabelSetProblem, "curvature_product", lambda self, c, s: (original(self, c, s)[0], None))
+    direct = solve()  # x d from the search's own product
+    assert summed[1] == 1 and direct[1] == 1 + direct[2], (summed[1:], direct[1:])  # the start; then one per step
+    assert (summed[0] - direct[0]).abs().max() < 1e-5

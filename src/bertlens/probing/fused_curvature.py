@@ -62,9 +62,11 @@ def _kernel():
     import numba
 
     @numba.njit(nogil=True, fastmath={"reassoc", "contract"})
-    def rows_product(x, vt, b, curv, start, stop, total, sums):  # pragma: no cover - compiled, tested through callers
-        """total [M, D] = sum over rows i in [start, stop) of w_i x_i', w_ij = curv_ij (x_i . vt_j + b_j); sums [M]
-        = the w's column sums. x [n, D], vt [M, D], b [M], curv [n, M], all float32."""
+    def rows_product(x, vt, b, curv, start, stop, total, sums, values):  # pragma: no cover - compiled, tested
+        # through callers
+        """total [M, D] = sum over rows i in [start, stop) of w_i x_i', w_ij = curv_ij values_ij, where values_ij =
+        x_i . vt_j + b_j is written too; sums [M] = the w's column sums. x [n, D], vt [M, D], b [M], curv and values
+        [n, M], all float32."""
         width = x.shape[1]
         columns = vt.shape[0]
         total[:] = 0
@@ -81,10 +83,12 @@ def _kernel():
                     s1 += x1[d] * v[d]
                     s2 += x2[d] * v[d]
                     s3 += x3[d] * v[d]
-                w[0, j] = curv[i, j] * (s0 + b[j])
-                w[1, j] = curv[i + 1, j] * (s1 + b[j])
-                w[2, j] = curv[i + 2, j] * (s2 + b[j])
-                w[3, j] = curv[i + 3, j] * (s3 + b[j])
+                e0, e1, e2, e3 = s0 + b[j], s1 + b[j], s2 + b[j], s3 + b[j]
+                values[i, j], values[i + 1, j], values[i + 2, j], values[i + 3, j] = e0, e1, e2, e3
+                w[0, j] = curv[i, j] * e0
+                w[1, j] = curv[i + 1, j] * e1
+                w[2, j] = curv[i + 2, j] * e2
+                w[3, j] = curv[i + 3, j] * e3
             for j in range(columns):
                 w0, w1, w2, w3 = w[0, j], w[1, j], w[2, j], w[3, j]
                 sums[j] += w0 + w1 + w2 + w3
@@ -99,7 +103,9 @@ def _kernel():
                 s = np.float32(0)
                 for d in range(width):
                     s += xi[d] * v[d]
-                wij = curv[i, j] * (s + b[j])
+                e = s + b[j]
+                values[i, j] = e
+                wij = curv[i, j] * e
                 sums[j] += wij
                 row = total[j]
                 for d in range(width):
@@ -123,9 +129,11 @@ def _parts(rows: int, threads: int) -> list[tuple[int, int]]:
 
 def fused_curvature_product(
     x: torch.Tensor, coef: torch.Tensor, bias: torch.Tensor, curvature: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """x' (curvature * (x coef + bias)) [C, D, M] and the weighted values' column sums [C, 1, M], as torch computes
-    them with two products: x [C, n, D], coef [C, D, M], bias [C, 1, M], curvature [C, n, M] (float32, CPU).
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """x' (curvature * (x coef + bias)) [C, D, M], the weighted values' column sums [C, 1, M] and the values x coef +
+    bias [C, n, M] themselves, as torch computes them with two products: x [C, n, D], coef [C, D, M], bias [C, 1, M],
+    curvature [C, n, M] (float32, CPU). The values come with the pass (written, not recomputed): a label-set solve
+    sums them into its step's x d, so that its line search needs no product of its own (probing/newton_cg.py).
 
     The rows are split among torch's threads (inside map_on_cores' jobs, one thread each: one part); each part's
     sums are added in a fixed order, so the same threads give the same figures."""
@@ -139,11 +147,12 @@ def fused_curvature_product(
     parts = _parts(rows, max(1, torch.get_num_threads()))
     totals = np.empty((count, len(parts), columns, width), dtype=np.float32)  # [C, P, M, D]
     sums = np.empty((count, len(parts), columns), dtype=np.float32)  # [C, P, M]
+    values = np.empty((count, rows, columns), dtype=np.float32)  # [C, n, M]: each part writes its own rows
     jobs = [(c, p, start, stop) for c in range(count) for p, (start, stop) in enumerate(parts)]
 
     def run(job: tuple[int, int, int, int]) -> None:
         c, p, start, stop = job
-        kernel(xs[c], vt[c], b[c], curv[c], start, stop, totals[c, p], sums[c, p])
+        kernel(xs[c], vt[c], b[c], curv[c], start, stop, totals[c, p], sums[c, p], values[c])
 
     if len(parts) == 1:
         for job in jobs:
@@ -151,4 +160,4 @@ def fused_curvature_product(
     else:
         list(_pool().map(run, jobs))
     back = torch.from_numpy(totals.sum(axis=1)).transpose(1, 2)  # [C, D, M]
-    return back, torch.from_numpy(sums.sum(axis=1))[:, None, :]  # [C, 1, M]
+    return back, torch.from_numpy(sums.sum(axis=1))[:, None, :], torch.from_numpy(values)  # [C, 1, M], [C, n, M]
