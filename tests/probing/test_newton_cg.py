@@ -179,8 +179,8 @@ def test_the_line_search_takes_x_d_from_the_conjugate_gradients_and_ends_where_i
         return torch.sigmoid(torch.bmm(task.x, coef) + bias), len(counted), steps
 
     summed = solve()  # x d from the conjugate gradients
-    original = newton.LabelSetProblem.curvature_product
-    monkeypatch.setattr(newton.LabelSetProblem, "curvature_product", lambda self, c, s: (original(self, c, s)[0], None))
+    original = newton._conjugate_gradient
+    monkeypatch.setattr(newton, "_conjugate_gradient", lambda *a: (*original(*a)[:2], None))
     direct = solve()  # x d from the search's own product
     assert summed[1] == 1 and direct[1] == 1 + direct[2], (summed[1:], direct[1:])  # the start; then one per step
     assert (summed[0] - direct[0]).abs().max() < 1e-5

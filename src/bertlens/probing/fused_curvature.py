@@ -62,8 +62,7 @@ def _kernel():
     import numba
 
     @numba.njit(nogil=True, fastmath={"reassoc", "contract"})
-    def rows_product(x, vt, b, curv, start, stop, total, sums, values):  # pragma: no cover - compiled, tested
-        # through callers
+    def rows_product(x, vt, b, curv, start, stop, total, sums, values):  # pragma: no cover - compiled
         """total [M, D] = sum over rows i in [start, stop) of w_i x_i', w_ij = curv_ij values_ij, where values_ij =
         x_i . vt_j + b_j is written too; sums [M] = the w's column sums. x [n, D], vt [M, D], b [M], curv and values
         [n, M], all float32."""

@@ -172,7 +172,10 @@ def _conjugate_gradient(problem: LabelSetProblem, curvature, gradient, forcing, 
     solve's pairs for the next, and x d + db [C, n, M] (the line search's trial direction in the logits) summed from
     the products' own values x s + b as d sums the steps s (None where the products' values were not float32's)."""
     solved = (torch.zeros_like(gradient[0]), torch.zeros_like(gradient[1]))  # the answer, every column
-    solved_moved = torch.zeros_like(curvature)  # [C, n, M]: x d + db, every column
+    solved_moved = (
+        None if problem.rough is not None else torch.zeros_like(curvature)
+    )  # [C, n, M]: x d + db, every column (not
+    # where the products read a bfloat16 copy: their values are not float32's, and the line search makes its own)
     moved = solved_moved  # the columns still iterated (the same tensor until the first narrowing)
     pairs = CurvaturePairs.empty(gradient)  # this solve's, every column
     where = torch.arange(gradient[0].shape[-1], device=gradient[0].device)  # the columns still iterated
@@ -212,7 +215,8 @@ def _conjugate_gradient(problem: LabelSetProblem, curvature, gradient, forcing, 
         pairs.record(step, where, search, product, live)
         alpha = torch.where(live, rz / _column_dot(search, product).clamp(min=1e-30), 0.0)  # [C, 1, M]
         direction = (direction[0] + alpha * search[0], direction[1] + alpha * search[1])
-        moved = None if moved is None or values is None else moved.addcmul_(values, alpha)  # [C, n, M] += alpha (x s)
+        if moved is not None:
+            moved.addcmul_(values, alpha)  # [C, n, M] += alpha (x s + b)
         residual = (residual[0] - alpha * product[0], residual[1] - alpha * product[1])
         preconditioned = precondition(residual)
         rz_next = _column_dot(residual, preconditioned)
@@ -222,7 +226,7 @@ def _conjugate_gradient(problem: LabelSetProblem, curvature, gradient, forcing, 
     solved[0][..., where], solved[1][..., where] = direction
     if moved is not None and moved is not solved_moved:
         solved_moved[..., where] = moved
-    return solved, pairs.first(min(taken, PAIRS)), None if moved is None else solved_moved
+    return solved, pairs.first(min(taken, PAIRS)), solved_moved
 
 
 def _line_search(problem: LabelSetProblem, coef, bias, logits, step, slope, before, moved=None):
