@@ -68,20 +68,26 @@ def compare(x: np.ndarray, y: np.ndarray, label: str, with_sklearn: bool) -> Non
         _row(label, "scikit-learn", "", [], dev_acc, test_acc)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--texts", type=int, default=10000)
-    parser.add_argument("--classes", default="8,16,32,64,100")
-    parser.add_argument("--sklearn", action="store_true")
-    args = parser.parse_args()
-    rows = cloze_task(DATA, args.texts)
+def cloze_features(texts: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The cloze task's features by width ("384": layer 6's mean, "1536": layers 3-6's concatenated; default model)
+    and its class ids; prints what was encoded."""
+    rows = cloze_task(DATA, texts)
     names = sorted({label for _, label in rows})
     labels = np.array([names.index(label) for _, label in rows])
     print(f"cloze task: {len(rows)} texts; default model; torch threads {torch.get_num_threads()}; {lscpu_summary()}")
     with tempfile.TemporaryDirectory() as tmp:
         bank = build_bank(Encoder("default", attentions="cls"), [text for text, _ in rows], Path(tmp))
         layers = {k: np.asarray(bank.layer("mean", k), dtype=np.float32) for k in (3, 4, 5, 6)}
-    widths = {"384": layers[6], "1536": np.concatenate([layers[k] for k in (3, 4, 5, 6)], axis=1)}
+    return {"384": layers[6], "1536": np.concatenate([layers[k] for k in (3, 4, 5, 6)], axis=1)}, labels
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--texts", type=int, default=10000)
+    parser.add_argument("--classes", default="8,16,32,64,100")
+    parser.add_argument("--sklearn", action="store_true")
+    args = parser.parse_args()
+    widths, labels = cloze_features(args.texts)
     print("| classes, width | fit | seconds | objective at C = 0.01 / 0.1 / 1 / 10 | dev accuracy | test accuracy |")
     print("|---|---|---|---|---|---|")
     frequent = np.argsort(-np.bincount(labels), kind="stable")

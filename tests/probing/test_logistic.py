@@ -17,6 +17,7 @@ from bertlens.probing.logistic import (
     product_dtype,
     product_precision,
 )
+from bertlens.probing.logit_lbfgs import torch_lbfgs
 from bertlens.probing.newton_cg import LabelSetProblem
 from bertlens.probing.selection import logistic_on_dev
 from bertlens.representation.logits import logit_loss
@@ -84,7 +85,7 @@ def test_written_out_gradient_equals_autograd(outputs):
 
 
 def test_the_gradient_written_into_a_reused_buffer_equals_a_new_ones_to_the_bit():
-    """The closure hands _loss_and_gradient the same scratch tensor every evaluation: what is written there, and the
+    """The L-BFGS hands _loss_and_gradient the same slope buffer every evaluation: what is written there, and the
     loss, equal a fresh allocation's exactly, whatever the buffer held before."""
     torch.manual_seed(0)
     logits = torch.randn(2, 300, 3 * 7)  # [C, n, R*K]
@@ -96,43 +97,29 @@ def test_the_gradient_written_into_a_reused_buffer_equals_a_new_ones_to_the_bit(
     assert torch.equal(reused, fresh) and torch.equal(reused_loss, loss)
 
 
-def _minimise_with_new_tensors(problem: _Whitened, coef, bias, per_strength, max_iter: int) -> None:
-    """The L-BFGS of _Whitened.minimise written plainly: every evaluation's products and slope in new tensors."""
-    x, n = problem.x, problem.x.shape[1]
-    penalty = (per_strength / n).repeat_interleave(problem.outputs, dim=-1)[:, None, :] / problem.values[:, :, None]
-    optimizer = torch.optim.LBFGS(
-        [coef, bias], lr=1, max_iter=max_iter, history_size=20, tolerance_grad=problem.tol, tolerance_change=1e-12,
-        line_search_fn="strong_wolfe",
-    )  # fmt: skip
-
-    def closure():
-        logits = torch.bmm(x, coef.detach().to(x.dtype)).float() + bias.detach()  # [C, n, R*K]
-        loss, slope = _loss_and_gradient(logits, problem.y, problem.outputs)
-        weighted = penalty * coef.detach()
-        coef.grad = torch.bmm(problem.x_t, slope.to(x.dtype)).to(coef.dtype).add_(weighted, alpha=2)
-        bias.grad = slope.sum(dim=1, keepdim=True)
-        return loss + (weighted * coef.detach()).sum()
-
-    optimizer.step(closure)
-
-
 @pytest.mark.parametrize("outputs", [1, 5])
-def test_the_fit_with_reused_buffers_equals_one_with_new_tensors_to_the_bit(outputs):
-    """minimise writes each evaluation's product, logits, softmax and the slope's bfloat16 copy into buffers made
-    once (a new one of each was page-faulted afresh every evaluation); the path it takes is exactly the plain one's."""
-    torch.manual_seed(0)
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_bfloat16_products_stay_nearer_float32s_fit_than_torchs_lbfgs(outputs, seed):
+    """With bfloat16 features, minimise rounds each step's direction to bfloat16 and sums the logits in float32;
+    torch's L-BFGS rounds the whole coefficient before every product. Measured against the same problem in float32
+    products: minimise's fit is the nearer one (0.2-0.4% against 0.3-1.5% of the coefficients' norm)."""
+    torch.manual_seed(seed)
     x = torch.randn(2, 400, 12).to(torch.bfloat16)  # [C, n, D] whitened features
     y = torch.randint(0, 2 if outputs == 1 else outputs, (400,))
-    problem = _Whitened(x, x.transpose(1, 2).contiguous(), y, torch.rand(2, 12) + 0.5, outputs, 1e-4)
+    values = torch.rand(2, 12) + 0.5
     per_strength = torch.tensor([[5.0, 0.05]]).expand(2, -1)  # [C, R]
-    fits = []
-    for minimise in (problem.minimise, lambda *a, **k: _minimise_with_new_tensors(problem, *a, **k)):
+    fits = {}
+    for name, features in (("float32", x.float()), ("ours", x), ("torch", x)):
+        problem = _Whitened(features, features.transpose(1, 2).contiguous(), y, values, outputs, 1e-4)
         coef = torch.zeros(2, 12, 2 * outputs, requires_grad=True)  # [C, D, R*K]
         bias = torch.zeros(2, 1, 2 * outputs, requires_grad=True)  # [C, 1, R*K]
-        minimise(coef, bias, per_strength, max_iter=30)
-        fits.append((coef.detach(), bias.detach()))
-    assert fits[0][0].abs().sum() > 0  # it moved
-    assert torch.equal(fits[0][0], fits[1][0]) and torch.equal(fits[0][1], fits[1][1])
+        if name == "torch":
+            torch_lbfgs(problem.objective(per_strength), coef, bias, 30, problem.tol)
+        else:
+            problem.minimise(coef, bias, per_strength, max_iter=30)
+        fits[name] = coef.detach()
+    apart = {name: float((fits[name] - fits["float32"]).norm() / fits["float32"].norm()) for name in ("ours", "torch")}
+    assert apart["ours"] <= apart["torch"] and apart["ours"] < 5e-3
 
 
 def _objective(fit, features: torch.Tensor, y: np.ndarray, r: int, strength: float) -> float:

@@ -47,6 +47,8 @@ import numpy as np
 import torch
 
 from bertlens.encoding.precision import native_bf16
+from bertlens.probing.logit_lbfgs import LinearObjective
+from bertlens.probing.logit_lbfgs import minimise as lbfgs_minimise
 from bertlens.probing.newton_cg import LabelSetProblem, newton_cg
 from bertlens.probing.products import gram
 from bertlens.representation.logits import logit_loss, logit_width, predict_classes
@@ -171,44 +173,24 @@ class _Whitened:
     outputs: int
     tol: float
 
-    def minimise(self, coef: torch.Tensor, bias: torch.Tensor, per_strength: torch.Tensor, max_iter: int) -> None:
-        """L-BFGS over whitened coefficients v (weights w = V lam^-1/2 v), updating coef and bias in place.
+    def objective(self, per_strength: torch.Tensor) -> LinearObjective:
+        """The fit's objective at strengths per_strength [C, R]: mean cross-entropy + the penalty, in v.
 
-        The objective is exactly scikit-learn's in w: ||w||^2 = sum v^2 / lam, since V is orthogonal.
-        """
-        x, x_t, y, outputs = self.x, self.x_t, self.y, self.outputs
-        n = x.shape[1]
-        penalty = (per_strength / n).repeat_interleave(outputs, dim=-1)[:, None, :] / self.values[
+        Exactly scikit-learn's in w (divided by n): ||w||^2 = sum v^2 / lam, since V is orthogonal."""
+        n = self.x.shape[1]
+        penalty = (per_strength / n).repeat_interleave(self.outputs, dim=-1)[:, None, :] / self.values[
             :, :, None
         ]  # [C, D, R*K]
-        scratch = torch.empty(2, *x.shape[:2], coef.shape[-1], dtype=bias.dtype, device=x.device)  # [2, C, n, R*K]
-        # the logits and their softmax, written over in every evaluation: new tensors of this size (32 MB at 81k rows
-        # x 100 classes) are mapped and page-faulted afresh each time, which cost up to half an evaluation of a
-        # 384-wide fit (48 against 25 ms, Intel Xeon; equal to the bit, docs/results-log.md #75)
-        product = torch.empty_like(scratch[0], dtype=x.dtype)  # [C, n, R*K]: x v, then the slope in x's dtype
-        optimizer = torch.optim.LBFGS(
-            [coef, bias],
-            lr=1,
-            max_iter=max_iter,
-            history_size=20,
-            tolerance_grad=self.tol,
-            tolerance_change=1e-12,
-            line_search_fn="strong_wolfe",
+        y, outputs = self.y, self.outputs
+        return LinearObjective(
+            self.x, self.x_t, penalty, lambda logits, out: _loss_and_gradient(logits, y, outputs, out)
         )
 
-        def closure() -> torch.Tensor:
-            torch.bmm(x, coef.detach().to(x.dtype), out=product)  # [C, n, R*K]
-            logits = scratch[0].copy_(product).add_(bias.detach())  # [C, n, R*K]
-            # converted, then added in place: the same sums as `bias + product`, whose mixed-dtype broadcast ran 10x
-            # slower (20 against 2 ms at 81k x 100, Intel Xeon; 15% of an evaluation)
-            loss, slope = _loss_and_gradient(logits, y, outputs, scratch[1])  # slope [C, n, R*K]
-            sent = slope if slope.dtype == x.dtype else product.copy_(slope)  # [C, n, R*K], rounded as .to(x.dtype)
-            weighted = penalty * coef.detach()  # [C, D, R*K]
-            coef.grad = torch.bmm(x_t, sent).to(coef.dtype).add_(weighted, alpha=2)  # x' slope + penalty'
-            bias.grad = slope.sum(dim=1, keepdim=True)  # [C, 1, R*K]
-            return loss + (weighted * coef.detach()).sum()
-
-        optimizer.step(closure)
+    def minimise(self, coef: torch.Tensor, bias: torch.Tensor, per_strength: torch.Tensor, max_iter: int) -> None:
+        """L-BFGS over whitened coefficients v (weights w = V lam^-1/2 v), updating coef and bias in place; its line
+        search moves along the logits (probing/logit_lbfgs.py): two products an iteration, not two a trial step."""
+        with torch.no_grad():
+            lbfgs_minimise(self.objective(per_strength), coef, bias, max_iter, self.tol)
 
 
 Rising = Callable[[torch.Tensor, torch.Tensor], bool]
