@@ -6,9 +6,10 @@ Usage: python bench/logit_lbfgs.py [--texts 20000] [--widths 384,1536]
 Features as bench/logistic_path.py's: the 100-class cloze task (bench/many_classes_data.py) at --texts texts,
 default model, mean pooling of layer 6 (384 wide) and of layers 3-6 concatenated (1536 wide, the 100k cloze's pick);
 fold 0 of a stratified 10-fold CV. Each width's fit is the sweep's (fit_logistic over the C grid along the path,
-searched on dev), once with each L-BFGS, torch's first, after a warm-up. Prints per width: seconds and the ratio,
-products over the rows, evaluations and iterations, dev accuracy at each fitted C, the test predictions that differ
-and the largest difference in test probability.
+searched on dev), once with each L-BFGS, torch's first, after a warm-up, then the logits' in float64 (the reference
+both follow: in float64 their rows are equal). Prints per width: seconds and the ratio, products over the rows,
+evaluations and iterations, dev accuracy at each fitted C, the share of test predictions that differ from float64's and
+the largest difference in test probability from float64's.
 """
 
 from __future__ import annotations
@@ -64,9 +65,12 @@ class Counted:
 
 
 def run(which: str, counter: Counted, train, y_train, dev, y_dev, test):
-    logistic._Whitened.minimise = counter.solver(which)
+    logistic._Whitened.minimise = counter.solver("logits" if which == "float64" else which)
     counter.products = counter.iterations = counter.evaluations = 0
-    fit, seconds = timed(lambda: fit_logistic(train, y_train, C_GRID, dev=dev_accuracy_search(dev, y_dev)))
+    dtype = torch.float64 if which == "float64" else None
+    fit, seconds = timed(
+        lambda: fit_logistic(train, y_train, C_GRID, dev=dev_accuracy_search(dev, y_dev), compute_dtype=dtype)
+    )
     dev_accuracy = (fit.predict(dev)[0].numpy() == y_dev).mean(-1)  # [R]
     probabilities = torch.softmax(fit.decision(test)[0], dim=-1)  # [R, n, K]
     return fit, seconds, (counter.products, counter.iterations, counter.evaluations), dev_accuracy, probabilities
@@ -80,7 +84,7 @@ def main() -> None:
     widths, labels = cloze_features(args.texts)
     counter = Counted()
     print("| width | L-BFGS | seconds | x torch's | products | iterations | evaluations | dev accuracy at C fitted |"
-          " test predictions apart | test probability apart |")  # fmt: skip
+          " test predictions apart from float64's | test probability apart from float64's |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|")
     for width in args.widths.split(","):
         x = widths[width]
@@ -88,12 +92,12 @@ def main() -> None:
         train, dev, test = (torch.from_numpy(x[rows][None]) for rows in (fold.train, fold.dev, fold.test))
         y_train, y_dev = labels[fold.train], labels[fold.dev]
         fit_logistic(train[:, :500], y_train[:500], C_GRID)  # warm-up: first-call costs
-        results = {which: run(which, counter, train, y_train, dev, y_dev, test) for which in ("torch", "logits")}
-        base = results["torch"]
+        results = {w: run(w, counter, train, y_train, dev, y_dev, test) for w in ("torch", "logits", "float64")}
+        base, reference = results["torch"], results["float64"]
         for which, (fit, seconds, (products, iterations, evaluations), dev_accuracy, probabilities) in results.items():
-            fitted = fit.fitted_mask()
-            apart = (probabilities.argmax(-1) != base[4].argmax(-1))[fitted].double().mean().item()
-            largest = (probabilities - base[4])[fitted].abs().max().item()
+            fitted = fit.fitted_mask() & reference[0].fitted_mask()
+            apart = (probabilities.argmax(-1) != reference[4].argmax(-1))[fitted].double().mean().item()
+            largest = (probabilities - reference[4].float())[fitted].abs().max().item()
             shown = "" if which == "logits" else str(evaluations)
             accuracy = " / ".join(f"{a:.4f}" for a in dev_accuracy[fitted])
             print(f"| {width} | {which} | {seconds:.1f} | {base[1] / seconds:.2f} | {products} | {iterations} | "

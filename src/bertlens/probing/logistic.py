@@ -29,7 +29,10 @@ variance (PCA whitening), which turns the badly conditioned problems of anisotro
 into nearly isotropic ones: tens of steps instead of hundreds. In that basis the penalty
 ||W||^2 is a diagonal form (coefficient^2 / eigenvalue), so the whitened features are computed
 once per fit and each step costs two products with them and nothing D x D. L-BFGS is invariant
-to rotations, so this takes the steps a Cholesky whitening would, at a fraction of the cost.
+to rotations, so this takes the steps a Cholesky whitening would, at a fraction of the cost. Its line search moves
+along the logits (probing/logit_lbfgs.py): the trial steps torch.optim.LBFGS would evaluate with two products each
+cost none, the same iterates (rows equal in float64; in float32 TREC's rows moved 0.028, nearer float64's than before:
+docs/results-log.md, issue #75 thirteenth part).
 The gradient is written out (softmax or sigmoid minus the one-hot targets), not traced by
 autograd. The products run in bfloat16 where the device computes it natively (a CPU with avx512_bf16 or amx_bf16, a
 GPU with bf16), float32 elsewhere (`product_dtype`; parameters, loss and optimiser stay float32 either way): on an
