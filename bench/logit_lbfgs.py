@@ -98,7 +98,7 @@ def main() -> None:
             fitted = fit.fitted_mask() & reference[0].fitted_mask()
             apart = (probabilities.argmax(-1) != reference[4].argmax(-1))[fitted].double().mean().item()
             largest = (probabilities - reference[4].float())[fitted].abs().max().item()
-            shown = "" if which == "logits" else str(evaluations)
+            shown = str(evaluations) if which == "torch" else ""  # the logits' trial steps cost no product
             accuracy = " / ".join(f"{a:.4f}" for a in dev_accuracy[fitted])
             print(f"| {width} | {which} | {seconds:.1f} | {base[1] / seconds:.2f} | {products} | {iterations} | "
                   f"{shown} | {accuracy} | {apart:.4%} | {largest:.1e} |")  # fmt: skip
