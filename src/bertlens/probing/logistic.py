@@ -50,6 +50,7 @@ import numpy as np
 import torch
 
 from bertlens.encoding.precision import native_bf16
+from bertlens.probing.kronecker import softmax_curvature
 from bertlens.probing.logit_lbfgs import LinearObjective
 from bertlens.probing.logit_lbfgs import minimise as lbfgs_minimise
 from bertlens.probing.newton_cg import LabelSetProblem, newton_cg
@@ -61,6 +62,9 @@ CURVATURE_DTYPE = torch.bfloat16  # label sets: the Newton-CG's curvature produc
 # step's direction: the gradient and the line search stay float32, so the point each column stops at is float32's;
 # measured on GoEmotions' 43k x 1536 concat_last4: 4.2x faster at tol 1e-7 than float32 products at 1e-6, and 6x
 # nearer a tol 1e-9 solve); elsewhere float32's own products
+PATH_DECREASE_TOL = 5e-5  # the path's fits stop where L-BFGS predicts less than this x the loss for its next step:
+# on the 100k cloze's 1536-wide fit after 23 steps for each of the first two strengths, 3-4x nearer the optimum than
+# the plain L-BFGS's 50 and 25 steps left them (docs/results-log.md, issue #75 fourteenth part)
 PATH_MIN_CLASSES = 48  # from here the grid is fitted along the warm-started path (measured: faster at 64 and 100
 # classes, not at 32 and fewer, where each strength's products are bound by reading the features and the joint
 # fit reads them once per step for the whole grid; bench/logistic_path.py)
@@ -189,11 +193,22 @@ class _Whitened:
             self.x, self.x_t, penalty, lambda logits, out: _loss_and_gradient(logits, y, outputs, out)
         )
 
-    def minimise(self, coef: torch.Tensor, bias: torch.Tensor, per_strength: torch.Tensor, max_iter: int) -> None:
+    def minimise(
+        self, coef: torch.Tensor, bias: torch.Tensor, per_strength: torch.Tensor, max_iter: int, kronecker: bool = False
+    ) -> None:
         """L-BFGS over whitened coefficients v (weights w = V lam^-1/2 v), updating coef and bias in place; its line
-        search moves along the logits (probing/logit_lbfgs.py): two products an iteration, not two a trial step."""
+        search moves along the logits (probing/logit_lbfgs.py): two products an iteration, not two a trial step.
+        kronecker (softmax, one strength): L-BFGS's first guess is the Kronecker curvature (probing/kronecker.py) and
+        it stops where the predicted decrease is below PATH_DECREASE_TOL (or at max_iter, or at tol)."""
+        objective = self.objective(per_strength)
+        guess = kronecker and self.outputs > 1
+        curvature = (lambda slope: softmax_curvature(slope, self.y, objective.penalty)) if guess else None
         with torch.no_grad():
-            lbfgs_minimise(self.objective(per_strength), coef, bias, max_iter, self.tol)
+            lbfgs_minimise(objective, coef, bias, max_iter, self.tol, curvature, PATH_DECREASE_TOL if guess else 0.0)
+
+    def path_minimise(self, coef: torch.Tensor, bias: torch.Tensor, per_strength: torch.Tensor, max_iter: int) -> None:
+        """minimise for one strength of the path: preconditioned by the Kronecker curvature."""
+        self.minimise(coef, bias, per_strength, max_iter, kronecker=True)
 
 
 Rising = Callable[[torch.Tensor, torch.Tensor], bool]
@@ -366,12 +381,12 @@ def fit_logistic(
                 fitted = _search_label_sets(problem, coef, bias, len(strengths), rising, max_iter, tol)
     else:
         x_t = x.transpose(1, 2).contiguous()  # [C, D, n]: the gradient's product reads rows contiguously (1.3x)
-        minimise = _Whitened(x, x_t, y, values, outputs, tol).minimise  # (coef, bias, per_strength, max_iter=)
+        whitened = _Whitened(x, x_t, y, values, outputs, tol)
         if candidate_strengths is None and warm_path:  # the grid: one strength after another along the path
             rising = None if dev is None else _dev_rising(dev, mean, scale, basis)
-            fitted = _minimise_path(minimise, coef, bias, per_strength, max_iter, rising)
+            fitted = _minimise_path(whitened.path_minimise, coef, bias, per_strength, max_iter, rising)
         else:  # one strength per candidate, or the grid jointly: a single fit
-            minimise(coef, bias, per_strength, max_iter=max_iter)
+            whitened.minimise(coef, bias, per_strength, max_iter=max_iter)
     with torch.no_grad():
         weight = torch.bmm(basis, coef).float()  # [C, D, R*K]
     return LogisticFit(mean, scale, weight, bias.detach().float(), tuple(strengths), outputs, fitted)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 
@@ -28,6 +29,14 @@ CHANGE_TOL = 1e-12  # no progress: a step, a bracket or a loss change below this
 
 LossOf = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 """(logits [C, n, K], out: where to write the slope) -> (summed loss, slope d loss / d logits [C, n, K])."""
+
+
+class Hessian(Protocol):
+    def solve(self, coef: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+
+Curvature = Callable[[torch.Tensor], Hessian]
+"""(slope d loss / d logits [C, n, K] at a point) -> an approximate Hessian there (probing/kronecker.py)."""
 
 
 @dataclass(frozen=True)
@@ -180,14 +189,24 @@ class _Memory:
             self.inverse_curvature.append(1.0 / curvature)
             self.scale = curvature / float(change.dot(change))
 
-    def direction(self, grad: torch.Tensor) -> torch.Tensor:
-        """-H grad, H the inverse Hessian of the kept pairs (Nocedal & Wright Algorithm 7.4, the two-loop recursion)."""
+    def direction(
+        self, grad: torch.Tensor, initial: Callable[[torch.Tensor], torch.Tensor] | None = None
+    ) -> torch.Tensor:
+        """-H grad, H the inverse Hessian of the kept pairs (Nocedal & Wright Algorithm 7.4, the two-loop recursion)
+        from the first guess scale x I, or from `initial` (a vector [P] -> H0 times it) scaled by y's / y'H0 y (the
+        same rule: H0's size along the last change, Nocedal & Wright eq. 7.20)."""
         q = grad.neg()  # [P]
         alphas = [0.0] * len(self.steps)
         for i in range(len(self.steps) - 1, -1, -1):
             alphas[i] = float(self.steps[i].dot(q)) * self.inverse_curvature[i]
             q.add_(self.changes[i], alpha=-alphas[i])
-        r = q.mul_(self.scale)
+        if initial is None:
+            r = q.mul_(self.scale)
+        else:
+            r = initial(q)
+            if self.steps:
+                last = self.changes[-1]
+                r.mul_(1.0 / (self.inverse_curvature[-1] * float(last.dot(initial(last)))))
         for i, step in enumerate(self.steps):
             beta = float(self.changes[i].dot(r)) * self.inverse_curvature[i]
             r.add_(step, alpha=alphas[i] - beta)
@@ -211,12 +230,31 @@ class _Flat:
         return torch.cat([coef.reshape(-1), bias.reshape(-1)])  # [P]
 
 
-def minimise(objective: LinearObjective, coef: torch.Tensor, bias: torch.Tensor, max_iter: int, tol: float) -> int:
+def _solver(guess: Hessian, flat: _Flat) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The approximate Hessian's inverse on flat vectors [P]."""
+    return lambda v: flat.join(*guess.solve(flat.coef(v), flat.bias(v)))
+
+
+def minimise(
+    objective: LinearObjective,
+    coef: torch.Tensor,
+    bias: torch.Tensor,
+    max_iter: int,
+    tol: float,
+    curvature: Curvature | None = None,
+    decrease_tol: float = 0.0,
+) -> int:
     """L-BFGS on the objective from coef [C, D, K] and bias [C, 1, K] (updated in place); the iterations taken.
 
     Stops as torch.optim.LBFGS(lr=1, history_size=20, tolerance_grad=tol, tolerance_change=1e-12,
     line_search_fn="strong_wolfe") does: after max_iter iterations or max_iter * 5 // 4 evaluations (trial steps
-    included), at a gradient of at most tol in every coordinate, or when a step or the loss stops changing."""
+    included), at a gradient of at most tol in every coordinate, or when a step or the loss stops changing.
+
+    curvature: (the slope at the current point) -> its approximate Hessian (`solve(coef, bias)` its inverse applied),
+    L-BFGS's first guess at each iteration instead of a multiple of I (probing/kronecker.py); the first step is then 1,
+    as a Newton step's. decrease_tol: also stop when the decrease the quasi-Newton model predicts for the next step,
+    -g'd / 2 (g'Hg / 2, the Newton decrement's square over two: Boyd & Vandenberghe 2004, sec. 9.5.1), is at most
+    decrease_tol x max(|loss|, 1) (relative, as L-BFGS-B's ftol: Byrd, Lu, Nocedal & Zhu 1995)."""
     max_eval = max_iter * 5 // 4
     c, n, k = objective.x.shape[0], objective.x.shape[1], coef.shape[-1]
     buffers = torch.empty(4, c, n, k, dtype=coef.dtype, device=coef.device)  # [4, C, n, K] logits, x d, trial, slope
@@ -236,11 +274,15 @@ def minimise(objective: LinearObjective, coef: torch.Tensor, bias: torch.Tensor,
         iteration += 1
         if iteration > 1:
             memory.update(direction * t, grad - prev_grad)
-        direction = memory.direction(grad)  # [P]: -grad at the first iteration (no pairs, scale 1)
+        if curvature is None:
+            direction = memory.direction(grad)  # [P]: -grad at the first iteration (no pairs, scale 1)
+            t = min(1.0, 1.0 / float(grad.abs().sum())) if iteration == 1 else 1.0
+        else:
+            direction = memory.direction(grad, _solver(curvature(slope), flat))
+            t = 1.0
         prev_grad, prev_value = grad, value
-        t = min(1.0, 1.0 / float(grad.abs().sum())) if iteration == 1 else 1.0
         slope_along = float(grad.dot(direction))
-        if slope_along > -CHANGE_TOL:
+        if slope_along > -CHANGE_TOL or -slope_along / 2 <= decrease_tol * max(abs(value), 1.0):
             break
         objective.product(flat.coef(direction), flat.bias(direction), moved, lower)  # [C, n, K]: x d, the one
         # forward product of the iteration
@@ -253,7 +295,8 @@ def minimise(objective: LinearObjective, coef: torch.Tensor, bias: torch.Tensor,
             break  # the gradient there is not needed: one product saved
         if line.evaluated != t:  # the search ended on an earlier trial: its slope again (no product)
             line.at(t)
-        grad = flat.join(*objective.gradient(line.slope, flat.coef(w), lower))  # [P]: the iteration's other product
+        slope = line.slope  # [C, n, K] at the accepted step
+        grad = flat.join(*objective.gradient(slope, flat.coef(w), lower))  # [P]: the iteration's other product
         if grad.abs().max() <= tol:
             break
         if float((direction * t).abs().max()) <= CHANGE_TOL or abs(value - prev_value) < CHANGE_TOL:
