@@ -301,3 +301,49 @@ def test_only_label_sets_take_their_covariance_through_syrk(monkeypatch, label_s
     labels = generator.integers(0, 2, size=(200, 3)) if label_sets else generator.integers(0, 3, size=200)
     fit_logistic(features, labels, (1.0,), tol=1e-5)
     assert len(calls) == through_gram
+
+
+def _path_fit(features, y, monkeypatch, plain: bool):
+    """The default path fit (C_GRID, 50 steps then 25), and its L-BFGS iterations; plain: without the Kronecker guess
+    and the predicted-decrease stop (the path before #75's fourteenth part)."""
+    import bertlens.probing.logistic as logistic
+
+    steps = []
+    inner = logistic.lbfgs_minimise
+
+    def counted(*args, **kwargs):
+        steps.append(inner(*args, **kwargs))
+        return steps[-1]
+
+    monkeypatch.setattr(logistic, "lbfgs_minimise", counted)
+    if plain:
+        monkeypatch.setattr(_Whitened, "path_minimise", lambda self, *args, **kwargs: self.minimise(*args, **kwargs))
+    fit = fit_logistic(features, y, C_GRID, warm_path=True)
+    monkeypatch.undo()
+    return fit, sum(steps)
+
+
+def test_the_paths_kronecker_fits_end_near_scikit_learns_optimum_in_fewer_steps_than_the_plain_lbfgs(monkeypatch):
+    """The path's fits with the Kronecker guess, stopped at the predicted decrease, against the plain L-BFGS at its step
+    cap (50, then 25 a strength), both measured from scikit-learn's converged optimum at every C of the grid. Measured
+    (48 classes, 150 features): 58 steps against 111; objective above the optimum 7e-6 / 2.2e-4 / 1.8e-4 / 9.8e-4
+    against 2.3e-6 / 1.9e-4 / 8.0e-4 / 6.9e-4; held-out predictions equal to scikit-learn's 99.7 / 98.5 / 98.6 / 94.4%
+    against 99.9 / 99.5 / 97.8 / 94.6%."""
+    features, y, n = _many_classes()
+    train, held = features[:, :n], features[0, n:].double().numpy()
+    ours, steps = _path_fit(train, y[:n], monkeypatch, plain=False)
+    plain, plain_steps = _path_fit(train, y[:n], monkeypatch, plain=True)
+    assert steps < 0.6 * plain_steps
+    x = train[0].double().numpy()
+    mean, std = x.mean(0), x.std(0, ddof=1)
+    for r, c in enumerate(C_GRID):
+        ref = LogisticRegression(C=c, max_iter=10000, tol=1e-10).fit((x - mean) / std, y[:n])
+        logits = torch.as_tensor((x - mean) / std @ ref.coef_.T + ref.intercept_)
+        optimum = float(torch.nn.functional.cross_entropy(logits, torch.as_tensor(y[:n]))) + float(
+            (ref.coef_**2).sum() / (2 * c * n)
+        )
+        gap, plain_gap = (_objective(fit, train, y[:n], r, c) - optimum for fit in (ours, plain))
+        assert 0 < gap <= max(2 * plain_gap, 1e-5 * optimum)
+        expected = ref.predict((held - mean) / std)
+        agree, plain_agree = ((f.predict(features[:, n:])[0, r].numpy() == expected).mean() for f in (ours, plain))
+        assert agree >= plain_agree - 0.015

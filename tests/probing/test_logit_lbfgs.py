@@ -4,7 +4,8 @@ torch.optim.LBFGS with a strong Wolfe search, with one product each way per iter
 import pytest
 import torch
 
-from bertlens.probing.logistic import _loss_and_gradient
+from bertlens.probing.kronecker import softmax_curvature
+from bertlens.probing.logistic import _loss_and_gradient, _standardise, _Whitened
 from bertlens.probing.logit_lbfgs import LinearObjective, minimise, torch_lbfgs
 
 
@@ -115,3 +116,53 @@ def test_the_solution_is_where_the_gradient_reached_tol():
     _, slope = objective.loss_of(logits, None)
     grad_coef, grad_bias = objective.gradient(slope, coef, slope)
     assert max(grad_coef.abs().max(), grad_bias.abs().max()) <= 1e-5
+
+
+def whitened_problem(classes: int, n: int, d: int, strength: float, seed: int = 0):
+    """The path's problem (probing/logistic.py) in float64: correlated features (as BERT's: their covariance's
+    eigenvalues spread over 1e4 once standardised), whitened, the penalty of C = strength in that basis (spread by the
+    same eigenvalues), softmax over `classes`. (objective, labels)."""
+    g = torch.Generator().manual_seed(seed)
+    labels = torch.randint(0, classes, (n,), generator=g)
+    centres = torch.randn(classes, d, generator=g, dtype=torch.float64)
+    rotation, _ = torch.linalg.qr(torch.randn(d, d, generator=g, dtype=torch.float64))
+    mixing = rotation * torch.logspace(-2, 1, d, dtype=torch.float64)  # [D, D]
+    x = ((centres[labels] * 0.4 + torch.randn(n, d, generator=g, dtype=torch.float64)) @ mixing.T)[None] + 1.0
+    _, _, _, values, whitened_x = _standardise(x, torch.float64, torch.float64)  # [1, n, D]
+    whitened = _Whitened(whitened_x, whitened_x.transpose(1, 2).contiguous(), labels, values, classes, 1e-4)
+    return whitened.objective(torch.tensor([[1 / (2 * strength)]], dtype=torch.float64)), labels
+
+
+def value(objective: LinearObjective, coef: torch.Tensor, bias: torch.Tensor) -> float:
+    logits = torch.bmm(objective.x, coef) + bias
+    return float(objective.loss_of(logits, None)[0] + objective.penalty_of(coef))
+
+
+def kronecker(labels: torch.Tensor, objective: LinearObjective):
+    return lambda slope: softmax_curvature(slope, labels, objective.penalty)
+
+
+@pytest.mark.parametrize("strength", [0.01, 0.1, 1.0])
+def test_the_kronecker_first_guess_reaches_the_same_optimum_in_fewer_steps(strength):
+    objective, labels = whitened_problem(20, 1500, 40, strength)
+    zeros = lambda: (torch.zeros(1, 40, 20, dtype=torch.float64), torch.zeros(1, 1, 20, dtype=torch.float64))  # noqa: E731
+    plain_coef, plain_bias = zeros()
+    plain = minimise(objective, plain_coef, plain_bias, 3000, 1e-10)
+    guessed_coef, guessed_bias = zeros()
+    guessed = minimise(objective, guessed_coef, guessed_bias, 3000, 1e-10, kronecker(labels, objective))
+    assert guessed < plain / 2  # measured: 18 against 590, 25 against 199, 29 against 68
+    torch.testing.assert_close(guessed_coef, plain_coef, atol=1e-4 * float(plain_coef.abs().max()), rtol=0)
+    assert value(objective, guessed_coef, guessed_bias) <= value(objective, plain_coef, plain_bias) + 1e-9
+
+
+def test_the_predicted_decrease_stops_the_fit_near_its_optimum():
+    objective, labels = whitened_problem(20, 1500, 40, 0.1, seed=3)
+    zeros = lambda: (torch.zeros(1, 40, 20, dtype=torch.float64), torch.zeros(1, 1, 20, dtype=torch.float64))  # noqa: E731
+    best_coef, best_bias = zeros()
+    converged = minimise(objective, best_coef, best_bias, 3000, 1e-12, kronecker(labels, objective))
+    optimum = value(objective, best_coef, best_bias)
+    for decrease_tol in (1e-3, 1e-4, 1e-5):
+        coef, bias = zeros()
+        stopped = minimise(objective, coef, bias, 3000, 1e-12, kronecker(labels, objective), decrease_tol)
+        gap = value(objective, coef, bias) - optimum
+        assert stopped < converged and 0 < gap <= 5 * decrease_tol * optimum  # measured: 3.1, 0.7, 1.2 x
