@@ -12,8 +12,12 @@ scikit-learn's LogisticRegressionCV does): the weakly regularised fits, which 50
 zero leave far from their optimum, start near it. Measured against the joint fit
 (bench/logistic_path.py): a lower objective at every C and every number of classes, dev and test
 accuracy closer to scikit-learn's converged fits, and 1.2-1.8x faster at 64 and 100 classes. With
-fewer classes the joint fit is kept: the path was no faster there, up to 1.5x slower. Features
-are standardised per candidate on the training rows.
+fewer classes the joint fit is kept: the path was no faster there, up to 1.5x slower. The path's fits take the
+Kronecker curvature (probing/kronecker.py) as L-BFGS's first guess and stop where the decrease L-BFGS predicts is
+below PATH_DECREASE_TOL x the loss twice in a row (the step caps stay as a bound): on the 100k cloze's 1536-wide fit
+23 steps instead of 50 for the first strength, the second's at or near its cap of 25, each 2-3x nearer its optimum
+than the plain L-BFGS's caps left it (docs/results-log.md, issue #75 fourteenth part). Features are standardised per
+candidate on the training rows.
 
 Given dev rows (`DevSearch`), the grid is searched rather than fitted whole: the path, and label
 sets' strengths (the first two together, then one at a time), stop after the first strength whose
@@ -62,9 +66,9 @@ CURVATURE_DTYPE = torch.bfloat16  # label sets: the Newton-CG's curvature produc
 # step's direction: the gradient and the line search stay float32, so the point each column stops at is float32's;
 # measured on GoEmotions' 43k x 1536 concat_last4: 4.2x faster at tol 1e-7 than float32 products at 1e-6, and 6x
 # nearer a tol 1e-9 solve); elsewhere float32's own products
-PATH_DECREASE_TOL = 5e-5  # the path's fits stop where L-BFGS predicts less than this x the loss for its next step:
-# on the 100k cloze's 1536-wide fit after 23 steps for each of the first two strengths, 3-4x nearer the optimum than
-# the plain L-BFGS's 50 and 25 steps left them (docs/results-log.md, issue #75 fourteenth part)
+PATH_DECREASE_TOL = 5e-5  # the path's fits stop where L-BFGS predicts less than this x the loss for its next step
+# (twice in a row): on the 100k cloze's 1536-wide fit after 23 steps for the first strength (the cap is 50), the
+# objective 2-3x nearer its optimum than the plain L-BFGS's caps left it (docs/results-log.md, #75 fourteenth part)
 PATH_MIN_CLASSES = 48  # from here the grid is fitted along the warm-started path (measured: faster at 64 and 100
 # classes, not at 32 and fewer, where each strength's products are bound by reading the features and the joint
 # fit reads them once per step for the whole grid; bench/logistic_path.py)
