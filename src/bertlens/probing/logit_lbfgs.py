@@ -26,15 +26,17 @@ import torch
 HISTORY = 20  # correction pairs kept (torch.optim.LBFGS's history_size as the probes set it)
 ARMIJO, CURVATURE = 1e-4, 0.9  # strong Wolfe constants c1, c2
 CHANGE_TOL = 1e-12  # no progress: a step, a bracket or a loss change below this ends the search or the solve
-QUIET_ITERATIONS = 2  # decrease_tol stops a fit when this many predictions in a row are below it: one alone, at weak
-# penalties, stopped fits 2-3x farther from their optimum than the plain L-BFGS's step cap (tests/probing/
-# test_logistic.py's 48 classes); on the 100k cloze the second costs one step a strength
+QUIET_ITERATIONS = 2  # decrease_tol stops a fit when this many predictions in a row are below it: one alone stopped
+# some fits of tests/probing/test_logistic.py's 48-class problem farther from their optimum than the plain L-BFGS's
+# step cap (C = 10: 2.0e-3 against 6.9e-4); on the 100k cloze the second costs about one step a strength
 
 LossOf = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 """(logits [C, n, K], out: where to write the slope) -> (summed loss, slope d loss / d logits [C, n, K])."""
 
 
 class Hessian(Protocol):
+    """An approximate Hessian that applies its inverse to a direction."""
+
     def solve(self, coef: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]: ...
 
 
@@ -238,7 +240,9 @@ def _solver(guess: Hessian, flat: _Flat) -> Callable[[torch.Tensor], torch.Tenso
     return lambda v: flat.join(*guess.solve(flat.coef(v), flat.bias(v)))
 
 
-def _direction(memory: _Memory, grad: torch.Tensor, iteration: int, initial) -> tuple[torch.Tensor, float]:
+def _direction(
+    memory: _Memory, grad: torch.Tensor, iteration: int, initial: Callable[[torch.Tensor], torch.Tensor] | None
+) -> tuple[torch.Tensor, float]:
     """The quasi-Newton direction [P] and the first step tried along it: torch's min(1, 1 / |g|_1) at the first
     iteration from a scalar guess (the direction is then -grad), 1 from a curvature `initial` (a Newton step's)."""
     if initial is not None:
